@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package Stoker needs to build, test and run (idempotent).
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build ccache pkg-config clang clang-format libclang-rt-14-dev
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev libsqlite3-dev
+  libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
+  prometheus prometheus-node-exporter curl python3 procps
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  # Debian's prometheus packages try to start services; keep them from doing so in containers.
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

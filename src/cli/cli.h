@@ -1,0 +1,23 @@
+#pragma once
+// Subcommand registration. Each group registers its subcommands on the root app and returns;
+// the action runs after parsing and sets the process exit code (see docs/cli.md).
+
+#include <CLI/CLI.hpp>
+
+namespace stoker::cli {
+
+// Exit codes scripts can rely on.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;      // the operation failed (runtime error)
+inline constexpr int kExitUsage = 2;        // bad flags or arguments
+inline constexpr int kExitUnavailable = 3;  // server/NVML unreachable
+inline constexpr int kExitNotFound = 4;
+inline constexpr int kExitDenied = 5;       // authentication or authorization failed
+
+int Main(int argc, char** argv);
+
+// Each Register* adds subcommands; `exit_code` receives the result of whichever ran.
+void RegisterAgentCommands(CLI::App& app, int& exit_code);  // agent, smi
+void RegisterSimCommands(CLI::App& app, int& exit_code);    // sim ...
+
+}  // namespace stoker::cli

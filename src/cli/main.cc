@@ -11,6 +11,8 @@ int Main(int argc, char** argv) {
   int exit_code = kExitOk;
   RegisterAgentCommands(app, exit_code);
   RegisterSimCommands(app, exit_code);
+  RegisterServerCommands(app, exit_code);
+  RegisterEfficiencyCommands(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

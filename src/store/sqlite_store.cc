@@ -1,0 +1,354 @@
+// SQLite implementation of Store: one writer connection driven by a group-commit thread, one
+// reader connection (WAL lets readers run while the writer commits).
+
+#include <sqlite3.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "store/store.h"
+
+namespace stoker::store {
+namespace {
+
+// Schema migrations, applied in order; user_version records how many ran. Never edit a
+// migration that shipped: append a new one.
+constexpr const char* kMigrations[] = {
+    R"sql(
+CREATE TABLE jobs (id INTEGER PRIMARY KEY, user TEXT NOT NULL, state TEXT NOT NULL,
+                   node TEXT NOT NULL DEFAULT '', doc TEXT NOT NULL);
+CREATE INDEX jobs_state ON jobs(state);
+CREATE INDEX jobs_user ON jobs(user);
+CREATE TABLE nodes (name TEXT PRIMARY KEY, doc TEXT NOT NULL);
+CREATE TABLE tokens (hash TEXT PRIMARY KEY, name TEXT NOT NULL, role TEXT NOT NULL,
+                     created_ms INTEGER NOT NULL);
+CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL,
+                     ts_ms INTEGER NOT NULL, kind TEXT NOT NULL, message TEXT NOT NULL);
+CREATE INDEX events_job ON events(job_id);
+)sql",
+};
+constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
+
+Status SqlError(sqlite3* db, const std::string& what) {
+  return Internal("sqlite: " + what + ": " + (db ? sqlite3_errmsg(db) : "no database"));
+}
+
+Status Exec(sqlite3* db, const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    return Internal("sqlite: " + msg + " in: " + sql.substr(0, 80));
+  }
+  return Status::Ok();
+}
+
+// RAII prepared statement.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK) {
+      stmt_ = nullptr;
+    }
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  bool ok() const { return stmt_ != nullptr; }
+  sqlite3_stmt* get() { return stmt_; }
+  void Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  void Bind(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  std::string Text(int col) {
+    const unsigned char* t = sqlite3_column_text(stmt_, col);
+    return t ? std::string(reinterpret_cast<const char*>(t),
+                           static_cast<size_t>(sqlite3_column_bytes(stmt_, col)))
+             : std::string();
+  }
+  int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
+  // Runs a statement that returns no rows.
+  Status Run(const char* what) {
+    const int rc = sqlite3_step(stmt_);
+    Reset();
+    return rc == SQLITE_DONE ? Status::Ok() : SqlError(db_, what);
+  }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+class SqliteStore final : public Store {
+ public:
+  SqliteStore(sqlite3* writer, sqlite3* reader, SqliteOptions options)
+      : writer_(writer), reader_(reader), options_(options) {
+    put_job_ = std::make_unique<Stmt>(
+        writer_, "INSERT OR REPLACE INTO jobs(id,user,state,node,doc) VALUES(?,?,?,?,?)");
+    put_node_ = std::make_unique<Stmt>(writer_, "INSERT OR REPLACE INTO nodes(name,doc) VALUES(?,?)");
+    put_token_ = std::make_unique<Stmt>(
+        writer_, "INSERT OR REPLACE INTO tokens(hash,name,role,created_ms) VALUES(?,?,?,?)");
+    del_token_ = std::make_unique<Stmt>(writer_, "DELETE FROM tokens WHERE name=?");
+    add_event_ = std::make_unique<Stmt>(
+        writer_, "INSERT INTO events(job_id,ts_ms,kind,message) VALUES(?,?,?,?)");
+    writer_thread_ = std::thread([this] { WriterLoop(); });
+  }
+
+  ~SqliteStore() override {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    writer_thread_.join();
+    put_job_.reset();
+    put_node_.reset();
+    put_token_.reset();
+    del_token_.reset();
+    add_event_.reset();
+    sqlite3_close_v2(reader_);
+    sqlite3_close_v2(writer_);
+  }
+
+  bool Prepared() const {
+    return put_job_->ok() && put_node_->ok() && put_token_->ok() && del_token_->ok() &&
+           add_event_->ok();
+  }
+
+  Status Apply(const WriteBatch& batch) override {
+    if (batch.empty()) return Status::Ok();
+    Pending p{&batch};
+    std::unique_lock lock(mu_);
+    if (stopping_) return Unavailable("store is closing");
+    queue_.push_back(&p);
+    cv_.notify_all();
+    done_cv_.wait(lock, [&] { return p.done; });
+    return p.status;
+  }
+
+  Result<std::vector<JobRow>> LoadJobs() override {
+    std::lock_guard lock(read_mu_);
+    Stmt s(reader_, "SELECT id,user,state,node,doc FROM jobs ORDER BY id");
+    if (!s.ok()) return SqlError(reader_, "prepare LoadJobs");
+    std::vector<JobRow> out;
+    int rc;
+    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+      out.push_back(JobRow{s.Int(0), s.Text(1), s.Text(2), s.Text(3), s.Text(4)});
+    }
+    if (rc != SQLITE_DONE) return SqlError(reader_, "LoadJobs");
+    return out;
+  }
+
+  Result<std::vector<NodeRow>> LoadNodes() override {
+    std::lock_guard lock(read_mu_);
+    Stmt s(reader_, "SELECT name,doc FROM nodes ORDER BY name");
+    if (!s.ok()) return SqlError(reader_, "prepare LoadNodes");
+    std::vector<NodeRow> out;
+    int rc;
+    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) out.push_back(NodeRow{s.Text(0), s.Text(1)});
+    if (rc != SQLITE_DONE) return SqlError(reader_, "LoadNodes");
+    return out;
+  }
+
+  Result<std::vector<TokenRow>> LoadTokens() override {
+    std::lock_guard lock(read_mu_);
+    Stmt s(reader_, "SELECT hash,name,role,created_ms FROM tokens ORDER BY name");
+    if (!s.ok()) return SqlError(reader_, "prepare LoadTokens");
+    std::vector<TokenRow> out;
+    int rc;
+    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+      out.push_back(TokenRow{s.Text(0), s.Text(1), s.Text(2), s.Int(3)});
+    }
+    if (rc != SQLITE_DONE) return SqlError(reader_, "LoadTokens");
+    return out;
+  }
+
+  Result<std::vector<EventRow>> ListEvents(int64_t job_id) override {
+    std::lock_guard lock(read_mu_);
+    Stmt s(reader_, "SELECT job_id,ts_ms,kind,message FROM events WHERE job_id=? ORDER BY seq");
+    if (!s.ok()) return SqlError(reader_, "prepare ListEvents");
+    s.Bind(1, job_id);
+    std::vector<EventRow> out;
+    int rc;
+    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+      out.push_back(EventRow{s.Int(0), s.Int(1), s.Text(2), s.Text(3)});
+    }
+    if (rc != SQLITE_DONE) return SqlError(reader_, "ListEvents");
+    return out;
+  }
+
+  Result<int64_t> MaxJobId() override {
+    std::lock_guard lock(read_mu_);
+    Stmt s(reader_, "SELECT COALESCE(MAX(id),0) FROM jobs");
+    if (!s.ok() || sqlite3_step(s.get()) != SQLITE_ROW) return SqlError(reader_, "MaxJobId");
+    return s.Int(0);
+  }
+
+  int schema_version() const override { return kSchemaVersion; }
+
+ private:
+  struct Pending {
+    const WriteBatch* batch;
+    Status status;
+    bool done = false;
+  };
+
+  Status ApplyOne(const WriteBatch& b) {
+    for (const JobRow& j : b.jobs()) {
+      put_job_->Bind(1, j.id);
+      put_job_->Bind(2, j.user);
+      put_job_->Bind(3, j.state);
+      put_job_->Bind(4, j.node);
+      put_job_->Bind(5, j.doc);
+      STOKER_RETURN_IF_ERROR(put_job_->Run("put job"));
+    }
+    for (const NodeRow& n : b.nodes()) {
+      put_node_->Bind(1, n.name);
+      put_node_->Bind(2, n.doc);
+      STOKER_RETURN_IF_ERROR(put_node_->Run("put node"));
+    }
+    for (const std::string& name : b.deleted_tokens()) {
+      del_token_->Bind(1, name);
+      STOKER_RETURN_IF_ERROR(del_token_->Run("delete token"));
+    }
+    for (const TokenRow& t : b.tokens()) {
+      put_token_->Bind(1, t.hash_hex);
+      put_token_->Bind(2, t.name);
+      put_token_->Bind(3, t.role);
+      put_token_->Bind(4, t.created_unix_ms);
+      STOKER_RETURN_IF_ERROR(put_token_->Run("put token"));
+    }
+    for (const EventRow& e : b.events()) {
+      add_event_->Bind(1, e.job_id);
+      add_event_->Bind(2, e.ts_unix_ms);
+      add_event_->Bind(3, e.kind);
+      add_event_->Bind(4, e.message);
+      STOKER_RETURN_IF_ERROR(add_event_->Run("add event"));
+    }
+    return Status::Ok();
+  }
+
+  // Group commit: take every batch waiting now, run each inside its own SAVEPOINT (a failing
+  // batch rolls back alone), COMMIT once, then acknowledge them all.
+  void WriterLoop() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty() && stopping_) return;
+      std::vector<Pending*> group;
+      while (!queue_.empty() && static_cast<int>(group.size()) < options_.max_group) {
+        group.push_back(queue_.front());
+        queue_.pop_front();
+      }
+      lock.unlock();
+      Status begin = Exec(writer_, "BEGIN IMMEDIATE");
+      if (begin.ok()) {
+        for (Pending* p : group) {
+          Status s = Exec(writer_, "SAVEPOINT b");
+          if (s.ok()) {
+            s = ApplyOne(*p->batch);
+            if (s.ok()) {
+              s = Exec(writer_, "RELEASE b");
+            } else {
+              (void)Exec(writer_, "ROLLBACK TO b");
+              (void)Exec(writer_, "RELEASE b");
+            }
+          }
+          p->status = s;
+        }
+        Status commit = Exec(writer_, "COMMIT");
+        if (!commit.ok()) {
+          (void)Exec(writer_, "ROLLBACK");
+          for (Pending* p : group) p->status = commit;
+        }
+      } else {
+        for (Pending* p : group) p->status = begin;
+      }
+      lock.lock();
+      for (Pending* p : group) p->done = true;
+      done_cv_.notify_all();
+    }
+  }
+
+  sqlite3* writer_;
+  sqlite3* reader_;
+  SqliteOptions options_;
+  std::unique_ptr<Stmt> put_job_, put_node_, put_token_, del_token_, add_event_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::condition_variable done_cv_;
+  std::deque<Pending*> queue_;
+  bool stopping_ = false;
+  std::thread writer_thread_;
+
+  std::mutex read_mu_;
+};
+
+Result<sqlite3*> OpenConnection(const std::string& path, bool create) {
+  sqlite3* db = nullptr;
+  const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) |
+                    SQLITE_OPEN_NOMUTEX;
+  if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
+    Status s = SqlError(db, "open " + path);
+    sqlite3_close_v2(db);
+    return s;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  return db;
+}
+
+Status Migrate(sqlite3* db) {
+  Stmt v(db, "PRAGMA user_version");
+  if (!v.ok() || sqlite3_step(v.get()) != SQLITE_ROW) return SqlError(db, "read user_version");
+  const int current = static_cast<int>(v.Int(0));
+  v.Reset();
+  if (current > kSchemaVersion) {
+    return FailedPrecondition("database schema version " + std::to_string(current) +
+                              " is newer than this binary supports (" +
+                              std::to_string(kSchemaVersion) + ")");
+  }
+  for (int i = current; i < kSchemaVersion; ++i) {
+    STOKER_RETURN_IF_ERROR(Exec(db, "BEGIN IMMEDIATE"));
+    Status s = Exec(db, kMigrations[i]);
+    if (s.ok()) s = Exec(db, "PRAGMA user_version=" + std::to_string(i + 1));
+    if (!s.ok()) {
+      (void)Exec(db, "ROLLBACK");
+      return s.WithContext("migration " + std::to_string(i + 1));
+    }
+    STOKER_RETURN_IF_ERROR(Exec(db, "COMMIT"));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
+                                               const SqliteOptions& options) {
+  STOKER_ASSIGN_OR_RETURN(sqlite3 * writer, OpenConnection(path, true));
+  auto fail = [&](Status s) -> Result<std::unique_ptr<Store>> {
+    sqlite3_close_v2(writer);
+    return s;
+  };
+  Status s = Exec(writer, "PRAGMA journal_mode=WAL");
+  if (s.ok()) {
+    s = Exec(writer, options.synchronous_full ? "PRAGMA synchronous=FULL"
+                                              : "PRAGMA synchronous=NORMAL");
+  }
+  if (s.ok()) s = Migrate(writer);
+  if (!s.ok()) return fail(s);
+  auto reader = OpenConnection(path, false);
+  if (!reader.ok()) return fail(reader.status());
+  auto store = std::make_unique<SqliteStore>(writer, *reader, options);
+  if (!store->Prepared()) return Internal("sqlite: cannot prepare statements");
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace stoker::store

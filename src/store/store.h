@@ -1,0 +1,102 @@
+#pragma once
+// The server's durable state behind one interface. Rows are small: indexed columns the store
+// filters on plus a JSON document the server owns (the store does not interpret it), so the
+// schema changes rarely and the server's model can evolve without migrations.
+//
+// Writes go through Apply(): a batch is atomic (all or nothing) and durable when Apply returns
+// OK. Concurrent Apply() calls are group-committed: one writer thread folds every batch waiting
+// at that moment into a single transaction and acknowledges them all after its COMMIT.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace stoker::store {
+
+struct JobRow {
+  int64_t id = 0;
+  std::string user;
+  std::string state;
+  std::string node;
+  std::string doc;  // JSON document owned by the server
+};
+
+struct NodeRow {
+  std::string name;
+  std::string doc;
+};
+
+struct TokenRow {
+  std::string hash_hex;  // SHA-256 of the token; the token itself is never stored
+  std::string name;      // user name, agent node name, or admin name
+  std::string role;      // admin | agent | user
+  int64_t created_unix_ms = 0;
+};
+
+struct EventRow {
+  int64_t job_id = 0;
+  int64_t ts_unix_ms = 0;
+  std::string kind;
+  std::string message;
+};
+
+// An atomic set of writes.
+class WriteBatch {
+ public:
+  void PutJob(JobRow row) { jobs_.push_back(std::move(row)); }
+  void PutNode(NodeRow row) { nodes_.push_back(std::move(row)); }
+  void PutToken(TokenRow row) { tokens_.push_back(std::move(row)); }
+  void DeleteToken(std::string name) { deleted_tokens_.push_back(std::move(name)); }
+  void AddEvent(EventRow row) { events_.push_back(std::move(row)); }
+  bool empty() const {
+    return jobs_.empty() && nodes_.empty() && tokens_.empty() && deleted_tokens_.empty() &&
+           events_.empty();
+  }
+
+  const std::vector<JobRow>& jobs() const { return jobs_; }
+  const std::vector<NodeRow>& nodes() const { return nodes_; }
+  const std::vector<TokenRow>& tokens() const { return tokens_; }
+  const std::vector<std::string>& deleted_tokens() const { return deleted_tokens_; }
+  const std::vector<EventRow>& events() const { return events_; }
+
+ private:
+  std::vector<JobRow> jobs_;
+  std::vector<NodeRow> nodes_;
+  std::vector<TokenRow> tokens_;
+  std::vector<std::string> deleted_tokens_;
+  std::vector<EventRow> events_;
+};
+
+// Thread-safe.
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Atomic and durable on OK (see the durability note on SqliteOptions).
+  virtual Status Apply(const WriteBatch& batch) = 0;
+
+  virtual Result<std::vector<JobRow>> LoadJobs() = 0;
+  virtual Result<std::vector<NodeRow>> LoadNodes() = 0;
+  virtual Result<std::vector<TokenRow>> LoadTokens() = 0;
+  virtual Result<std::vector<EventRow>> ListEvents(int64_t job_id) = 0;
+  virtual Result<int64_t> MaxJobId() = 0;
+  virtual int schema_version() const = 0;
+};
+
+struct SqliteOptions {
+  // WAL with synchronous=FULL syncs the WAL on every COMMIT: an acknowledged write survives
+  // both kill -9 and power loss. NORMAL survives kill -9 (the WAL is in the page cache, the OS
+  // writes it out) but may lose the last transactions on power loss.
+  bool synchronous_full = true;
+  // Upper bound on batches folded into one transaction.
+  int max_group = 512;
+};
+
+// Opens (creating if needed) the database at `path` and runs pending schema migrations.
+Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
+                                               const SqliteOptions& options = {});
+
+}  // namespace stoker::store

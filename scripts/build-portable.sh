@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds dist/stoker: a single x86-64 binary that runs on any Linux with glibc >= 2.36 (Debian 12)
+# without installing anything. libstdc++, libgcc, OpenSSL, SQLite, yaml-cpp, spdlog/fmt and
+# cpp-httplib are linked statically; glibc stays dynamic because NVML is loaded with dlopen().
+#
+# Debian packages cpp-httplib only as a shared library, so this script takes the upstream
+# single-file httplib.h from Debian's *source* package (apt-get source; no other download).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+work=$root/build-portable
+mkdir -p "$work/third_party" dist
+
+if [[ ! -f $work/third_party/httplib.h ]]; then
+  apt_dir=$work/apt
+  mkdir -p "$apt_dir/lists/partial"
+  cat >"$apt_dir/sources.list" <<'LIST'
+deb-src http://deb.debian.org/debian bookworm main
+deb-src http://deb.debian.org/debian-security bookworm-security main
+LIST
+  apt_opts=(-o Dir::Etc::SourceList="$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+            -o Dir::State::Lists="$apt_dir/lists" -o Debug::NoDropPrivs=1)
+  apt-get "${apt_opts[@]}" update -qq
+  (cd "$apt_dir" && apt-get "${apt_opts[@]}" source --download-only -qq cpp-httplib)
+  orig=$(ls "$apt_dir"/cpp-httplib_*.orig.tar.* | head -n 1)
+  tar -xf "$orig" -C "$apt_dir" --wildcards '*/httplib.h'
+  cp "$(find "$apt_dir" -name httplib.h | head -n 1)" "$work/third_party/httplib.h"
+fi
+
+cmake -S . -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTOKER_PORTABLE=ON \
+  -DSTOKER_BUILD_TESTS=OFF -DSTOKER_BUILD_BENCH=OFF \
+  -DSTOKER_HTTPLIB_INCLUDE_DIR="$work/third_party" >/dev/null
+ninja -C "$work/build" stoker
+cp "$work/build/bin/stoker" dist/stoker
+strip dist/stoker
+
+# Check the promise: only glibc's own libraries are needed, at symbol versions <= 2.36.
+needed=$(objdump -p dist/stoker | awk '/NEEDED/ {print $2}' | sort | tr '\n' ' ')
+for lib in $needed; do
+  case $lib in
+    libc.so.6|libm.so.6|libdl.so.2|libpthread.so.0|librt.so.1|ld-linux-x86-64.so.2) ;;
+    *) echo "dist/stoker needs $lib: not portable" >&2; exit 1 ;;
+  esac
+done
+max_glibc=$(objdump -T dist/stoker | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)
+echo "dist/stoker: $(du -h dist/stoker | cut -f1), needs only: $needed, newest symbol version: $max_glibc"
+if [[ $(printf '%s\n' "$max_glibc" GLIBC_2.36 | sort -V | tail -n 1) != GLIBC_2.36 ]]; then
+  echo "dist/stoker needs $max_glibc > GLIBC_2.36" >&2; exit 1
+fi

@@ -1,0 +1,226 @@
+#include "scheduler/cluster.h"
+
+#include <algorithm>
+#include <string>
+
+namespace stoker::scheduler {
+
+int64_t Placement::TotalGpuMilli() const {
+  int64_t sum = 0;
+  for (int i = 0; i < num_gpus; ++i) sum += gpus[i].milli + MigSlicesToMilli(gpus[i].mig_slices);
+  return sum;
+}
+
+Result<int32_t> ClusterState::AddNode(const NodeSpec& s) {
+  auto bad = [&](const std::string& what) {
+    return InvalidArgument("node '" + s.name + "': " + what);
+  };
+  if (s.cpu_milli < 0) return bad("cpu_milli: negative");
+  if (s.memory_mib < 0) return bad("memory_mib: negative");
+  if (s.num_gpus < 0 || s.num_gpus > kMaxGpusPerNode) {
+    return bad("gpus: must be 0.." + std::to_string(kMaxGpusPerNode));
+  }
+  if (s.num_gpus > 0 && s.gpu_model >= models_.size()) return bad("gpu model id not interned");
+  if (s.gpu_memory_mib < 0) return bad("gpu_memory_mib: negative");
+  NodeState n;
+  n.free_cpu_milli = s.cpu_milli;
+  n.free_memory_mib = s.memory_mib;
+  n.num_gpus = static_cast<uint8_t>(s.num_gpus);
+  n.full_free_gpus = n.num_gpus;
+  n.gpu_model = s.gpu_model;
+  for (int g = 0; g < s.num_gpus; ++g) {
+    n.gpu_free_milli[g] = kMilliPerGpu;
+    n.gpu_free_slices[g] = s.mig_enabled ? kMigSlicesPerGpu : 0;
+  }
+  n.free_gpu_milli = s.num_gpus * kMilliPerGpu;
+  specs_.push_back(s);
+  nodes_.push_back(n);
+  total_cpu_milli_ += s.cpu_milli;
+  total_memory_mib_ += s.memory_mib;
+  total_gpu_milli_ += static_cast<int64_t>(s.num_gpus) * kMilliPerGpu;
+  total_gpus_ += s.num_gpus;
+  max_cpu_milli_ = std::max(max_cpu_milli_, s.cpu_milli);
+  max_memory_mib_ = std::max(max_memory_mib_, s.memory_mib);
+  max_gpus_ = std::max(max_gpus_, s.num_gpus);
+  Shape shape{s.cpu_milli, s.memory_mib, s.gpu_memory_mib, s.num_gpus,
+              s.num_gpus > 0 ? s.gpu_model : GpuModelId{0}, s.mig_enabled};
+  if (std::find(shapes_.begin(), shapes_.end(), shape) == shapes_.end()) shapes_.push_back(shape);
+  return static_cast<int32_t>(specs_.size() - 1);
+}
+
+Status ClusterState::SetBestEffortOversubscription(int32_t cap_permille) {
+  if (cap_permille < 1000 || cap_permille > 1500) {
+    return InvalidArgument("best-effort oversubscription must be 1000..1500 permille (1:1..1.5:1), got " +
+                           std::to_string(cap_permille));
+  }
+  be_cap_permille_ = cap_permille;
+  return Status::Ok();
+}
+
+int64_t ClusterState::CpuLimit(int32_t node, bool best_effort) const {
+  const int64_t cap = specs_[node].cpu_milli;
+  return best_effort ? cap * be_cap_permille_ / 1000 : cap;
+}
+
+int64_t ClusterState::MemoryLimit(int32_t node, bool best_effort) const {
+  const int64_t cap = specs_[node].memory_mib;
+  return best_effort ? cap * be_cap_permille_ / 1000 : cap;
+}
+
+namespace {
+
+bool StaticGpuMatch(int32_t num_gpus, GpuModelId model, int64_t gpu_mem, bool mig,
+                    const Request& r) {
+  if (r.num_gpu == 0) return true;
+  if (r.num_gpu > num_gpus) return false;
+  if (r.allowed_models != 0 && (r.allowed_models & GpuModelTable::Bit(model)) == 0) return false;
+  if (r.gpu_memory_mib > 0 && gpu_mem > 0 && r.gpu_memory_mib > gpu_mem) return false;
+  return r.IsMig() == mig;
+}
+
+}  // namespace
+
+bool ClusterState::CouldEverFit(int32_t node, const Request& r) const {
+  const NodeSpec& s = specs_[node];
+  if (r.cpu_milli > CpuLimit(node, r.best_effort)) return false;
+  if (r.memory_mib > MemoryLimit(node, r.best_effort)) return false;
+  return StaticGpuMatch(s.num_gpus, s.gpu_model, s.gpu_memory_mib, s.mig_enabled, r);
+}
+
+bool ClusterState::AnyNodeCouldEverFit(const Request& r) const {
+  const int64_t permille = r.best_effort ? be_cap_permille_ : 1000;
+  for (const Shape& s : shapes_) {
+    if (r.cpu_milli > s.cpu_milli * permille / 1000) continue;
+    if (r.memory_mib > s.memory_mib * permille / 1000) continue;
+    if (StaticGpuMatch(s.num_gpus, s.model, s.gpu_memory_mib, s.mig, r)) return true;
+  }
+  return false;
+}
+
+bool ClusterState::Fits(int32_t node, const Request& r) const {
+  const NodeState& n = nodes_[node];
+  const int64_t cpu_used = specs_[node].cpu_milli - n.free_cpu_milli;
+  if (cpu_used + r.cpu_milli > CpuLimit(node, r.best_effort)) return false;
+  const int64_t mem_used = specs_[node].memory_mib - n.free_memory_mib;
+  if (mem_used + r.memory_mib > MemoryLimit(node, r.best_effort)) return false;
+  if (r.num_gpu == 0) return true;
+  const NodeSpec& s = specs_[node];
+  if (!StaticGpuMatch(s.num_gpus, s.gpu_model, s.gpu_memory_mib, s.mig_enabled, r)) return false;
+  if (r.IsMig()) {
+    const int need = MigSlices(r.mig);
+    for (int g = 0; g < n.num_gpus; ++g) {
+      if (n.gpu_free_slices[g] >= need) return true;
+    }
+    return false;
+  }
+  if (r.gpu_milli >= kMilliPerGpu) return n.full_free_gpus >= r.num_gpu;
+  for (int g = 0; g < n.num_gpus; ++g) {
+    if (n.gpu_free_milli[g] >= r.gpu_milli) return true;
+  }
+  return false;
+}
+
+Status ClusterState::Allocate(const Placement& p) {
+  if (p.node < 0 || p.node >= num_nodes()) {
+    return InvalidArgument("placement: node " + std::to_string(p.node) + " does not exist");
+  }
+  if (p.cpu_milli < 0 || p.memory_mib < 0) return InvalidArgument("placement: negative amount");
+  NodeState& n = nodes_[p.node];
+  const NodeSpec& s = specs_[p.node];
+  if (s.cpu_milli - n.free_cpu_milli + p.cpu_milli > CpuLimit(p.node, p.best_effort)) {
+    return FailedPrecondition("placement: not enough CPU on node " + s.name);
+  }
+  if (s.memory_mib - n.free_memory_mib + p.memory_mib > MemoryLimit(p.node, p.best_effort)) {
+    return FailedPrecondition("placement: not enough memory on node " + s.name);
+  }
+  if (p.num_gpus > n.num_gpus) return FailedPrecondition("placement: too many GPUs on " + s.name);
+  // Validate every GPU before touching anything, so a failed Allocate changes nothing.
+  std::array<int32_t, kMaxGpusPerNode> take_milli{};
+  std::array<int32_t, kMaxGpusPerNode> take_slices{};
+  for (int i = 0; i < p.num_gpus; ++i) {
+    const GpuShare& g = p.gpus[i];
+    if (g.gpu >= n.num_gpus) return InvalidArgument("placement: GPU index out of range");
+    if (g.milli < 0 || g.milli > kMilliPerGpu) return InvalidArgument("placement: bad GPU milli");
+    if ((g.mig_slices > 0) != s.mig_enabled || (s.mig_enabled && g.milli != 0)) {
+      return InvalidArgument("placement: MIG use does not match node " + s.name);
+    }
+    take_milli[g.gpu] += g.milli;
+    take_slices[g.gpu] += g.mig_slices;
+  }
+  for (int g = 0; g < n.num_gpus; ++g) {
+    if (s.mig_enabled ? take_slices[g] > n.gpu_free_slices[g] : take_milli[g] > n.gpu_free_milli[g]) {
+      return FailedPrecondition("placement: GPU " + std::to_string(g) + " of node " + s.name +
+                                " has not enough free capacity");
+    }
+  }
+  for (int g = 0; g < n.num_gpus; ++g) {
+    if (take_milli[g] == 0 && take_slices[g] == 0) continue;
+    const int32_t before = n.gpu_free_milli[g];
+    if (before == kMilliPerGpu) --n.full_free_gpus;
+    if (s.mig_enabled) {
+      n.gpu_free_slices[g] = static_cast<uint8_t>(n.gpu_free_slices[g] - take_slices[g]);
+      n.gpu_free_milli[g] = static_cast<int16_t>(MigSlicesToMilli(n.gpu_free_slices[g]));
+    } else {
+      n.gpu_free_milli[g] = static_cast<int16_t>(before - take_milli[g]);
+    }
+    const int32_t delta = before - n.gpu_free_milli[g];
+    n.free_gpu_milli -= delta;
+    allocated_gpu_milli_ += delta;
+  }
+  n.free_cpu_milli -= p.cpu_milli;
+  n.free_memory_mib -= p.memory_mib;
+  allocated_cpu_milli_ += p.cpu_milli;
+  allocated_memory_mib_ += p.memory_mib;
+  if (n.pods < 255) ++n.pods;
+  ++n.version;
+  return Status::Ok();
+}
+
+Status ClusterState::Release(const Placement& p) {
+  if (p.node < 0 || p.node >= num_nodes()) {
+    return InvalidArgument("release: node " + std::to_string(p.node) + " does not exist");
+  }
+  NodeState& n = nodes_[p.node];
+  const NodeSpec& s = specs_[p.node];
+  if (n.free_cpu_milli + p.cpu_milli > s.cpu_milli || n.free_memory_mib + p.memory_mib > s.memory_mib) {
+    return FailedPrecondition("release: more CPU/memory than allocated on node " + s.name);
+  }
+  std::array<int32_t, kMaxGpusPerNode> give_milli{};
+  std::array<int32_t, kMaxGpusPerNode> give_slices{};
+  for (int i = 0; i < p.num_gpus; ++i) {
+    const GpuShare& g = p.gpus[i];
+    if (g.gpu >= n.num_gpus) return InvalidArgument("release: GPU index out of range");
+    give_milli[g.gpu] += g.milli;
+    give_slices[g.gpu] += g.mig_slices;
+  }
+  for (int g = 0; g < n.num_gpus; ++g) {
+    if (s.mig_enabled ? n.gpu_free_slices[g] + give_slices[g] > kMigSlicesPerGpu
+                      : n.gpu_free_milli[g] + give_milli[g] > kMilliPerGpu) {
+      return FailedPrecondition("release: GPU " + std::to_string(g) + " of node " + s.name +
+                                " would exceed its capacity (double release?)");
+    }
+  }
+  for (int g = 0; g < n.num_gpus; ++g) {
+    if (give_milli[g] == 0 && give_slices[g] == 0) continue;
+    const int32_t before = n.gpu_free_milli[g];
+    if (s.mig_enabled) {
+      n.gpu_free_slices[g] = static_cast<uint8_t>(n.gpu_free_slices[g] + give_slices[g]);
+      n.gpu_free_milli[g] = static_cast<int16_t>(MigSlicesToMilli(n.gpu_free_slices[g]));
+    } else {
+      n.gpu_free_milli[g] = static_cast<int16_t>(before + give_milli[g]);
+    }
+    if (n.gpu_free_milli[g] == kMilliPerGpu) ++n.full_free_gpus;
+    const int32_t delta = n.gpu_free_milli[g] - before;
+    n.free_gpu_milli += delta;
+    allocated_gpu_milli_ -= delta;
+  }
+  n.free_cpu_milli += p.cpu_milli;
+  n.free_memory_mib += p.memory_mib;
+  allocated_cpu_milli_ -= p.cpu_milli;
+  allocated_memory_mib_ -= p.memory_mib;
+  if (n.pods > 0 && n.pods < 255) --n.pods;
+  ++n.version;
+  return Status::Ok();
+}
+
+}  // namespace stoker::scheduler

@@ -1,0 +1,137 @@
+#pragma once
+// The cluster model: static node specs plus the free resources left on each node and each GPU.
+// Allocate/Release are O(GPUs per node); cluster-wide aggregates are maintained incrementally.
+// Every node carries a version that changes on each update, so policies can cache per-node
+// scores and recompute only what changed.
+//
+// Thread-compatibility: const methods may run concurrently; mutations need external locking.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "scheduler/resources.h"
+
+namespace stoker::scheduler {
+
+struct NodeSpec {
+  std::string name;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int32_t num_gpus = 0;        // 0..kMaxGpusPerNode
+  GpuModelId gpu_model = 0;    // meaningful when num_gpus > 0 (nodes are homogeneous)
+  int64_t gpu_memory_mib = 0;  // per GPU; 0 = unknown (gpu_memory_mib requests then ignored)
+  bool mig_enabled = false;    // GPUs are partitioned into kMigSlicesPerGpu slices
+};
+
+// What one GPU contributes to a placement.
+struct GpuShare {
+  uint8_t gpu = 0;          // index inside the node
+  int16_t milli = 0;        // milli-GPU taken (1000 for a whole GPU, 0 for MIG)
+  uint8_t mig_slices = 0;   // MIG slices taken
+};
+
+// A decision: which node, and how much of which GPUs. Self-contained, so Release() needs nothing
+// else (the scheduler stores the Placement with the job).
+struct Placement {
+  int32_t node = -1;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  bool best_effort = false;
+  uint8_t num_gpus = 0;  // entries used in `gpus`
+  std::array<GpuShare, kMaxGpusPerNode> gpus{};
+
+  int64_t TotalGpuMilli() const;
+  friend bool operator==(const Placement&, const Placement&) = default;
+};
+
+// Free resources of one node. Public so policies can read them without a call per field.
+struct NodeState {
+  int64_t free_cpu_milli = 0;   // may go below 0 only through best-effort oversubscription
+  int64_t free_memory_mib = 0;  // likewise
+  int32_t free_gpu_milli = 0;   // sum over GPUs (MIG GPUs count 1000/7 per free slice)
+  uint8_t num_gpus = 0;
+  uint8_t full_free_gpus = 0;   // GPUs with nothing allocated
+  GpuModelId gpu_model = 0;
+  uint8_t pods = 0;             // placements on the node (saturating)
+  std::array<int16_t, kMaxGpusPerNode> gpu_free_milli{};
+  std::array<uint8_t, kMaxGpusPerNode> gpu_free_slices{};
+  uint32_t version = 0;         // bumped on every Allocate/Release touching the node
+};
+
+class ClusterState {
+ public:
+  ClusterState() = default;
+
+  // The model table nodes and requests refer to. Intern models before adding nodes.
+  GpuModelTable& models() { return models_; }
+  const GpuModelTable& models() const { return models_; }
+
+  // Adds an empty node; returns its index (node id). InvalidArgument for bad specs.
+  Result<int32_t> AddNode(const NodeSpec& spec);
+
+  // Best-effort requests may use CPU and memory up to cap_permille/1000 of a node's capacity
+  // (1000 = off, the default; at most 1500 = 1.5:1). GPUs are never oversubscribed.
+  Status SetBestEffortOversubscription(int32_t cap_permille);
+  int32_t best_effort_cap_permille() const { return be_cap_permille_; }
+
+  int32_t num_nodes() const { return static_cast<int32_t>(specs_.size()); }
+  const NodeSpec& spec(int32_t node) const { return specs_[node]; }
+  const NodeState& node(int32_t node) const { return nodes_[node]; }
+
+  // Cluster aggregates, exact.
+  int64_t total_cpu_milli() const { return total_cpu_milli_; }
+  int64_t total_memory_mib() const { return total_memory_mib_; }
+  int64_t total_gpu_milli() const { return total_gpu_milli_; }
+  int32_t total_gpus() const { return total_gpus_; }
+  int64_t allocated_cpu_milli() const { return allocated_cpu_milli_; }
+  int64_t allocated_memory_mib() const { return allocated_memory_mib_; }
+  int64_t allocated_gpu_milli() const { return allocated_gpu_milli_; }
+  // Largest node (CPU, memory, GPUs): the normalisation used by dot-product/best-fit scores.
+  int64_t max_node_cpu_milli() const { return max_cpu_milli_; }
+  int64_t max_node_memory_mib() const { return max_memory_mib_; }
+  int32_t max_node_gpus() const { return max_gpus_; }
+
+  // Could `r` run on `node` right now (CPU, memory, GPU model, GPU memory, enough free GPUs)?
+  bool Fits(int32_t node, const Request& r) const;
+  // Could `r` run on `node` if the node were empty? (static capacity and constraints only)
+  bool CouldEverFit(int32_t node, const Request& r) const;
+  // Could `r` ever run anywhere? O(distinct node shapes), not O(nodes).
+  bool AnyNodeCouldEverFit(const Request& r) const;
+
+  // Checks that the placement fits (node exists, CPU/memory/GPU free) and applies it.
+  Status Allocate(const Placement& p);
+  // Returns the placement's resources. FailedPrecondition if it would exceed capacity
+  // (a double release or a placement that was never allocated).
+  Status Release(const Placement& p);
+
+ private:
+  int64_t CpuLimit(int32_t node, bool best_effort) const;
+  int64_t MemoryLimit(int32_t node, bool best_effort) const;
+
+  GpuModelTable models_;
+  std::vector<NodeSpec> specs_;
+  std::vector<NodeState> nodes_;
+  // Distinct static shapes, for AnyNodeCouldEverFit.
+  struct Shape {
+    int64_t cpu_milli, memory_mib, gpu_memory_mib;
+    int32_t num_gpus;
+    GpuModelId model;
+    bool mig;
+    friend bool operator==(const Shape&, const Shape&) = default;
+  };
+  std::vector<Shape> shapes_;
+  int32_t be_cap_permille_ = 1000;
+  int64_t total_cpu_milli_ = 0, total_memory_mib_ = 0, total_gpu_milli_ = 0;
+  int32_t total_gpus_ = 0;
+  int64_t allocated_cpu_milli_ = 0, allocated_memory_mib_ = 0, allocated_gpu_milli_ = 0;
+  int64_t max_cpu_milli_ = 0, max_memory_mib_ = 0;
+  int32_t max_gpus_ = 0;
+};
+
+// Milli-GPU value of `slices` MIG slices (for aggregates): slices * 1000 / 7, rounded down.
+inline int32_t MigSlicesToMilli(int slices) { return slices * kMilliPerGpu / kMigSlicesPerGpu; }
+
+}  // namespace stoker::scheduler

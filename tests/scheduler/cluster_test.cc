@@ -1,0 +1,120 @@
+#include "scheduler/cluster.h"
+
+#include <gtest/gtest.h>
+
+#include "scheduler/policy.h"
+
+namespace stoker::scheduler {
+namespace {
+
+ClusterState TwoNodes() {
+  ClusterState c;
+  GpuModelId g2 = *c.models().Intern("G2");
+  EXPECT_TRUE(c.AddNode({"a", 64000, 262144, 8, g2, 0, false}).ok());
+  EXPECT_TRUE(c.AddNode({"b", 32000, 131072, 2, g2, 0, false}).ok());
+  return c;
+}
+
+Placement Share(int32_t node, uint8_t gpu, int16_t milli, int64_t cpu) {
+  Placement p;
+  p.node = node;
+  p.cpu_milli = cpu;
+  p.num_gpus = 1;
+  p.gpus[0] = {gpu, milli, 0};
+  return p;
+}
+
+TEST(ClusterStateTest, AllocateAndReleaseKeepAggregatesExact) {
+  ClusterState c = TwoNodes();
+  EXPECT_EQ(c.total_gpu_milli(), 10000);
+  EXPECT_EQ(c.total_gpus(), 10);
+  Placement p = Share(0, 3, 300, 4000);
+  ASSERT_TRUE(c.Allocate(p).ok());
+  EXPECT_EQ(c.allocated_gpu_milli(), 300);
+  EXPECT_EQ(c.node(0).gpu_free_milli[3], 700);
+  EXPECT_EQ(c.node(0).full_free_gpus, 7);
+  EXPECT_EQ(c.node(0).free_cpu_milli, 60000);
+  const uint32_t v = c.node(0).version;
+  ASSERT_TRUE(c.Release(p).ok());
+  EXPECT_NE(c.node(0).version, v);
+  EXPECT_EQ(c.allocated_gpu_milli(), 0);
+  EXPECT_EQ(c.allocated_cpu_milli(), 0);
+  EXPECT_EQ(c.node(0).full_free_gpus, 8);
+  // Double release is refused and changes nothing.
+  EXPECT_EQ(c.Release(p).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(c.node(0).gpu_free_milli[3], 1000);
+}
+
+TEST(ClusterStateTest, RefusesOverAllocationAtomically) {
+  ClusterState c = TwoNodes();
+  ASSERT_TRUE(c.Allocate(Share(1, 0, 800, 1000)).ok());
+  Placement two;
+  two.node = 1;
+  two.num_gpus = 2;
+  two.gpus[0] = {1, 1000, 0};
+  two.gpus[1] = {0, 1000, 0};  // GPU 0 has only 200 left
+  EXPECT_FALSE(c.Allocate(two).ok());
+  EXPECT_EQ(c.node(1).gpu_free_milli[1], 1000);  // untouched
+  EXPECT_FALSE(c.Allocate(Share(1, 1, 100, 40000)).ok());  // CPU
+  EXPECT_FALSE(c.Allocate(Share(7, 0, 100, 0)).ok());      // no such node
+}
+
+TEST(ClusterStateTest, FitsHonoursModelsCpuAndGpus) {
+  ClusterState c = TwoNodes();
+  GpuModelId t4 = *c.models().Intern("T4");
+  ASSERT_TRUE(c.AddNode({"t", 16000, 65536, 1, t4, 0, false}).ok());
+  Request r = Request::WholeGpus(2, 1000, 100);
+  EXPECT_TRUE(c.Fits(0, r));
+  EXPECT_TRUE(c.Fits(1, r));
+  EXPECT_FALSE(c.Fits(2, r));
+  r.allowed_models = GpuModelTable::Bit(t4);
+  EXPECT_FALSE(c.Fits(0, r));
+  EXPECT_FALSE(c.AnyNodeCouldEverFit(r));  // the only T4 node has one GPU
+  r.num_gpu = 1;
+  EXPECT_TRUE(c.Fits(2, r));
+  EXPECT_TRUE(c.AnyNodeCouldEverFit(r));
+  Request big = Request::CpuOnly(65000, 0);
+  EXPECT_FALSE(c.AnyNodeCouldEverFit(big));
+  Request nine = Request::WholeGpus(9, 0, 0);
+  EXPECT_FALSE(c.AnyNodeCouldEverFit(nine));
+}
+
+TEST(ClusterStateTest, BestEffortOversubscriptionIsCappedAndOffByDefault) {
+  ClusterState c = TwoNodes();
+  Request be = Request::CpuOnly(40000, 0);
+  be.best_effort = true;
+  EXPECT_FALSE(c.Fits(1, be));
+  EXPECT_FALSE(c.SetBestEffortOversubscription(1600).ok());
+  ASSERT_TRUE(c.SetBestEffortOversubscription(1500).ok());
+  EXPECT_TRUE(c.Fits(1, be));
+  Request normal = Request::CpuOnly(40000, 0);
+  EXPECT_FALSE(c.Fits(1, normal));
+  uint8_t none[1] = {};
+  ASSERT_TRUE(c.Allocate(MakePlacement(be, 1, none)).ok());
+  EXPECT_EQ(c.node(1).free_cpu_milli, -8000);
+  // A regular request now sees no CPU at all.
+  EXPECT_FALSE(c.Fits(1, Request::CpuOnly(1, 0)));
+}
+
+TEST(ClusterStateTest, MigSlicesAreAllocatableUnits) {
+  ClusterState c;
+  GpuModelId a100 = *c.models().Intern("A100");
+  ASSERT_TRUE(c.AddNode({"m", 64000, 262144, 2, a100, 81920, true}).ok());
+  Request r3 = Request::Mig(MigProfile::k3g, 1000, 100);
+  Request r4 = Request::Mig(MigProfile::k4g, 1000, 100);
+  EXPECT_TRUE(c.Fits(0, r3));
+  EXPECT_FALSE(c.Fits(0, Request::WholeGpus(1, 0, 0)));  // MIG GPUs serve MIG requests only
+  uint8_t g0[1] = {0};
+  ASSERT_TRUE(c.Allocate(MakePlacement(r4, 0, g0)).ok());
+  ASSERT_TRUE(c.Allocate(MakePlacement(r3, 0, g0)).ok());
+  EXPECT_EQ(c.node(0).gpu_free_slices[0], 0);
+  EXPECT_FALSE(c.Allocate(MakePlacement(r3, 0, g0)).ok());
+  EXPECT_EQ(c.allocated_gpu_milli(), 1000);
+  ASSERT_TRUE(c.Release(MakePlacement(r3, 0, g0)).ok());
+  ASSERT_TRUE(c.Release(MakePlacement(r4, 0, g0)).ok());
+  EXPECT_EQ(c.allocated_gpu_milli(), 0);
+  EXPECT_EQ(c.node(0).full_free_gpus, 2);
+}
+
+}  // namespace
+}  // namespace stoker::scheduler

@@ -1,9 +1,28 @@
 #include "scheduler/cluster.h"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 namespace stoker::scheduler {
+namespace {
+
+std::atomic<uint64_t> g_next_version{1};
+uint64_t NextVersion() { return g_next_version.fetch_add(1, std::memory_order_relaxed); }
+
+}  // namespace
+
+int GpuClassOf(const Placement& p) {
+  if (p.num_gpus == 0) return -1;
+  if (p.num_gpus == 1 && p.gpus[0].milli < kMilliPerGpu) return 0;
+  return p.num_gpus;
+}
+
+int GpuClassOf(const Request& r) {
+  if (r.num_gpu == 0) return -1;
+  if (r.IsMig() || r.IsGpuShare()) return 0;
+  return r.num_gpu;
+}
 
 int64_t Placement::TotalGpuMilli() const {
   int64_t sum = 0;
@@ -33,6 +52,7 @@ Result<int32_t> ClusterState::AddNode(const NodeSpec& s) {
     n.gpu_free_slices[g] = s.mig_enabled ? kMigSlicesPerGpu : 0;
   }
   n.free_gpu_milli = s.num_gpus * kMilliPerGpu;
+  n.version = NextVersion();
   specs_.push_back(s);
   nodes_.push_back(n);
   total_cpu_milli_ += s.cpu_milli;
@@ -172,7 +192,8 @@ Status ClusterState::Allocate(const Placement& p) {
   allocated_cpu_milli_ += p.cpu_milli;
   allocated_memory_mib_ += p.memory_mib;
   if (n.pods < 255) ++n.pods;
-  ++n.version;
+  if (const int c = GpuClassOf(p); c >= 0) ++n.class_pods[c];
+  n.version = NextVersion();
   return Status::Ok();
 }
 
@@ -219,7 +240,8 @@ Status ClusterState::Release(const Placement& p) {
   allocated_cpu_milli_ -= p.cpu_milli;
   allocated_memory_mib_ -= p.memory_mib;
   if (n.pods > 0 && n.pods < 255) --n.pods;
-  ++n.version;
+  if (const int c = GpuClassOf(p); c >= 0 && n.class_pods[c] > 0) --n.class_pods[c];
+  n.version = NextVersion();
   return Status::Ok();
 }
 

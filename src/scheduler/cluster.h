@@ -56,9 +56,14 @@ struct NodeState {
   uint8_t full_free_gpus = 0;   // GPUs with nothing allocated
   GpuModelId gpu_model = 0;
   uint8_t pods = 0;             // placements on the node (saturating)
+  // Placements by GPU-request class: [0] GPU shares (and MIG), [n] n whole GPUs (1..8).
+  std::array<uint16_t, kMaxGpusPerNode + 1> class_pods{};
   std::array<int16_t, kMaxGpusPerNode> gpu_free_milli{};
   std::array<uint8_t, kMaxGpusPerNode> gpu_free_slices{};
-  uint32_t version = 0;         // bumped on every Allocate/Release touching the node
+  // Changes on every Allocate/Release touching the node. Drawn from one process-wide counter,
+  // so equal versions mean equal node states even across copies of a ClusterState: policies
+  // key their per-node score caches on it.
+  uint64_t version = 0;
 };
 
 class ClusterState {
@@ -130,6 +135,10 @@ class ClusterState {
   int64_t max_cpu_milli_ = 0, max_memory_mib_ = 0;
   int32_t max_gpus_ = 0;
 };
+
+// GPU-request class of a placement or request: 0 = share/MIG, n = n whole GPUs, -1 = CPU-only.
+int GpuClassOf(const Placement& p);
+int GpuClassOf(const Request& r);
 
 // Milli-GPU value of `slices` MIG slices (for aggregates): slices * 1000 / 7, rounded down.
 inline int32_t MigSlicesToMilli(int slices) { return slices * kMilliPerGpu / kMigSlicesPerGpu; }

@@ -18,6 +18,10 @@ PodShape ShapeOf(const Request& r) {
 TypicalShapes ComputeTypicalShapes(const std::vector<Request>& pods, int coverage_pct) {
   std::map<PodShape, int64_t> counts;
   for (const Request& r : pods) ++counts[ShapeOf(r)];
+  return TypicalShapesFromCounts(counts, coverage_pct);
+}
+
+TypicalShapes TypicalShapesFromCounts(const std::map<PodShape, int64_t>& counts, int coverage_pct) {
   std::vector<TypicalShape> all;
   all.reserve(counts.size());
   for (const auto& [shape, count] : counts) all.push_back({shape, count});
@@ -31,7 +35,8 @@ TypicalShapes ComputeTypicalShapes(const std::vector<Request>& pods, int coverag
     return a.shape.allowed_models > b.shape.allowed_models;
   });
   TypicalShapes out;
-  const int64_t n = static_cast<int64_t>(pods.size());
+  int64_t n = 0;
+  for (const auto& [shape, count] : counts) n += count;
   int64_t covered = 0;
   for (const TypicalShape& t : all) {
     // Take shapes while covered < coverage_pct% of pods (integer comparison, no rounding).

@@ -53,6 +53,7 @@ struct TypicalShapes {
 // FGD's published procedure over a whole pod list (CPU-only pods included): count identical
 // shapes, sort by count (ties by shape), take shapes until coverage_pct of the pods is covered.
 TypicalShapes ComputeTypicalShapes(const std::vector<Request>& pods, int coverage_pct = 95);
+TypicalShapes TypicalShapesFromCounts(const std::map<PodShape, int64_t>& counts, int coverage_pct);
 
 struct ClassWeights {
   int32_t alpha = 5;  // weight of (1 - node utilisation): prefer emptier nodes (spreading)

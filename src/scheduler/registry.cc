@@ -1,6 +1,7 @@
 #include "scheduler/registry.h"
 
 #include "scheduler/baselines.h"
+#include "scheduler/fgd.h"
 
 namespace stoker::scheduler {
 namespace {
@@ -13,7 +14,13 @@ struct Entry {
 // The whole list. Order: published baselines, then Stoker's.
 constexpr Entry kPolicies[] = {
     {"random", &MakeRandomPolicy},
+    {"dotprod", &MakeDotProdPolicy},
+    {"clustering", &MakeClusteringPolicy},
+    {"packing", &MakePackingPolicy},
     {"bestfit", &MakeBestFitPolicy},
+    {"fgd", &MakeFgdPolicy},
+    {"fgd-online", &MakeFgdOnlinePolicy},
+    {"weighted", &MakeWeightedPolicy},
 };
 
 }  // namespace

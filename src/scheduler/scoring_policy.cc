@@ -13,10 +13,23 @@ PlacementResult ScoringPolicy::Place(const Request& r, const ClusterState& clust
   uint8_t gpus[kMaxGpusPerNode];
   uint8_t best_gpus[kMaxGpusPerNode] = {};
   const int32_t n = cluster.num_nodes();
+  std::vector<Entry>* cache = cacheable_ ? CacheFor(r, n) : nullptr;
   for (int32_t node = 0; node < n; ++node) {
     if (!cluster.Fits(node, r)) continue;
     int64_t score = 0;
-    if (!ScoreNode(r, cluster, node, &score, gpus)) continue;
+    if (cache != nullptr) {
+      Entry& e = (*cache)[node];
+      const uint64_t v = cluster.node(node).version;
+      if (e.version != v) {
+        e.version = v;
+        e.ok = ScoreNode(r, cluster, node, &e.score, e.gpus);
+      }
+      if (!e.ok) continue;
+      score = e.score;
+      std::copy(e.gpus, e.gpus + r.num_gpu, gpus);
+    } else if (!ScoreNode(r, cluster, node, &score, gpus)) {
+      continue;
+    }
     bool take = false;
     if (best_node < 0 || score > best_score) {
       take = true;
@@ -36,6 +49,36 @@ PlacementResult ScoringPolicy::Place(const Request& r, const ClusterState& clust
     return PlacementResult{PlacementStatus::kNoCapacityNow, {}, "no node has room now"};
   }
   return PlacementResult{PlacementStatus::kPlaced, MakePlacement(r, best_node, best_gpus), {}};
+}
+
+std::vector<ScoringPolicy::Entry>* ScoringPolicy::CacheFor(const Request& r, int32_t num_nodes) {
+  ShapeKey key{r.cpu_milli,      r.memory_mib,     r.num_gpu,           r.gpu_milli,
+               r.gpu_memory_mib, r.allowed_models, MigSlices(r.mig),    r.best_effort,
+               r.job_class};
+  auto it = shape_ids_.find(key);
+  size_t slot;
+  if (it != shape_ids_.end()) {
+    slot = it->second;
+  } else if (slots_.size() < kMaxCachedShapes) {
+    slot = slots_.size();
+    slots_.emplace_back();
+    shape_ids_.emplace(std::move(key), slot);
+  } else {
+    // Evict round-robin: reuse a slot for the new shape.
+    slot = next_evict_;
+    next_evict_ = (next_evict_ + 1) % kMaxCachedShapes;
+    for (auto i = shape_ids_.begin(); i != shape_ids_.end(); ++i) {
+      if (i->second == slot) {
+        shape_ids_.erase(i);
+        break;
+      }
+    }
+    std::fill(slots_[slot].begin(), slots_[slot].end(), Entry{});
+    shape_ids_.emplace(std::move(key), slot);
+  }
+  std::vector<Entry>& v = slots_[slot];
+  if (v.size() != static_cast<size_t>(num_nodes)) v.assign(num_nodes, Entry{});
+  return &v;
 }
 
 int BestFitShareGpu(const NodeState& n, int32_t gpu_milli) {

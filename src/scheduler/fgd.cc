@@ -1,0 +1,154 @@
+#include "scheduler/fgd.h"
+
+#include <cmath>
+
+#include "scheduler/scoring_policy.h"
+
+namespace stoker::scheduler {
+
+FragModel::FragModel(const TypicalShapes& typical) {
+  const double total = static_cast<double>(typical.total);
+  for (const TypicalShape& t : typical.shapes) {
+    const double freq = total > 0 ? static_cast<double>(t.count) / total : 0.0;
+    if (t.shape.num_gpu == 0 || t.shape.gpu_milli == 0) {
+      cpu_only_freq_ += freq;
+      continue;
+    }
+    shapes_.push_back({t.shape.cpu_milli, t.shape.num_gpu, t.shape.gpu_milli, t.shape.allowed_models, freq});
+  }
+}
+
+double FragModel::NodeFrag(int64_t cpu_free, const int16_t* left, int num_gpus,
+                           GpuModelId model) const {
+  int64_t idle = 0;
+  for (int g = 0; g < num_gpus; ++g) idle += left[g];
+  if (idle == 0) return 0.0;
+  const double idle_d = static_cast<double>(idle);
+  double f = cpu_only_freq_ * idle_d;
+  const GpuModelMask bit = GpuModelTable::Bit(model);
+  for (const Item& p : shapes_) {
+    if ((p.models != 0 && (p.models & bit) == 0) || cpu_free < p.cpu_milli) {
+      f += p.freq * idle_d;
+      continue;
+    }
+    int fit = 0;
+    int64_t small = 0;
+    for (int g = 0; g < num_gpus; ++g) {
+      if (left[g] >= p.gpu_milli) {
+        ++fit;
+      } else {
+        small += left[g];
+      }
+    }
+    f += p.freq * static_cast<double>(fit >= p.num_gpu ? small : idle);
+  }
+  return f;
+}
+
+double ClusterFrag(const ClusterState& cluster, const FragModel& model) {
+  double sum = 0;
+  for (int32_t n = 0; n < cluster.num_nodes(); ++n) sum += model.NodeFrag(cluster.node(n));
+  return sum;
+}
+
+bool ShapeLearner::Observe(const Request& r) {
+  ++counts_[ShapeOf(r)];
+  ++observed_;
+  if (observed_ < next_refresh_) return false;
+  next_refresh_ = observed_ < 512 ? observed_ * 2 : observed_ + 512;
+  typical_ = TypicalShapesFromCounts(counts_, coverage_pct_);
+  return true;
+}
+
+namespace {
+
+double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+class FgdPolicy final : public ScoringPolicy {
+ public:
+  FgdPolicy(std::string name, const PolicyConfig& config, bool online)
+      : ScoringPolicy(std::move(name), TieBreak::kRandom, config.seed, true),
+        online_(online || !config.typical_shapes.has_value()),
+        learner_(config.typical_coverage_pct) {
+    if (!online_) model_ = FragModel(*config.typical_shapes);
+  }
+
+  void Observe(const Request& r) override {
+    if (!online_) return;
+    if (learner_.Observe(r)) {
+      model_ = FragModel(learner_.typical());
+      InvalidateCache();
+      before_.clear();
+    }
+  }
+
+ protected:
+  bool ScoreNode(const Request& r, const ClusterState& c, int32_t node, int64_t* score,
+                 uint8_t* gpus) override {
+    const NodeState& n = c.node(node);
+    const double before = FragBefore(c, node);
+    std::array<int16_t, kMaxGpusPerNode> left = n.gpu_free_milli;
+    const int64_t cpu_after = n.free_cpu_milli - r.cpu_milli;
+    if (r.IsGpuShare()) {
+      // Try every GPU with room (one per distinct free amount: equal amounts score equally and
+      // the lowest index wins, as in the published code).
+      int best_gpu = -1;
+      int64_t best = 0;
+      for (int g = 0; g < n.num_gpus; ++g) {
+        if (n.gpu_free_milli[g] < r.gpu_milli) continue;
+        bool seen = false;
+        for (int h = 0; h < g && !seen; ++h) seen = n.gpu_free_milli[h] == n.gpu_free_milli[g];
+        if (seen) continue;
+        left[g] = static_cast<int16_t>(n.gpu_free_milli[g] - r.gpu_milli);
+        const double after = model_.NodeFrag(cpu_after, left.data(), n.num_gpus, n.gpu_model);
+        left[g] = n.gpu_free_milli[g];
+        const int64_t s = static_cast<int64_t>(Sigmoid((before - after) / 1000.0) * 100.0);
+        if (best_gpu < 0 || s > best) {
+          best = s;
+          best_gpu = g;
+        }
+      }
+      if (best_gpu < 0) return false;
+      gpus[0] = static_cast<uint8_t>(best_gpu);
+      *score = best;
+      return true;
+    }
+    if (!DefaultGpuChoice(r, n, gpus)) return false;
+    for (int i = 0; i < r.num_gpu; ++i) {
+      const int g = gpus[i];
+      left[g] = static_cast<int16_t>(r.IsMig() ? MigSlicesToMilli(n.gpu_free_slices[g] - MigSlices(r.mig))
+                                               : n.gpu_free_milli[g] - r.gpu_milli);
+    }
+    const double after = model_.NodeFrag(cpu_after, left.data(), n.num_gpus, n.gpu_model);
+    *score = static_cast<int64_t>(Sigmoid((before - after) / 1000.0) * 100.0);
+    return true;
+  }
+
+ private:
+  double FragBefore(const ClusterState& c, int32_t node) {
+    if (before_.size() != static_cast<size_t>(c.num_nodes())) before_.assign(c.num_nodes(), {0, 0.0});
+    auto& [version, value] = before_[node];
+    if (version != c.node(node).version) {
+      version = c.node(node).version;
+      value = model_.NodeFrag(c.node(node));
+    }
+    return value;
+  }
+
+  bool online_;
+  ShapeLearner learner_;
+  FragModel model_;
+  std::vector<std::pair<uint64_t, double>> before_;
+};
+
+}  // namespace
+
+std::unique_ptr<PlacementPolicy> MakeFgdPolicy(const PolicyConfig& config) {
+  return std::make_unique<FgdPolicy>("fgd", config, false);
+}
+
+std::unique_ptr<PlacementPolicy> MakeFgdOnlinePolicy(const PolicyConfig& config) {
+  return std::make_unique<FgdPolicy>("fgd-online", config, true);
+}
+
+}  // namespace stoker::scheduler

@@ -1,0 +1,71 @@
+#pragma once
+// Fragmentation-gradient descent (FGD, Weng et al., ATC'23) and the fragment measure it uses.
+//
+// F(node) = sum over typical shapes p of freq(p) * frag_p(node), where frag_p is all of the
+// node's idle GPU milli when p cannot run there (too little CPU, too few GPUs with room for p,
+// GPU model not allowed) and otherwise the idle milli on GPUs individually too small for p.
+// CPU-only typical shapes count all idle GPU milli (as the published code does).
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "scheduler/policy.h"
+
+namespace stoker::scheduler {
+
+// Typical shapes with normalised frequencies, ready for fast evaluation.
+class FragModel {
+ public:
+  FragModel() = default;
+  explicit FragModel(const TypicalShapes& typical);
+
+  // F for a node of `model` with `cpu_free` and the GPUs' free milli `left[0..num_gpus)`.
+  double NodeFrag(int64_t cpu_free, const int16_t* left, int num_gpus, GpuModelId model) const;
+  double NodeFrag(const NodeState& n) const {
+    return NodeFrag(n.free_cpu_milli, n.gpu_free_milli.data(), n.num_gpus, n.gpu_model);
+  }
+  bool empty() const { return shapes_.empty(); }
+
+ private:
+  struct Item {
+    int64_t cpu_milli;
+    int32_t num_gpu;
+    int32_t gpu_milli;
+    GpuModelMask models;
+    double freq;
+  };
+  std::vector<Item> shapes_;
+  double cpu_only_freq_ = 0;  // summed frequency of CPU-only shapes
+};
+
+// Cluster-wide fragment (milli-GPU) under `model`, for the reported metrics.
+double ClusterFrag(const ClusterState& cluster, const FragModel& model);
+
+// "fgd": offline typical shapes from config.typical_shapes (learned online when absent).
+// "fgd-online": typical shapes learned from Observe()d requests, refreshed at 1, 2, 4, ...,
+// 512 observations and then every 512.
+std::unique_ptr<PlacementPolicy> MakeFgdPolicy(const PolicyConfig& config);
+std::unique_ptr<PlacementPolicy> MakeFgdOnlinePolicy(const PolicyConfig& config);
+
+// Online typical-shape learner shared by fgd-online and stoker.
+class ShapeLearner {
+ public:
+  explicit ShapeLearner(int coverage_pct) : coverage_pct_(coverage_pct) {}
+  // Counts the request; returns true when the typical set was refreshed (callers then rebuild
+  // their FragModel from typical()).
+  bool Observe(const Request& r);
+  const TypicalShapes& typical() const { return typical_; }
+  int64_t observed() const { return observed_; }
+
+ private:
+  int coverage_pct_;
+  std::map<PodShape, int64_t> counts_;
+  int64_t observed_ = 0;
+  int64_t next_refresh_ = 1;
+  TypicalShapes typical_;
+};
+
+}  // namespace stoker::scheduler

@@ -1,0 +1,139 @@
+#pragma once
+// Graded alerts: rules (threshold conditions + `for` duration + grade + labels) evaluated over
+// GPU samples, job signals and cluster state; pending -> firing -> resolved; inhibition (a
+// higher-grade alert on a GPU suppresses lower grades on it), silences, grouping and
+// deduplicated notification. Time comes from the observations and Evaluate(now), never a clock.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/gpu.h"
+#include "core/status.h"
+#include "efficiency/activity.h"
+#include "efficiency/config.h"
+
+namespace stoker::efficiency {
+
+using Labels = std::map<std::string, std::string>;
+
+enum class AlertState : uint8_t { kPending, kFiring, kResolved };
+const char* AlertStateName(AlertState s);
+
+struct Alert {
+  std::string fingerprint;  // rule name + subject: identity for deduplication
+  std::string rule;
+  Grade grade = Grade::kYellow;
+  RuleScope scope = RuleScope::kGpu;
+  std::string subject;       // GPU key, job id or "cluster"
+  Labels labels;             // alertname, grade, severity, gpu/job/node, rule labels
+  Labels annotations;        // summary, value
+  AlertState state = AlertState::kPending;
+  WallTime pending_since{};
+  WallTime starts_at{};      // when it started firing (pending start, like Prometheus activeAt)
+  WallTime ends_at{};        // when resolved; epoch while active
+  double value = 0;          // the first condition's signal value at the last evaluation
+  bool silenced = false;
+  bool inhibited = false;
+  WallTime last_notified{};  // epoch = never
+  bool notified_firing = false;
+};
+
+// Something that receives batches of alert notifications (one batch per group).
+class Notifier {
+ public:
+  virtual ~Notifier() = default;
+  virtual Status Notify(const std::vector<Alert>& batch, WallTime now) = 0;
+};
+
+// Writes one log line per alert (spdlog).
+class LogNotifier final : public Notifier {
+ public:
+  Status Notify(const std::vector<Alert>& batch, WallTime now) override;
+};
+
+// The transport the Alertmanager notifier posts through (HTTP lives outside this library).
+class HttpPoster {
+ public:
+  virtual ~HttpPoster() = default;
+  virtual Status Post(const std::string& url, const std::string& body,
+                      const std::string& content_type) = 0;
+};
+
+std::string FormatRfc3339(WallTime t);
+
+// The Alertmanager v2 API body (POST /api/v2/alerts): a JSON array of {labels, annotations,
+// startsAt, endsAt, generatorURL}. Firing alerts get endsAt = now + `hold` so Alertmanager keeps
+// them until the engine's next resend; resolved ones carry their resolution time.
+std::string AlertmanagerPayload(const std::vector<Alert>& batch, WallTime now, Duration hold);
+
+class AlertmanagerNotifier final : public Notifier {
+ public:
+  // `base_url` like "http://127.0.0.1:9093"; `hold` should exceed the engine's repeat_interval.
+  AlertmanagerNotifier(HttpPoster& poster, std::string base_url, Duration hold)
+      : poster_(poster), base_url_(std::move(base_url)), hold_(hold) {}
+  Status Notify(const std::vector<Alert>& batch, WallTime now) override;
+
+ private:
+  HttpPoster& poster_;
+  std::string base_url_;
+  Duration hold_;
+};
+
+struct ClusterSnapshot {
+  // Longest wait among pending jobs that idle GPUs could run now (0 when none).
+  double backlog_wait_s = 0;
+  int idle_gpus = 0;
+  int pending_jobs = 0;
+};
+
+// Not thread-safe: one owner serialises calls.
+class AlertEngine {
+ public:
+  AlertEngine(AlertingConfig cfg, ActivityMetric metric);
+
+  // `extra` labels (node, job, user...) are attached to this GPU's alerts. `memory_bound` marks
+  // the GPU's job as memory-bound (from the job record) for the bandwidth rule.
+  void ObserveGpu(const GpuSample& s, const Labels& extra = {}, bool memory_bound = false);
+  // Signals computed elsewhere (the simulator, tests).
+  void ObserveGpuSignals(const std::string& gpu, WallTime t, Signals signals, const Labels& extra);
+  // XIDs and other events: a red XID latches `xid_fatal` on the GPU for xid_hold.
+  void ObserveEvent(const GpuEvent& e, const Labels& extra = {});
+  void ObserveJob(const std::string& job, WallTime t, const Signals& signals, const Labels& extra = {});
+  void ObserveCluster(WallTime t, const ClusterSnapshot& snapshot);
+
+  void AddNotifier(Notifier* n) { notifiers_.push_back(n); }
+  void AddSilence(Silence s) { cfg_.silences.push_back(std::move(s)); }
+
+  // Applies silences and inhibition, sends due notifications (new firing, repeats, resolutions)
+  // grouped by group_by, drops delivered resolutions; returns the active alerts (pending and
+  // firing), sorted by grade (red first) then fingerprint. Notifier errors are returned in
+  // `errors` (when given) and never stop evaluation.
+  std::vector<Alert> Evaluate(WallTime now, std::vector<Status>* errors = nullptr);
+
+  std::vector<Alert> Active() const;
+  const std::vector<AlertRule>& rules() const { return cfg_.rules; }
+  // Every alert that ever fired, in firing order (report and tests).
+  const std::vector<Alert>& history() const { return history_; }
+
+ private:
+  struct Subject {
+    Signals signals;
+    Labels labels;
+    WallTime at{};
+  };
+  void EvaluateSubject(RuleScope scope, const std::string& subject, const Subject& s);
+  bool Silenced(const Alert& a, WallTime now) const;
+
+  AlertingConfig cfg_;
+  ActivityMetric metric_;
+  std::vector<Notifier*> notifiers_;
+  std::unordered_map<std::string, Subject> gpus_;
+  std::unordered_map<std::string, WallTime> xid_until_;
+  std::map<std::string, Alert> alerts_;  // by fingerprint
+  std::vector<Alert> history_;
+};
+
+}  // namespace stoker::efficiency

@@ -1,0 +1,148 @@
+#pragma once
+// Configuration of the efficiency engine: zone bands and windows, idle-reclaim policy,
+// oversubscription, alert rules and the compute market. Loaded from YAML (docs/efficiency.md)
+// and validated up front: every error names the section, rule and field it is about.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+
+namespace stoker::efficiency {
+
+// Parses "90s", "15m", "2h", "1h30m", "500ms" or a bare number of seconds. Negative values and
+// unknown units are errors (the message quotes the text).
+Result<Duration> ParseDuration(std::string_view text);
+std::string FormatDuration(Duration d);
+
+// Which activity signal drives the zones.
+enum class ActivityMetric : uint8_t {
+  kAuto,       // GPM SM activity where the GPU reports it, GPU utilisation otherwise
+  kSmActive,   // GPM only; GPUs without it have no zone
+  kGpuUtil,    // nvmlDeviceGetUtilizationRates().gpu
+};
+Result<ActivityMetric> ParseActivityMetric(std::string_view name);
+const char* ActivityMetricName(ActivityMetric m);
+
+// Bands in milli-percent (0..100000). Defaults follow the issue: gold 70-90 %, silver 50-70 %,
+// bronze < 50 %, hot > 90 %. Bands must tile 0..100 % without overlap.
+struct ZoneConfig {
+  ActivityMetric metric = ActivityMetric::kAuto;
+  Duration window = std::chrono::minutes(15);
+  // A zone is only assigned once the window holds this much history; before that it is "unknown".
+  Duration min_coverage = std::chrono::minutes(5);
+  int64_t bronze_max = 50'000;  // bronze: [0, bronze_max)
+  int64_t silver_max = 70'000;  // silver: [bronze_max, silver_max)
+  int64_t gold_max = 90'000;    // gold: [silver_max, gold_max]; hot: above
+};
+
+struct IdleReclaimPolicy {
+  bool enabled = true;
+  bool dry_run = false;
+  Duration warn_after = std::chrono::minutes(60);
+  Duration act_after = std::chrono::minutes(120);
+  enum class Action : uint8_t { kRequeue, kCancel } action = Action::kRequeue;
+  // A GPU is idle in a sample when activity <= this (milli-percent); 0 = "every sample 0 %".
+  int64_t idle_threshold = 0;
+  // Fraction (0..1] of the job's GPUs that must be idle: 1.0 = all of them.
+  double min_idle_gpu_fraction = 1.0;
+  // A hole longer than this in a job's samples restarts its idle clock: no data is no evidence.
+  Duration max_sample_gap = std::chrono::minutes(5);
+  std::vector<std::string> exempt_users;
+  std::vector<std::string> exempt_classes;
+  bool exempt_interactive = true;
+  std::string owner_webhook;  // optional URL; the caller's Notifier posts to it
+};
+
+struct OversubscriptionPolicy {
+  // Total commitments on one GPU, in milli-GPU per GPU; 1000 = no oversubscription. Max 1500.
+  int64_t max_ratio_milli = 1500;
+  Duration grace = std::chrono::minutes(2);
+  bool use_reclaimed_capacity = true;
+};
+
+enum class Grade : uint8_t { kYellow, kOrange, kRed };
+const char* GradeName(Grade g);
+Result<Grade> ParseGrade(std::string_view name);
+
+enum class CompareOp : uint8_t { kLess, kLessEqual, kGreater, kGreaterEqual, kEqual, kNotEqual };
+Result<CompareOp> ParseCompareOp(std::string_view op);
+const char* CompareOpName(CompareOp op);
+bool Compare(double lhs, CompareOp op, double rhs);
+
+// What a rule is evaluated for: each GPU, each job, or the whole cluster.
+enum class RuleScope : uint8_t { kGpu, kJob, kCluster };
+const char* RuleScopeName(RuleScope s);
+
+struct Condition {
+  std::string metric;  // one of KnownSignals(scope)
+  CompareOp op = CompareOp::kLess;
+  double value = 0;
+};
+
+struct AlertRule {
+  std::string name;
+  Grade grade = Grade::kYellow;
+  RuleScope scope = RuleScope::kGpu;
+  std::vector<Condition> when;  // all must hold
+  Duration for_duration{0};
+  std::map<std::string, std::string> labels;
+  std::string summary;
+};
+
+struct Silence {
+  std::map<std::string, std::string> matchers;  // label -> exact value
+  WallTime starts_at{};
+  WallTime ends_at{};
+  std::string comment;
+};
+
+struct AlertingConfig {
+  std::vector<AlertRule> rules;
+  std::vector<Silence> silences;
+  std::vector<std::string> group_by = {"alertname"};
+  Duration repeat_interval = std::chrono::hours(4);
+  Duration xid_hold = std::chrono::minutes(10);  // a fatal XID keeps its GPU red this long
+  bool builtin_rules = true;
+};
+
+struct MarketConfig {
+  // micro-credits per GPU-hour, by GPU model ("H100", "A100", "*" = any) and tier.
+  std::map<std::string, int64_t> guaranteed_price;
+  std::map<std::string, int64_t> preemptible_price;
+  int64_t reclaimed_discount_pct = 50;  // reclaimed capacity sold at this % off preemptible
+  std::map<std::string, int64_t> budgets;  // team -> initial micro-credits
+};
+
+struct EfficiencyConfig {
+  ZoneConfig zones;
+  IdleReclaimPolicy idle;
+  OversubscriptionPolicy oversub;
+  AlertingConfig alerting;
+  MarketConfig market;
+  // Per-GPU-hour cost for reports (currency units x 1e6, by model; "*" = default).
+  std::map<std::string, int64_t> price_per_gpu_hour_micro;
+  // Invalid alert rules found at load: they are dropped, the rest of the engine runs.
+  std::vector<Status> rule_errors;
+};
+
+Status ValidateZones(const ZoneConfig& z);
+
+// Signals a rule condition may name, per scope (the list the loader checks against).
+const std::vector<std::string>& KnownSignals(RuleScope scope);
+// Checks one rule; the message names the rule and the field.
+Status ValidateRule(const AlertRule& rule);
+// The built-in rules of the issue (yellow dip, orange waste, red hardware/heat/backlog).
+std::vector<AlertRule> BuiltinRules();
+
+// Loads YAML text; `origin` (a file name) prefixes error messages. Bad alert rules do not fail
+// the load: they land in rule_errors. Anything else that is wrong fails it.
+Result<EfficiencyConfig> LoadConfigYaml(std::string_view text, std::string_view origin = "config");
+Result<EfficiencyConfig> LoadConfigFile(const std::string& path);
+
+}  // namespace stoker::efficiency

@@ -1,0 +1,123 @@
+#include <gtest/gtest.h>
+
+#include "efficiency/config.h"
+
+namespace stoker::efficiency {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(DurationTest, ParsesUnitsAndRejectsNegatives) {
+  EXPECT_EQ(*ParseDuration("90s"), 90s);
+  EXPECT_EQ(*ParseDuration("15m"), 15min);
+  EXPECT_EQ(*ParseDuration("1h30m"), 90min);
+  EXPECT_EQ(*ParseDuration("500ms"), 500ms);
+  EXPECT_EQ(*ParseDuration("120"), 120s);
+  EXPECT_FALSE(ParseDuration("-5m").ok());
+  EXPECT_FALSE(ParseDuration("5 parsecs").ok());
+  EXPECT_FALSE(ParseDuration("").ok());
+  EXPECT_EQ(FormatDuration(90min), "1h30m");
+  EXPECT_EQ(FormatDuration(0s), "0s");
+}
+
+TEST(ConfigTest, EmptyConfigHasDefaultsAndBuiltinRules) {
+  auto c = LoadConfigYaml("");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->idle.warn_after, 60min);
+  EXPECT_EQ(c->idle.act_after, 120min);
+  EXPECT_EQ(c->zones.silver_max, 70'000);
+  EXPECT_EQ(c->alerting.rules.size(), BuiltinRules().size());
+}
+
+TEST(ConfigTest, ParsesEverySection) {
+  auto c = LoadConfigYaml(R"(
+zones:
+  metric: gpu_util
+  window: 10m
+  min_coverage: 1m
+  bands:
+    bronze: {min: 0, max: 40}
+    silver: {min: 40, max: 65}
+    gold: {min: 65, max: 92}
+    hot: {min: 92, max: 100}
+idle_reclaim:
+  warn_after: 30m
+  act_after: 45m
+  action: cancel
+  dry_run: true
+  exempt_users: [root]
+oversubscription: {max_ratio: 1.25, grace: 90s}
+alerts:
+  repeat_interval: 1h
+  rules:
+    - name: HotGpu
+      grade: orange
+      when: [{metric: temperature_c, op: ">", value: 80}]
+      for: 5m
+      labels: {team: infra}
+market:
+  guaranteed_price: {H100: 2.5}
+  budgets: {ml: 1000}
+)");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->zones.metric, ActivityMetric::kGpuUtil);
+  EXPECT_EQ(c->zones.bronze_max, 40'000);
+  EXPECT_EQ(c->zones.silver_max, 65'000);
+  EXPECT_EQ(c->zones.gold_max, 92'000);
+  EXPECT_EQ(c->idle.action, IdleReclaimPolicy::Action::kCancel);
+  EXPECT_TRUE(c->idle.dry_run);
+  EXPECT_EQ(c->oversub.max_ratio_milli, 1250);
+  EXPECT_EQ(c->alerting.rules.size(), BuiltinRules().size() + 1);
+  EXPECT_EQ(c->alerting.rules.back().labels.at("team"), "infra");
+  EXPECT_EQ(c->market.guaranteed_price.at("H100"), 2'500'000);
+  EXPECT_EQ(c->market.budgets.at("ml"), 1'000'000'000);
+}
+
+void ExpectError(const std::string& yaml, const std::string& fragment) {
+  auto c = LoadConfigYaml(yaml, "eff.yaml");
+  ASSERT_FALSE(c.ok()) << yaml;
+  EXPECT_NE(c.status().message().find(fragment), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("eff.yaml"), std::string::npos) << c.status().message();
+}
+
+TEST(ConfigTest, RejectsBadZonesAndPoliciesNamingTheField) {
+  ExpectError("zones: {bands: {silver: {min: 50, max: 75}, gold: {min: 70, max: 90}}}",
+              "zones.bands.gold: overlaps silver");
+  ExpectError("zones: {window: -5m}", "zones.window");
+  ExpectError("zones: {metric: fan_speed}", "unknown metric 'fan_speed'");
+  ExpectError("idle_reclaim: {warn_after: 2h, act_after: 1h}", "idle_reclaim.act_after");
+  ExpectError("idle_reclaim: {action: explode}", "idle_reclaim.action");
+  ExpectError("oversubscription: {max_ratio: 3}", "oversubscription.max_ratio");
+  ExpectError("zones: {windw: 5m}", "zones.windw: unknown field");
+  ExpectError("zones: [1, 2", "eff.yaml:");
+}
+
+TEST(ConfigTest, BadRulesAreDroppedWithAMessageTheRestLoads) {
+  auto c = LoadConfigYaml(R"(
+alerts:
+  builtin_rules: false
+  rules:
+    - name: Good
+      when: [{metric: gpu_util, op: "<", value: 10}]
+    - name: BadMetric
+      when: [{metric: gpu_utl, op: "<", value: 10}]
+    - name: BadFor
+      for: -1m
+      when: [{metric: gpu_util, op: "<", value: 10}]
+    - name: BadOp
+      when: [{metric: gpu_util, op: "=~", value: 10}]
+)");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_EQ(c->alerting.rules.size(), 1u);
+  EXPECT_EQ(c->alerting.rules[0].name, "Good");
+  ASSERT_EQ(c->rule_errors.size(), 3u);
+  EXPECT_NE(c->rule_errors[0].message().find("rule 'BadMetric': when[0].metric"), std::string::npos)
+      << c->rule_errors[0].message();
+  EXPECT_NE(c->rule_errors[1].message().find("rule 'BadFor': for"), std::string::npos)
+      << c->rule_errors[1].message();
+  EXPECT_NE(c->rule_errors[2].message().find("rule 'BadOp': when[0].op"), std::string::npos)
+      << c->rule_errors[2].message();
+}
+
+}  // namespace
+}  // namespace stoker::efficiency

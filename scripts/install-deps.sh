@@ -6,7 +6,7 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev libsqlite3-dev
   libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
-  prometheus prometheus-node-exporter curl python3 procps
+  prometheus prometheus-node-exporter prometheus-alertmanager curl python3 procps
 )
 missing=()
 for p in "${packages[@]}"; do

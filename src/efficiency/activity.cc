@@ -50,6 +50,11 @@ Signals GpuSignals(const GpuSample& s, ActivityMetric metric) {
         100.0 * static_cast<double>(s.memory_used_bytes.value()) / static_cast<double>(s.memory_total_bytes.value());
   }
   out["allocated"] = JobsOnGpu(s).empty() ? 0 : 1;
+  // Memory-bound heuristic (the PromQL rules use the same): DRAM busier than the SMs.
+  out["memory_bound"] = s.gpm.dram_bw_util.has_value() && s.gpm.sm_active.has_value() &&
+                                s.gpm.dram_bw_util.value() > s.gpm.sm_active.value()
+                            ? 1
+                            : 0;
   return out;
 }
 

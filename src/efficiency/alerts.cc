@@ -77,7 +77,7 @@ AlertEngine::AlertEngine(AlertingConfig cfg, ActivityMetric metric)
 
 void AlertEngine::ObserveGpu(const GpuSample& s, const Labels& extra, bool memory_bound) {
   Signals signals = GpuSignals(s, metric_);
-  signals["memory_bound"] = memory_bound ? 1 : 0;
+  if (memory_bound) signals["memory_bound"] = 1;
   Labels labels = extra;
   if (!labels.count("job")) {
     const auto jobs = JobsOnGpu(s);
@@ -95,6 +95,7 @@ void AlertEngine::ObserveGpuSignals(const std::string& gpu, WallTime t, Signals 
   subj.signals = std::move(signals);
   subj.labels = extra;
   subj.labels["gpu"] = gpu;
+  subj.labels["uuid"] = gpu;  // Alertmanager inhibition matches on uuid (agent metrics too)
   subj.at = t;
   EvaluateSubject(RuleScope::kGpu, gpu, subj);
 }

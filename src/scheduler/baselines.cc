@@ -41,7 +41,7 @@ class RandomPolicy final : public ScoringPolicy {
 // int(100 * (1 - dot/2)): the node with the smallest dot product wins. GPU: best fit.
 class DotProdPolicy final : public ScoringPolicy {
  public:
-  explicit DotProdPolicy(uint64_t seed) : ScoringPolicy("dotprod", TieBreak::kRandom, seed, true) {}
+  explicit DotProdPolicy(uint64_t seed) : ScoringPolicy("dotprod", TieBreak::kLowestNodeId, seed, true) {}
 
  protected:
   bool ScoreNode(const Request& r, const ClusterState& c, int32_t node, int64_t* score,
@@ -62,7 +62,7 @@ class DotProdPolicy final : public ScoringPolicy {
 class ClusteringPolicy final : public ScoringPolicy {
  public:
   explicit ClusteringPolicy(uint64_t seed)
-      : ScoringPolicy("clustering", TieBreak::kRandom, seed, true) {}
+      : ScoringPolicy("clustering", TieBreak::kLowestNodeId, seed, true) {}
 
  protected:
   bool ScoreNode(const Request& r, const ClusterState& c, int32_t node, int64_t* score,
@@ -94,7 +94,7 @@ class ClusteringPolicy final : public ScoringPolicy {
 // (smaller first). CPU-only requests score 0 everywhere. GPU: best fit.
 class PackingPolicy final : public ScoringPolicy {
  public:
-  explicit PackingPolicy(uint64_t seed) : ScoringPolicy("packing", TieBreak::kRandom, seed, true) {}
+  explicit PackingPolicy(uint64_t seed) : ScoringPolicy("packing", TieBreak::kLowestNodeId, seed, true) {}
 
  protected:
   bool ScoreNode(const Request& r, const ClusterState& c, int32_t node, int64_t* score,
@@ -140,7 +140,7 @@ class PackingPolicy final : public ScoringPolicy {
 // largest node)): the least leftover wins. GPU: best fit.
 class BestFitPolicy final : public ScoringPolicy {
  public:
-  explicit BestFitPolicy(uint64_t seed) : ScoringPolicy("bestfit", TieBreak::kRandom, seed, true) {}
+  explicit BestFitPolicy(uint64_t seed) : ScoringPolicy("bestfit", TieBreak::kLowestNodeId, seed, true) {}
 
  protected:
   bool ScoreNode(const Request& r, const ClusterState& c, int32_t node, int64_t* score,

@@ -67,7 +67,7 @@ double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 class FgdPolicy final : public ScoringPolicy {
  public:
   FgdPolicy(std::string name, const PolicyConfig& config, bool online)
-      : ScoringPolicy(std::move(name), TieBreak::kRandom, config.seed, true),
+      : ScoringPolicy(std::move(name), TieBreak::kLowestNodeId, config.seed, true),
         online_(online || !config.typical_shapes.has_value()),
         learner_(config.typical_coverage_pct) {
     if (!online_) model_ = FragModel(*config.typical_shapes);

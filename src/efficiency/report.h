@@ -1,0 +1,102 @@
+#pragma once
+// Efficiency reports (`stoker report`): per job, per user and team, per cluster (utilisation
+// over time, quarterly audit), and advice where the evidence supports it. Built from recorded
+// samples and job records; rendered as text, JSON, CSV or a self-contained HTML page with
+// inline SVG charts.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "efficiency/config.h"
+#include "efficiency/records.h"
+#include "efficiency/zones.h"
+
+namespace stoker::efficiency {
+
+// Peak dense rates of a GPU model (TFLOPS), for the achieved-FLOPS estimate.
+struct PeakRates {
+  std::string model;
+  double tensor_tflops = 0;  // BF16/FP16 dense tensor-core
+  double fp32_tflops = 0;    // FP32 non-tensor
+  bool mig_capable = false;
+};
+// Matches a model name ("NVIDIA H100 80GB HBM3", "H100") against the built-in table.
+std::optional<PeakRates> LookupPeakRates(const std::string& model_name);
+
+struct ZoneChange {
+  WallTime at{};
+  Zone zone = Zone::kUnknown;
+};
+
+struct JobReport {
+  std::string id, user, team, model;
+  int gpus = 0;
+  WallTime start{}, end{};
+  int64_t samples = 0;
+  double alloc_gpu_hours = 0;
+  double used_gpu_hours = 0;   // activity-weighted
+  double idle_gpu_hours = 0;   // GPU time at exactly 0 % activity
+  double avg_util_pct = 0, peak_util_pct = 0;
+  std::optional<double> avg_sm_pct, avg_tensor_pct;
+  uint64_t mem_peak_bytes = 0, mem_total_bytes = 0;
+  std::optional<double> energy_kwh;
+  std::optional<double> achieved_tflops;   // ESTIMATE from SM/tensor activity x peak rates
+  std::optional<double> peak_tflops;       // theoretical tensor peak x GPUs
+  Zone zone = Zone::kUnknown;
+  std::vector<ZoneChange> zone_history;
+  int64_t cost_micro = 0;
+};
+
+struct OwnerReport {
+  std::string name;   // user or team
+  int jobs = 0;
+  double alloc_gpu_hours = 0, used_gpu_hours = 0, idle_gpu_hours = 0;
+  int64_t cost_micro = 0;
+};
+
+struct TimeBucket {
+  WallTime start{};
+  double avg_activity_pct = 0;
+  int gpus_seen = 0;
+  int gpus_allocated = 0;
+  std::optional<double> fragmentation_pct;  // idle share of allocated-node GPUs (see .cc)
+};
+
+struct QuarterAudit {
+  std::string quarter;  // "2026-Q1"
+  int jobs = 0;
+  double alloc_gpu_hours = 0, used_gpu_hours = 0, idle_gpu_hours = 0;
+};
+
+struct Advice {
+  std::string subject;  // job id
+  std::string kind;     // mixed-precision, input-pipeline, fewer-gpus, mig, preemptible
+  std::string text;
+  std::string evidence;
+};
+
+struct Report {
+  WallTime from{}, to{};
+  std::vector<JobReport> jobs;
+  std::vector<OwnerReport> users, teams;
+  std::vector<TimeBucket> timeline;
+  std::vector<QuarterAudit> audit;
+  std::vector<Advice> advice;
+  double cluster_alloc_gpu_hours = 0, cluster_used_gpu_hours = 0, cluster_idle_gpu_hours = 0;
+  std::vector<std::string> notes;
+};
+
+struct ReportOptions {
+  Duration bucket{0};               // 0 = about 48 buckets over the span
+  Duration max_sample_gap = std::chrono::minutes(5);  // longer holes are not counted as time
+};
+
+Report BuildReport(const RecordSet& records, const EfficiencyConfig& cfg, const ReportOptions& opt = {});
+
+std::string RenderText(const Report& r);
+std::string RenderJson(const Report& r);
+std::string RenderCsv(const Report& r);   // one row per job
+std::string RenderHtml(const Report& r);  // self-contained, inline SVG
+
+}  // namespace stoker::efficiency

@@ -1,0 +1,191 @@
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "efficiency/market.h"
+#include "efficiency/records.h"
+#include "efficiency/report.h"
+#include "test_util.h"
+
+namespace stoker::efficiency {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Two hours, samples every 30 s: job "train" on 2 H100s (GPU-a busy with no tensor use,
+// GPU-b idle), job "tiny" on 1 H100 at 8 % with 4 GB.
+std::string Fixture() {
+  std::ostringstream o;
+  const int64_t t0 = 1'767'225'600;
+  o << R"({"type":"job","id":"train","user":"alice","team":"ml","start":)" << t0
+    << R"(,"end":)" << t0 + 7200 << R"(,"gpus":["GPU-a","GPU-b"],"gpu_model":"H100"})" << "\n";
+  o << R"({"type":"job","id":"tiny","user":"bob","team":"web","start":)" << t0 << R"(,"end":)" << t0 + 7200
+    << R"(,"gpus":["GPU-c"],"gpu_model":"H100"})" << "\n";
+  for (int s = 0; s < 7200; s += 30) {
+    const int64_t t = t0 + s;
+    o << R"({"type":"sample","t":)" << t << R"(,"node":"n1","gpu":"GPU-a","model":"NVIDIA H100 80GB HBM3","job":"train","util":90,"sm_active":0.6,"tensor_active":0.0,"mem_used":40000000000,"mem_total":80000000000,"power_w":500})" << "\n";
+    o << R"({"type":"sample","t":)" << t << R"(,"node":"n1","gpu":"GPU-b","model":"NVIDIA H100 80GB HBM3","job":"train","util":0,"sm_active":0.0,"tensor_active":0.0,"power_w":70})" << "\n";
+    o << R"({"type":"sample","t":)" << t << R"(,"node":"n2","gpu":"GPU-c","model":"NVIDIA H100 80GB HBM3","job":"tiny","util":8,"mem_used":4000000000,"power_w":100})" << "\n";
+  }
+  return o.str();
+}
+
+TEST(RecordsTest, ReadsJobsAndSamplesAndRejectsBadLinesNamingLineAndField) {
+  std::istringstream in(Fixture());
+  auto r = ReadRecordsJsonl(in, "fx.jsonl");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->jobs.size(), 2u);
+  EXPECT_EQ(r->samples.size(), 3u * 240);
+  std::istringstream bad("{\"type\":\"job\",\"id\":\"x\",\"start\":1}\n{\"type\":\"sample\",\"t\":5,\"gpu\":\"g\",\"util\":140}\n");
+  auto e = ReadRecordsJsonl(bad, "bad.jsonl");
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("bad.jsonl:2: util"), std::string::npos) << e.status().message();
+  std::istringstream junk("not json\n");
+  EXPECT_NE(ReadRecordsJsonl(junk, "j").status().message().find("j:1: not valid JSON"), std::string::npos);
+  std::istringstream type("{\"type\":\"nope\"}\n");
+  EXPECT_FALSE(ReadRecordsJsonl(type, "t").ok());
+  // Round trip.
+  std::istringstream again(SampleToJson(r->samples[0]) + "\n" + JobToJson(r->jobs[0]) + "\n");
+  auto rt = ReadRecordsJsonl(again, "rt");
+  ASSERT_TRUE(rt.ok()) << rt.status().ToString();
+  EXPECT_EQ(rt->samples[0].t, r->samples[0].t);
+  EXPECT_EQ(rt->jobs[0].info.gpus, r->jobs[0].info.gpus);
+}
+
+TEST(ReportTest, PerJobPerOwnerClusterAndAdvice) {
+  std::istringstream in(Fixture());
+  auto recs = ReadRecordsJsonl(in, "fx");
+  ASSERT_TRUE(recs.ok());
+  auto cfg = LoadConfigYaml("price_per_gpu_hour: {H100: 3.0, '*': 1.0}");
+  ASSERT_TRUE(cfg.ok());
+  Report r = BuildReport(*recs, *cfg);
+  ASSERT_EQ(r.jobs.size(), 2u);
+  const JobReport& train = r.jobs[1];  // sorted by id
+  EXPECT_EQ(r.jobs[0].id, "tiny");
+  EXPECT_EQ(train.id, "train");
+  EXPECT_EQ(train.gpus, 2);
+  EXPECT_NEAR(train.alloc_gpu_hours, 4.0, 1e-9);
+  // GPU-a: 60 % for 2 h (less the first 30 s interval) = ~1.2 GPU-h used; GPU-b: ~2 h idle.
+  EXPECT_NEAR(train.used_gpu_hours, 0.6 * (7170.0 / 3600), 1e-6);
+  EXPECT_NEAR(train.idle_gpu_hours, 7170.0 / 3600, 1e-6);
+  EXPECT_NEAR(train.avg_util_pct, 45, 1e-6);
+  EXPECT_EQ(train.peak_util_pct, 90);
+  ASSERT_TRUE(train.avg_tensor_pct.has_value());
+  EXPECT_EQ(*train.avg_tensor_pct, 0);
+  // Estimate: GPU-a 0.6 x 67 FP32 TFLOPS, GPU-b 0: mean 20.1 per GPU, x 2 GPUs.
+  ASSERT_TRUE(train.achieved_tflops.has_value());
+  EXPECT_NEAR(*train.achieved_tflops, 0.6 * 67, 1e-6);
+  EXPECT_NEAR(*train.peak_tflops, 2 * 989, 1e-9);
+  ASSERT_TRUE(train.energy_kwh.has_value());
+  EXPECT_NEAR(*train.energy_kwh, (500 + 70) * 7170.0 / 3.6e6, 1e-6);
+  EXPECT_EQ(train.cost_micro, 12'000'000);  // 4 GPU-h x 3.0
+  EXPECT_EQ(train.mem_peak_bytes, 40'000'000'000u);
+  EXPECT_FALSE(train.zone_history.empty());
+
+  ASSERT_EQ(r.users.size(), 2u);
+  EXPECT_EQ(r.users[0].name, "alice");
+  EXPECT_NEAR(r.users[0].idle_gpu_hours, 7170.0 / 3600, 1e-6);
+  ASSERT_EQ(r.audit.size(), 1u);
+  EXPECT_EQ(r.audit[0].quarter, "2026-Q1");
+  EXPECT_NEAR(r.cluster_alloc_gpu_hours, 6.0, 1e-9);
+
+  auto has = [&](const std::string& job, const std::string& kind) {
+    for (const auto& a : r.advice)
+      if (a.subject == job && a.kind == kind) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("train", "mixed-precision"));
+  EXPECT_TRUE(has("train", "fewer-gpus"));
+  EXPECT_TRUE(has("tiny", "mig"));
+  EXPECT_FALSE(has("tiny", "mixed-precision"));  // no GPM data: no claim
+
+  // Fragmentation: no free GPUs anywhere while both jobs run.
+  ASSERT_FALSE(r.timeline.empty());
+  EXPECT_FALSE(r.timeline[1].fragmentation_pct.has_value());
+  EXPECT_EQ(r.timeline[1].gpus_allocated, 3);
+}
+
+TEST(ReportTest, RenderersProduceWellFormedOutput) {
+  std::istringstream in(Fixture());
+  auto recs = ReadRecordsJsonl(in, "fx");
+  ASSERT_TRUE(recs.ok());
+  Report r = BuildReport(*recs, *LoadConfigYaml(""));
+  auto j = nlohmann::json::parse(RenderJson(r));
+  EXPECT_EQ(j["jobs"].size(), 2u);
+  EXPECT_EQ(j["jobs"][1]["id"], "train");
+  EXPECT_TRUE(j["jobs"][1].contains("achieved_tflops_estimate"));
+  const std::string csv = RenderCsv(r);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
+  EXPECT_EQ(csv.rfind("job,user,team", 0), 0u);
+  const std::string html = RenderHtml(r);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("</html>"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);  // self-contained, no scripts
+  EXPECT_NE(RenderText(r).find("estimates"), std::string::npos);
+}
+
+TEST(MarketTest, ChargesPricesDiscountsAndTierGate) {
+  MarketConfig c;
+  c.guaranteed_price = {{"H100", 3'000'000}, {"*", 1'000'000}};
+  c.preemptible_price = {{"*", 1'000'000}};
+  c.reclaimed_discount_pct = 40;
+  c.budgets = {{"ml", 10'000'000}};
+  MemoryLedgerStore store;
+  ComputeMarket m(c, store);
+  ASSERT_TRUE(m.Load().ok());
+  ASSERT_TRUE(m.GrantInitialBudgets(testing::T0()).ok());
+  EXPECT_EQ(m.Balance("ml"), 10'000'000);
+  EXPECT_EQ(m.PricePerGpuHour("NVIDIA H100 80GB HBM3", Tier::kGuaranteed, false), 3'000'000);
+  EXPECT_EQ(m.PricePerGpuHour("A100", Tier::kGuaranteed, false), 1'000'000);
+  EXPECT_EQ(m.PricePerGpuHour("A100", Tier::kPreemptible, true), 600'000);
+  // 2 GPUs x 1 h on H100 = 6 credits; an idle hour on one GPU is charged too, recorded apart.
+  auto e = m.Charge({"ml", "j1", "H100", Tier::kGuaranteed, 2 * 1000 * 3600, false, false, testing::T0()});
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->micro_credits, -6'000'000);
+  e = m.Charge({"ml", "j1", "H100", Tier::kGuaranteed, 1000 * 3600, true, false, testing::T0()});
+  EXPECT_EQ(e->kind, LedgerKind::kIdleCharge);
+  EXPECT_EQ(m.Balance("ml"), 1'000'000);
+  EXPECT_EQ(m.AllowedTier("ml"), Tier::kGuaranteed);
+  // Half a GPU for 30 min on reclaimed capacity: 0.25 GPU-h x 0.6 = 0.15 credits.
+  e = m.Charge({"ml", "p1", "A100", Tier::kPreemptible, 500 * 1800, false, true, testing::T0()});
+  EXPECT_EQ(e->micro_credits, -150'000);
+  e = m.Charge({"ml", "j2", "H100", Tier::kGuaranteed, 1000 * 3600, false, false, testing::T0()});
+  EXPECT_LT(m.Balance("ml"), 0);
+  EXPECT_EQ(m.AllowedTier("ml"), Tier::kPreemptible);
+  EXPECT_FALSE(m.MayRun("ml", Tier::kGuaranteed));
+  EXPECT_TRUE(m.MayRun("ml", Tier::kPreemptible));
+  EXPECT_FALSE(m.Grant("ml", -5, testing::T0(), "").ok());
+  // Sequence numbers are 1..n.
+  for (size_t i = 0; i < m.entries().size(); ++i) EXPECT_EQ(m.entries()[i].seq, static_cast<int64_t>(i + 1));
+}
+
+TEST(MarketTest, JsonlLedgerPersistsAndReplays) {
+  const auto path = std::filesystem::temp_directory_path() / ("stoker-ledger-" + std::to_string(::getpid()) + ".jsonl");
+  std::filesystem::remove(path);
+  MarketConfig c;
+  c.guaranteed_price = {{"*", 2'000'000}};
+  {
+    JsonlLedgerStore store(path.string());
+    ComputeMarket m(c, store);
+    ASSERT_TRUE(m.Load().ok());
+    ASSERT_TRUE(m.Grant("t", 5'000'000, testing::T0(), "q1").ok());
+    ASSERT_TRUE(m.Charge({"t", "j", "X", Tier::kGuaranteed, 1000 * 3600, false, false, testing::T0()}).ok());
+  }
+  JsonlLedgerStore store(path.string());
+  ComputeMarket again(c, store);
+  ASSERT_TRUE(again.Load().ok());
+  EXPECT_EQ(again.Balance("t"), 3'000'000);
+  EXPECT_EQ(again.entries().size(), 2u);
+  // A hand-edited ledger with a gap in seq is refused.
+  { std::ofstream(path, std::ios::app) << R"({"seq":7,"at_ns":0,"team":"t","kind":"grant","micro_credits":1})" << "\n"; }
+  EXPECT_FALSE(again.Load().ok());
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace stoker::efficiency

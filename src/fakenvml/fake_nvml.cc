@@ -287,6 +287,9 @@ double EnergyJ(const Scenario& sc, const GpuSpec& g, double t) {
     case STOKER_NVML_GPM_METRIC_SM_OCCUPANCY: return g.sm_occupancy.AtOr(lt, sm_active * 0.5);
     case STOKER_NVML_GPM_METRIC_ANY_TENSOR_UTIL: return g.tensor_active.AtOr(lt, 0);
     case STOKER_NVML_GPM_METRIC_DRAM_BW_UTIL: return g.dram_bw.AtOr(lt, util * 0.3);
+    // MiB/s from the scenario's KB/s (KiB) timelines, as nvmlDeviceGetPcieThroughput reports.
+    case STOKER_NVML_GPM_METRIC_PCIE_TX_PER_SEC: return g.pcie_tx_kbps.AtOr(lt, util * 5000) / 1024;
+    case STOKER_NVML_GPM_METRIC_PCIE_RX_PER_SEC: return g.pcie_rx_kbps.AtOr(lt, util * 8000) / 1024;
     default: return std::nullopt;
   }
 }

@@ -271,6 +271,8 @@ enum {
 #define STOKER_NVML_GPM_METRIC_SM_OCCUPANCY 3U
 #define STOKER_NVML_GPM_METRIC_ANY_TENSOR_UTIL 5U
 #define STOKER_NVML_GPM_METRIC_DRAM_BW_UTIL 10U
+#define STOKER_NVML_GPM_METRIC_PCIE_TX_PER_SEC 20U  // MiB/s
+#define STOKER_NVML_GPM_METRIC_PCIE_RX_PER_SEC 21U
 
 // Function-pointer types, one per symbol Stoker resolves.
 typedef nvmlReturn_t (*nvmlInit_fn)(void);

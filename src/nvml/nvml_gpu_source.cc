@@ -261,8 +261,12 @@ bool NvmlGpuSource::ReadBasics(Device& d, GpuSample* out) {
     const nvmlReturn_t rc = fn_.device_get_pcie_throughput(dev, counter, &kbps);
     return ToField<uint32_t>(rc, kbps, &lost);
   };
-  out->pcie_tx_kbps = pcie(NVML_PCIE_UTIL_TX_BYTES);
-  out->pcie_rx_kbps = pcie(NVML_PCIE_UTIL_RX_BYTES);
+  // nvmlDeviceGetPcieThroughput samples a 20 ms window per call (two calls: 40 ms of every
+  // sample on an H200, measured). With GPM the rates come from the same GPM interval instead.
+  if (d.gpm_supported != 1) {
+    out->pcie_tx_kbps = pcie(NVML_PCIE_UTIL_TX_BYTES);
+    out->pcie_rx_kbps = pcie(NVML_PCIE_UTIL_RX_BYTES);
+  }
   return !lost;
 }
 
@@ -322,7 +326,8 @@ bool NvmlGpuSource::ReadNvLink(Device& d, GpuSample* out) {
 }
 
 bool NvmlGpuSource::ReadGpm(Device& d, nvmlDevice_t dev, int mig_gi, GpmPair& pair,
-                            GpmMetrics* out) {
+                            GpmMetrics* out, Field<uint32_t>* pcie_tx,
+                            Field<uint32_t>* pcie_rx) {
   if (d.gpm_supported != 1) {
     out->sm_active = out->sm_occupancy = out->tensor_active = out->dram_bw_util =
         Field<double>::Unsupported();
@@ -330,6 +335,10 @@ bool NvmlGpuSource::ReadGpm(Device& d, nvmlDevice_t dev, int mig_gi, GpmPair& pa
   }
   auto set_all = [&](Field<double> f) {
     out->sm_active = out->sm_occupancy = out->tensor_active = out->dram_bw_util = f;
+    Field<uint32_t> pcie;
+    if (f.state() == FieldState::kError) pcie = Field<uint32_t>::Error(f.error_code());
+    if (f.state() == FieldState::kUnsupported) pcie = Field<uint32_t>::Unsupported();
+    if (pcie_tx != nullptr) *pcie_tx = *pcie_rx = pcie;
   };
   for (nvmlGpmSample_t& s : pair.buf) {
     if (s == nullptr) {
@@ -356,13 +365,15 @@ bool NvmlGpuSource::ReadGpm(Device& d, nvmlDevice_t dev, int mig_gi, GpmPair& pa
     nvmlGpmMetricsGet_t& m = *d.gpm_request;
     std::memset(&m, 0, sizeof(m));
     m.version = STOKER_NVML_GPM_METRICS_GET_VERSION;
-    m.numMetrics = 4;
+    m.numMetrics = pcie_tx != nullptr ? 6 : 4;
     m.sample1 = pair.buf[1 - pair.current];
     m.sample2 = current;
     m.metrics[0].metricId = STOKER_NVML_GPM_METRIC_SM_UTIL;
     m.metrics[1].metricId = STOKER_NVML_GPM_METRIC_SM_OCCUPANCY;
     m.metrics[2].metricId = STOKER_NVML_GPM_METRIC_ANY_TENSOR_UTIL;
     m.metrics[3].metricId = STOKER_NVML_GPM_METRIC_DRAM_BW_UTIL;
+    m.metrics[4].metricId = STOKER_NVML_GPM_METRIC_PCIE_TX_PER_SEC;
+    m.metrics[5].metricId = STOKER_NVML_GPM_METRIC_PCIE_RX_PER_SEC;
     const nvmlReturn_t mrc = fn_.gpm_metrics_get(&m);
     bool lost = false;
     auto metric = [&](int i) {
@@ -374,6 +385,15 @@ bool NvmlGpuSource::ReadGpm(Device& d, nvmlDevice_t dev, int mig_gi, GpmPair& pa
     out->sm_occupancy = metric(1);
     out->tensor_active = metric(2);
     out->dram_bw_util = metric(3);
+    if (pcie_tx != nullptr) {
+      // MiB/s over the whole interval; nvmlDeviceGetPcieThroughput's unit is KB/s (KiB here).
+      auto rate = [&](int i) {
+        const nvmlReturn_t r = mrc != NVML_SUCCESS ? mrc : m.metrics[i].nvmlReturn;
+        return ToField<uint32_t>(r, static_cast<uint32_t>(m.metrics[i].value * 1024.0), &lost);
+      };
+      *pcie_tx = rate(4);
+      *pcie_rx = rate(5);
+    }
     if (lost) return false;
   }
   // else: first sample, the fields stay unset until the next call has an interval to measure.
@@ -617,7 +637,8 @@ Status NvmlGpuSource::Sample(uint32_t index, GpuSample* out) {
   }
 
   if (!ReadBasics(d, out) || !ReadNvLink(d, out) || !ReadMig(d, out) ||
-      !ReadGpm(d, d.handle, -1, d.gpm, &out->gpm) || !ReadProcesses(d, *out, &out->processes)) {
+      !ReadGpm(d, d.handle, -1, d.gpm, &out->gpm, &out->pcie_tx_kbps, &out->pcie_rx_kbps) ||
+      !ReadProcesses(d, *out, &out->processes)) {
     MarkLost(d, out);
   }
   return Status::Ok();

@@ -61,7 +61,9 @@ class NvmlGpuSource final : public GpuSource {
                   Field<uint64_t>* used, Field<uint64_t>* free_bytes);
   bool ReadNvLink(Device& d, GpuSample* out);
   bool ReadMig(Device& d, GpuSample* out);
-  bool ReadGpm(Device& d, nvmlDevice_t dev, int mig_gi, GpmPair& pair, GpmMetrics* out);
+  // `pcie_tx`/`pcie_rx` (device level only, may be null) receive GPM's PCIe rates.
+  bool ReadGpm(Device& d, nvmlDevice_t dev, int mig_gi, GpmPair& pair, GpmMetrics* out,
+               Field<uint32_t>* pcie_tx = nullptr, Field<uint32_t>* pcie_rx = nullptr);
   bool ReadProcesses(Device& d, const GpuSample& sample, std::vector<GpuProcess>* out);
   bool ReadProcessUtilization(Device& d, bool mig_enabled, std::vector<GpuProcess>* procs);
   void MarkLost(Device& d, GpuSample* out);

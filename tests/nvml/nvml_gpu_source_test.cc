@@ -101,7 +101,8 @@ TEST(NvmlGpuSourceTest, H100NodeIdentitiesAndReadings) {
   EXPECT_EQ(g0.ecc_corrected_total, Field<uint64_t>::Of(0));
   EXPECT_EQ(g0.remapped_rows_correctable, Field<uint32_t>::Of(0));
   EXPECT_EQ(g0.remapping_pending, Field<bool>::Of(false));
-  EXPECT_TRUE(g0.pcie_tx_kbps.has_value());
+  // Hopper: PCIe rates come from GPM (no 20 ms throughput windows), so they need an interval.
+  EXPECT_EQ(g0.pcie_tx_kbps.state(), FieldState::kUnset);
   ASSERT_TRUE(g0.nvlink_tx_bytes_total.has_value());
   // 21000 MiB/s for 1 s over 18 links, summed back: ~21000 MiB (integer KiB per link).
   EXPECT_NEAR(static_cast<double>(g0.nvlink_tx_bytes_total.value()) / kMiB, 21000, 1);
@@ -139,6 +140,10 @@ TEST(NvmlGpuSourceTest, GpmNeedsTwoSamplesThenReportsRatios) {
   EXPECT_NEAR(s.gpm.sm_occupancy.value(), 0.41, 0.01);
   EXPECT_NEAR(s.gpm.tensor_active.value(), 0.71, 0.01);
   EXPECT_NEAR(s.gpm.dram_bw_util.value(), 0.55, 0.01);
+  ASSERT_TRUE(s.pcie_tx_kbps.has_value());
+  EXPECT_NEAR(s.pcie_tx_kbps.value(), 96.0 * 5000, 2000);  // the scenario's default: util x 5000
+  ASSERT_TRUE(s.pcie_rx_kbps.has_value());
+  EXPECT_NEAR(s.pcie_rx_kbps.value(), 96.0 * 8000, 3000);
 
   // GPU 5: busy by utilisation, almost no tensor work.
   GpuSample g5 = MustSample(*node.source, 5);
@@ -310,6 +315,7 @@ TEST(NvmlGpuSourceTest, LegacyLibraryFallsBackToV1MemoryAndPlainProcessList) {
   EXPECT_EQ(s.memory_reserved_bytes.state(), FieldState::kUnsupported);
   EXPECT_EQ(s.temperature_c, Field<uint32_t>::Of(55));         // plain GetTemperature
   EXPECT_EQ(s.clock_event_reasons, Field<uint64_t>::Of(4));     // throttle-reasons name
+  EXPECT_EQ(s.pcie_tx_kbps, Field<uint32_t>::Of(50 * 5000));   // no GPM: throughput call
   node.control->SetTime(3);
   ASSERT_TRUE(node.source->Sample(0, &s).ok());
   EXPECT_EQ(s.gpm.sm_active.state(), FieldState::kUnsupported);  // no GPM symbols at all

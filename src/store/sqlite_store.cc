@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -122,15 +123,22 @@ class SqliteStore final : public Store {
            add_event_->ok();
   }
 
-  Status Apply(const WriteBatch& batch) override {
-    if (batch.empty()) return Status::Ok();
-    Pending p{&batch};
-    std::unique_lock lock(mu_);
-    if (stopping_) return Unavailable("store is closing");
-    queue_.push_back(&p);
+  std::shared_future<Status> ApplyAsync(WriteBatch batch) override {
+    auto p = std::make_unique<Pending>();
+    p->batch = std::move(batch);
+    std::shared_future<Status> f = p->promise.get_future().share();
+    if (p->batch.empty()) {
+      p->promise.set_value(Status::Ok());
+      return f;
+    }
+    std::lock_guard lock(mu_);
+    if (stopping_) {
+      p->promise.set_value(Unavailable("store is closing"));
+      return f;
+    }
+    queue_.push_back(std::move(p));
     cv_.notify_all();
-    done_cv_.wait(lock, [&] { return p.done; });
-    return p.status;
+    return f;
   }
 
   Result<std::vector<JobRow>> LoadJobs() override {
@@ -195,9 +203,8 @@ class SqliteStore final : public Store {
 
  private:
   struct Pending {
-    const WriteBatch* batch;
-    Status status;
-    bool done = false;
+    WriteBatch batch;
+    std::promise<Status> promise;
   };
 
   Status ApplyOne(const WriteBatch& b) {
@@ -242,18 +249,19 @@ class SqliteStore final : public Store {
     while (true) {
       cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (queue_.empty() && stopping_) return;
-      std::vector<Pending*> group;
+      std::vector<std::unique_ptr<Pending>> group;
       while (!queue_.empty() && static_cast<int>(group.size()) < options_.max_group) {
-        group.push_back(queue_.front());
+        group.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
+      std::vector<Status> results(group.size());
       lock.unlock();
       Status begin = Exec(writer_, "BEGIN IMMEDIATE");
       if (begin.ok()) {
-        for (Pending* p : group) {
+        for (size_t i = 0; i < group.size(); ++i) {
           Status s = Exec(writer_, "SAVEPOINT b");
           if (s.ok()) {
-            s = ApplyOne(*p->batch);
+            s = ApplyOne(group[i]->batch);
             if (s.ok()) {
               s = Exec(writer_, "RELEASE b");
             } else {
@@ -261,19 +269,18 @@ class SqliteStore final : public Store {
               (void)Exec(writer_, "RELEASE b");
             }
           }
-          p->status = s;
+          results[i] = s;
         }
         Status commit = Exec(writer_, "COMMIT");
         if (!commit.ok()) {
           (void)Exec(writer_, "ROLLBACK");
-          for (Pending* p : group) p->status = commit;
+          for (auto& r : results) r = commit;
         }
       } else {
-        for (Pending* p : group) p->status = begin;
+        for (auto& r : results) r = begin;
       }
+      for (size_t i = 0; i < group.size(); ++i) group[i]->promise.set_value(results[i]);
       lock.lock();
-      for (Pending* p : group) p->done = true;
-      done_cv_.notify_all();
     }
   }
 
@@ -284,8 +291,7 @@ class SqliteStore final : public Store {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::condition_variable done_cv_;
-  std::deque<Pending*> queue_;
+  std::deque<std::unique_ptr<Pending>> queue_;
   bool stopping_ = false;
   std::thread writer_thread_;
 

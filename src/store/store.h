@@ -8,6 +8,7 @@
 // at that moment into a single transaction and acknowledges them all after its COMMIT.
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,7 +77,11 @@ class Store {
   virtual ~Store() = default;
 
   // Atomic and durable on OK (see the durability note on SqliteOptions).
-  virtual Status Apply(const WriteBatch& batch) = 0;
+  Status Apply(WriteBatch batch) { return ApplyAsync(std::move(batch)).get(); }
+  // Queues the batch and returns at once; the future turns ready after the COMMIT that holds
+  // it. Batches commit in the order they were queued, so a caller that queues under its own
+  // lock gets its in-memory order on disk.
+  virtual std::shared_future<Status> ApplyAsync(WriteBatch batch) = 0;
 
   virtual Result<std::vector<JobRow>> LoadJobs() = 0;
   virtual Result<std::vector<NodeRow>> LoadNodes() = 0;

@@ -1,0 +1,48 @@
+#pragma once
+// The HTTP/JSON API as a pure function: ApiRequest -> ApiResponse. The HTTP server (http.h)
+// only moves bytes; routing, parsing, validation and the Status -> HTTP code mapping live here,
+// so tests and the fuzzer call Handle() directly.
+//
+// Errors: {"error": {"code": "invalid_argument", "message": "gpus: must be in 0..8",
+//                    "field": "gpus"}} with 400 (bad input), 401 (no/unknown token),
+//          403 (role not allowed), 404, 409 (state conflict), 413 (too large), 503.
+
+#include <map>
+#include <string>
+
+#include "server/server.h"
+
+namespace stoker::server {
+
+struct ApiRequest {
+  std::string method;  // GET, POST, PUT, DELETE
+  std::string path;    // "/api/v1/jobs/12"
+  std::map<std::string, std::string> query;
+  std::string authorization;  // the Authorization header
+  std::string body;
+};
+
+struct ApiResponse {
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+};
+
+inline constexpr size_t kMaxRequestBody = 4 << 20;
+
+class Api {
+ public:
+  explicit Api(Server* server) : server_(server) {}
+  ApiResponse Handle(const ApiRequest& req) const;
+
+ private:
+  Server* server_;
+};
+
+// HTTP status for a Status code.
+int HttpStatus(StatusCode code);
+ApiResponse ErrorResponse(const Status& s);
+// The OpenAPI 3 document served at /api/v1/openapi.json.
+const std::string& OpenApiDocument();
+
+}  // namespace stoker::server

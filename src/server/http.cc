@@ -1,0 +1,154 @@
+#include "server/http.h"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+
+namespace stoker::server {
+
+HttpServer::HttpServer(Api* api, HttpOptions options) : api_(api), options_(std::move(options)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+std::string HttpServer::url() const {
+  return std::string(options_.tls_cert.empty() ? "http" : "https") + "://" + options_.host + ":" +
+         std::to_string(port_);
+}
+
+Status HttpServer::Start() {
+  if (!options_.tls_cert.empty() || !options_.tls_key.empty()) {
+    if (options_.tls_cert.empty() || options_.tls_key.empty()) {
+      return InvalidArgument("tls: both a certificate and a key file are needed");
+    }
+    auto ssl = std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
+    if (!ssl->is_valid()) {
+      return InvalidArgument("tls: cannot load certificate " + options_.tls_cert + " / key " + options_.tls_key);
+    }
+    http_ = std::move(ssl);
+  } else {
+    http_ = std::make_unique<httplib::Server>();
+  }
+  const int threads = options_.threads;
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http_->set_payload_max_length(kMaxRequestBody);
+  http_->set_keep_alive_max_count(1000);
+  http_->set_read_timeout(10, 0);
+  auto handler = [this](const httplib::Request& req, httplib::Response& res) {
+    ApiRequest a;
+    a.method = req.method;
+    a.path = req.path;
+    for (const auto& [k, v] : req.params) a.query[k] = v;
+    a.authorization = req.get_header_value("Authorization");
+    a.body = req.body;
+    ApiResponse r = api_->Handle(a);
+    res.status = r.status;
+    res.set_content(r.body, r.content_type.c_str());
+  };
+  http_->Get(R"(/.*)", handler);
+  http_->Post(R"(/.*)", handler);
+  http_->Put(R"(/.*)", handler);
+  http_->Delete(R"(/.*)", handler);
+  if (options_.port == 0) {
+    port_ = http_->bind_to_any_port(options_.host.c_str());
+    if (port_ <= 0) return Unavailable("cannot bind " + options_.host);
+  } else {
+    if (!http_->bind_to_port(options_.host.c_str(), options_.port)) {
+      return Unavailable("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
+                         " (in use?)");
+    }
+    port_ = options_.port;
+  }
+  thread_ = std::thread([this] { http_->listen_after_bind(); });
+  return Status::Ok();
+}
+
+void HttpServer::Stop() {
+  if (http_) http_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+Result<std::pair<std::string, int>> ParseHostPort(const std::string& s) {
+  const size_t colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0) return InvalidArgument("listen: expected HOST:PORT, got '" + s + "'");
+  int port = 0;
+  const std::string p = s.substr(colon + 1);
+  auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
+  if (ec != std::errc() || ptr != p.data() + p.size() || port < 0 || port > 65535) {
+    return InvalidArgument("listen: bad port in '" + s + "'");
+  }
+  return std::make_pair(s.substr(0, colon), port);
+}
+
+struct ApiClient::Impl {
+  std::unique_ptr<httplib::Client> client;
+};
+
+ApiClient::ApiClient(std::string base_url, std::string token, double timeout_s, std::string ca_file)
+    : base_url_(std::move(base_url)), token_(std::move(token)), timeout_s_(timeout_s),
+      ca_file_(std::move(ca_file)), impl_(std::make_unique<Impl>()) {}
+
+ApiClient::~ApiClient() = default;
+
+Result<HttpResult> ApiClient::Do(const std::string& method, const std::string& path,
+                                 const std::string& body) {
+  if (!impl_->client) {
+    impl_->client = std::make_unique<httplib::Client>(base_url_);
+    if (!impl_->client->is_valid()) {
+      impl_->client.reset();
+      return InvalidArgument("server: bad URL '" + base_url_ + "'");
+    }
+    const auto sec = static_cast<time_t>(timeout_s_);
+    const auto usec = static_cast<time_t>((timeout_s_ - static_cast<double>(sec)) * 1e6);
+    impl_->client->set_connection_timeout(sec, usec);
+    impl_->client->set_read_timeout(sec, usec);
+    impl_->client->set_write_timeout(sec, usec);
+    impl_->client->set_keep_alive(keep_alive_);
+    if (!ca_file_.empty()) impl_->client->set_ca_cert_path(ca_file_.c_str());
+  }
+  httplib::Headers headers;
+  if (!token_.empty()) headers.emplace("Authorization", "Bearer " + token_);
+  httplib::Result res =
+      method == "GET"    ? impl_->client->Get(path.c_str(), headers)
+      : method == "POST" ? impl_->client->Post(path.c_str(), headers, body, "application/json")
+                         : impl_->client->Put(path.c_str(), headers, body, "application/json");
+  if (!res) {
+    const std::string err = httplib::to_string(res.error());
+    impl_->client.reset();  // reconnect next time
+    return Unavailable("cannot reach the server at " + base_url_ + ": " + err);
+  }
+  HttpResult r;
+  r.status = res->status;
+  r.raw = res->body;
+  r.body = json::parse(res->body, nullptr, false);
+  if (r.body.is_discarded()) r.body = nullptr;
+  return r;
+}
+
+Result<HttpResult> ApiClient::Get(const std::string& path) { return Do("GET", path, ""); }
+Result<HttpResult> ApiClient::Post(const std::string& path, const json& body) {
+  return Do("POST", path, body.dump());
+}
+Result<HttpResult> ApiClient::Put(const std::string& path, const json& body) {
+  return Do("PUT", path, body.dump());
+}
+
+Status StatusFromHttp(const HttpResult& r) {
+  if (r.status >= 200 && r.status < 300) return Status::Ok();
+  std::string msg = "HTTP " + std::to_string(r.status);
+  if (r.body.is_object() && r.body.contains("error") && r.body["error"].is_object()) {
+    msg = r.body["error"].value("message", msg);
+  }
+  switch (r.status) {
+    case 400: return InvalidArgument(msg);
+    case 401: return Unauthenticated(msg);
+    case 403: return PermissionDenied(msg);
+    case 404: return NotFound(msg);
+    case 409: return FailedPrecondition(msg);
+    case 413: return ResourceExhausted(msg);
+    case 503: return Unavailable(msg);
+    default: return Internal(msg);
+  }
+}
+
+}  // namespace stoker::server

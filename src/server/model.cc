@@ -1,0 +1,458 @@
+#include "server/model.h"
+
+#include <set>
+
+#include "scheduler/resources.h"
+
+namespace stoker::server {
+namespace {
+
+Status FieldError(const std::string& field, const std::string& what) {
+  return InvalidArgument(field + ": " + what);
+}
+
+// Typed getters that name the field on error. Absent -> keep the default.
+Status GetString(const json& o, const char* key, std::string* out, size_t max_len = 4096) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return Status::Ok();
+  if (!it->is_string()) return FieldError(key, "must be a string");
+  const auto& s = it->get_ref<const std::string&>();
+  if (s.size() > max_len) return FieldError(key, "longer than " + std::to_string(max_len) + " bytes");
+  *out = s;
+  return Status::Ok();
+}
+
+template <typename T>
+Status GetInt(const json& o, const char* key, T* out, int64_t lo, int64_t hi) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return Status::Ok();
+  if (!it->is_number_integer()) return FieldError(key, "must be an integer");
+  // Compare as int64 after checking the unsigned range, so huge values do not wrap.
+  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    return FieldError(key, "must be in " + std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  const int64_t v = it->get<int64_t>();
+  if (v < lo || v > hi) {
+    return FieldError(key, "must be in " + std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  *out = static_cast<T>(v);
+  return Status::Ok();
+}
+
+Status GetBool(const json& o, const char* key, bool* out) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return Status::Ok();
+  if (!it->is_boolean()) return FieldError(key, "must be true or false");
+  *out = it->get<bool>();
+  return Status::Ok();
+}
+
+Status GetStringList(const json& o, const char* key, std::vector<std::string>* out,
+                     size_t max_items, size_t max_len) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return Status::Ok();
+  if (!it->is_array()) return FieldError(key, "must be an array of strings");
+  if (it->size() > max_items) return FieldError(key, "more than " + std::to_string(max_items) + " items");
+  out->clear();
+  for (size_t i = 0; i < it->size(); ++i) {
+    const auto& v = (*it)[i];
+    const std::string f = std::string(key) + "[" + std::to_string(i) + "]";
+    if (!v.is_string()) return FieldError(f, "must be a string");
+    if (v.get_ref<const std::string&>().size() > max_len) return FieldError(f, "too long");
+    out->push_back(v.get<std::string>());
+  }
+  return Status::Ok();
+}
+
+bool ValidEnvName(const std::string& k) {
+  if (k.empty() || k.size() > 256) return false;
+  if (!(isalpha(static_cast<unsigned char>(k[0])) || k[0] == '_')) return false;
+  for (char c : k) {
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  }
+  return true;
+}
+
+Status CheckObject(const json& body, const char* what) {
+  if (!body.is_object()) return InvalidArgument(std::string(what) + ": body must be a JSON object");
+  return Status::Ok();
+}
+
+Status CheckKnownFields(const json& body, const std::set<std::string>& known) {
+  for (const auto& [k, v] : body.items()) {
+    if (!known.count(k)) return FieldError(k, "unknown field");
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+void PutOptional(json& j, const char* key, const std::optional<T>& v) {
+  if (v) j[key] = *v;
+}
+
+}  // namespace
+
+const char* JobStateName(JobState s) {
+  switch (s) {
+    case JobState::kQueued: return "queued";
+    case JobState::kAssigned: return "assigned";
+    case JobState::kRunning: return "running";
+    case JobState::kCancelling: return "cancelling";
+    case JobState::kSucceeded: return "succeeded";
+    case JobState::kFailed: return "failed";
+    case JobState::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+std::optional<JobState> ParseJobState(std::string_view s) {
+  for (JobState st : {JobState::kQueued, JobState::kAssigned, JobState::kRunning,
+                      JobState::kCancelling, JobState::kSucceeded, JobState::kFailed,
+                      JobState::kCancelled}) {
+    if (s == JobStateName(st)) return st;
+  }
+  return std::nullopt;
+}
+
+bool IsTerminal(JobState s) {
+  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
+}
+bool IsActive(JobState s) {
+  return s == JobState::kAssigned || s == JobState::kRunning || s == JobState::kCancelling;
+}
+
+const char* RoleName(Role r) {
+  switch (r) {
+    case Role::kAdmin: return "admin";
+    case Role::kAgent: return "agent";
+    case Role::kUser: return "user";
+  }
+  return "unknown";
+}
+
+std::optional<Role> ParseRole(std::string_view s) {
+  if (s == "admin") return Role::kAdmin;
+  if (s == "agent") return Role::kAgent;
+  if (s == "user") return Role::kUser;
+  return std::nullopt;
+}
+
+Result<JobSpec> ParseJobSpec(const json& body) {
+  STOKER_RETURN_IF_ERROR(CheckObject(body, "job"));
+  STOKER_RETURN_IF_ERROR(CheckKnownFields(
+      body, {"name", "command", "env", "workdir", "gpus", "min_gpus", "gpu_milli",
+             "gpu_memory_mib", "gpu_models", "mig", "cpu_milli", "memory_mib", "class",
+             "priority", "preemptible", "on_node_loss", "user"}));
+  JobSpec s;
+  STOKER_RETURN_IF_ERROR(GetString(body, "name", &s.name, 128));
+  if (!body.contains("command")) return FieldError("command", "required (argv array)");
+  STOKER_RETURN_IF_ERROR(GetStringList(body, "command", &s.command, 1024, 64 * 1024));
+  if (s.command.empty() || s.command[0].empty()) {
+    return FieldError("command", "must be a non-empty array whose first item names a program");
+  }
+  if (auto it = body.find("env"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) return FieldError("env", "must be an object of string values");
+    if (it->size() > 256) return FieldError("env", "more than 256 variables");
+    for (const auto& [k, v] : it->items()) {
+      if (!ValidEnvName(k)) return FieldError("env." + k, "invalid variable name");
+      if (!v.is_string()) return FieldError("env." + k, "must be a string");
+      if (v.get_ref<const std::string&>().size() > 64 * 1024) return FieldError("env." + k, "too long");
+      s.env[k] = v.get<std::string>();
+    }
+  }
+  STOKER_RETURN_IF_ERROR(GetString(body, "workdir", &s.workdir));
+  if (!s.workdir.empty() && s.workdir[0] != '/') return FieldError("workdir", "must be an absolute path");
+  STOKER_RETURN_IF_ERROR(GetInt(body, "gpus", &s.gpus, 0, scheduler::kMaxGpusPerNode));
+  STOKER_RETURN_IF_ERROR(GetInt(body, "min_gpus", &s.min_gpus, 0, scheduler::kMaxGpusPerNode));
+  STOKER_RETURN_IF_ERROR(GetInt(body, "gpu_milli", &s.gpu_milli, 0, 999));
+  STOKER_RETURN_IF_ERROR(GetInt(body, "gpu_memory_mib", &s.gpu_memory_mib, 0, int64_t{1} << 24));
+  STOKER_RETURN_IF_ERROR(GetStringList(body, "gpu_models", &s.gpu_models, 16, 128));
+  STOKER_RETURN_IF_ERROR(GetString(body, "mig", &s.mig, 32));
+  STOKER_RETURN_IF_ERROR(GetInt(body, "cpu_milli", &s.cpu_milli, 1, 1'000'000));
+  STOKER_RETURN_IF_ERROR(GetInt(body, "memory_mib", &s.memory_mib, 0, int64_t{1} << 26));
+  STOKER_RETURN_IF_ERROR(GetString(body, "class", &s.job_class, 64));
+  STOKER_RETURN_IF_ERROR(GetInt(body, "priority", &s.priority, -1000, 1000));
+  STOKER_RETURN_IF_ERROR(GetBool(body, "preemptible", &s.preemptible));
+  STOKER_RETURN_IF_ERROR(GetString(body, "on_node_loss", &s.on_node_loss, 16));
+  STOKER_RETURN_IF_ERROR(GetString(body, "user", &s.user, 64));
+
+  const int shapes = (s.gpus > 0 ? 1 : 0) + (s.gpu_milli > 0 ? 1 : 0) + (!s.mig.empty() ? 1 : 0);
+  if (shapes > 1) {
+    return FieldError(s.gpu_milli > 0 ? "gpu_milli" : "mig",
+                      "use only one of gpus, gpu_milli and mig");
+  }
+  if (!s.mig.empty()) {
+    auto p = scheduler::ParseMigProfile(s.mig);
+    if (!p.ok()) return FieldError("mig", "unknown MIG profile '" + s.mig + "' (e.g. 1g.10gb, 3g.40gb)");
+  }
+  if (s.min_gpus > 0) {
+    if (s.gpus == 0) return FieldError("min_gpus", "needs gpus (the elastic maximum)");
+    if (s.min_gpus > s.gpus) return FieldError("min_gpus", "must not exceed gpus");
+  }
+  if (s.gpu_memory_mib > 0 && shapes == 0) {
+    return FieldError("gpu_memory_mib", "needs a GPU request (gpus, gpu_milli or mig)");
+  }
+  if (s.on_node_loss != "requeue" && s.on_node_loss != "fail") {
+    return FieldError("on_node_loss", "must be 'requeue' or 'fail'");
+  }
+  return s;
+}
+
+json JobSpecToJson(const JobSpec& s) {
+  json j;
+  j["name"] = s.name;
+  j["command"] = s.command;
+  j["env"] = s.env;
+  j["workdir"] = s.workdir;
+  j["gpus"] = s.gpus;
+  j["min_gpus"] = s.min_gpus;
+  j["gpu_milli"] = s.gpu_milli;
+  j["gpu_memory_mib"] = s.gpu_memory_mib;
+  j["gpu_models"] = s.gpu_models;
+  j["mig"] = s.mig;
+  j["cpu_milli"] = s.cpu_milli;
+  j["memory_mib"] = s.memory_mib;
+  j["class"] = s.job_class;
+  j["priority"] = s.priority;
+  j["preemptible"] = s.preemptible;
+  j["on_node_loss"] = s.on_node_loss;
+  if (!s.user.empty()) j["user"] = s.user;
+  return j;
+}
+
+json JobToJson(const Job& job) {
+  json j;
+  j["id"] = job.id;
+  j["user"] = job.user;
+  j["name"] = job.spec.name;
+  j["state"] = JobStateName(job.state);
+  j["spec"] = JobSpecToJson(job.spec);
+  if (job.assignment) {
+    const Assignment& a = *job.assignment;
+    json aj;
+    aj["node"] = a.node;
+    aj["gpu_indices"] = a.gpu_indices;
+    aj["gpu_milli"] = a.gpu_milli;
+    aj["mig_slices"] = a.mig_slices;
+    aj["mig_uuid"] = a.mig_uuid;
+    aj["cuda_visible_devices"] = a.cuda_visible_devices;
+    aj["env"] = a.env;
+    json shares = json::array();
+    for (const auto& [g, m] : a.shares) shares.push_back({g, m});
+    aj["shares"] = shares;
+    j["assignment"] = aj;
+  }
+  PutOptional(j, "exit_code", job.exit_code);
+  PutOptional(j, "signal", job.signal);
+  j["reason"] = job.reason;
+  j["submit_ms"] = job.submit_ms;
+  j["start_ms"] = job.start_ms;
+  j["end_ms"] = job.end_ms;
+  j["requeues"] = job.requeues;
+  return j;
+}
+
+Result<Job> JobFromJson(const json& j) {
+  if (!j.is_object()) return InvalidArgument("job document is not an object");
+  try {
+    Job job;
+    job.id = j.at("id").get<int64_t>();
+    job.user = j.at("user").get<std::string>();
+    auto state = ParseJobState(j.at("state").get<std::string>());
+    if (!state) return InvalidArgument("job " + std::to_string(job.id) + ": unknown state");
+    job.state = *state;
+    STOKER_ASSIGN_OR_RETURN(job.spec, ParseJobSpec(j.at("spec")));
+    if (j.contains("assignment")) {
+      const json& aj = j["assignment"];
+      Assignment a;
+      a.node = aj.at("node").get<std::string>();
+      a.gpu_indices = aj.at("gpu_indices").get<std::vector<uint32_t>>();
+      a.gpu_milli = aj.at("gpu_milli").get<int32_t>();
+      a.mig_slices = aj.at("mig_slices").get<uint8_t>();
+      a.mig_uuid = aj.at("mig_uuid").get<std::string>();
+      a.cuda_visible_devices = aj.at("cuda_visible_devices").get<std::string>();
+      a.env = aj.at("env").get<std::map<std::string, std::string>>();
+      for (const auto& s : aj.at("shares")) a.shares.emplace_back(s.at(0).get<uint8_t>(), s.at(1).get<int16_t>());
+      job.assignment = std::move(a);
+    }
+    if (j.contains("exit_code")) job.exit_code = j["exit_code"].get<int>();
+    if (j.contains("signal")) job.signal = j["signal"].get<int>();
+    job.reason = j.value("reason", "");
+    job.submit_ms = j.value("submit_ms", int64_t{0});
+    job.start_ms = j.value("start_ms", int64_t{0});
+    job.end_ms = j.value("end_ms", int64_t{0});
+    job.requeues = j.value("requeues", 0);
+    return job;
+  } catch (const json::exception& e) {
+    return InvalidArgument(std::string("job document: ") + e.what());
+  }
+}
+
+Result<NodeInventory> ParseNodeInventory(const json& body) {
+  STOKER_RETURN_IF_ERROR(CheckObject(body, "node"));
+  NodeInventory n;
+  STOKER_RETURN_IF_ERROR(GetString(body, "name", &n.name, 128));
+  if (n.name.empty()) return FieldError("name", "required");
+  for (char c : n.name) {
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
+      return FieldError("name", "must use only [A-Za-z0-9._-]");
+    }
+  }
+  STOKER_RETURN_IF_ERROR(GetBool(body, "simulated", &n.simulated));
+  STOKER_RETURN_IF_ERROR(GetString(body, "source", &n.source, 1024));
+  STOKER_RETURN_IF_ERROR(GetInt(body, "cpu_milli", &n.cpu_milli, 0, int64_t{1} << 32));
+  STOKER_RETURN_IF_ERROR(GetInt(body, "memory_mib", &n.memory_mib, 0, int64_t{1} << 32));
+  if (auto it = body.find("gpus"); it != body.end() && !it->is_null()) {
+    if (!it->is_array()) return FieldError("gpus", "must be an array");
+    if (it->size() > static_cast<size_t>(scheduler::kMaxGpusPerNode)) {
+      return FieldError("gpus", "at most " + std::to_string(scheduler::kMaxGpusPerNode) + " GPUs per node");
+    }
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& g = (*it)[i];
+      const std::string f = "gpus[" + std::to_string(i) + "]";
+      if (!g.is_object()) return FieldError(f, "must be an object");
+      GpuInfo gi;
+      Status s = GetInt(g, "index", &gi.index, 0, 63);
+      if (s.ok()) s = GetString(g, "uuid", &gi.uuid, 128);
+      if (s.ok()) s = GetString(g, "model", &gi.model, 128);
+      if (s.ok()) s = GetInt(g, "memory_mib", &gi.memory_mib, 0, int64_t{1} << 24);
+      if (s.ok()) s = GetBool(g, "mig_enabled", &gi.mig_enabled);
+      if (!s.ok()) return s.WithContext(f);
+      if (gi.model.empty()) return FieldError(f + ".model", "required");
+      if (auto m = g.find("mig"); m != g.end() && m->is_array()) {
+        for (size_t k = 0; k < m->size() && k < 7; ++k) {
+          const json& mj = (*m)[k];
+          if (!mj.is_object()) return FieldError(f + ".mig", "must be objects");
+          MigInfo mi;
+          Status ms = GetString(mj, "uuid", &mi.uuid, 128);
+          if (ms.ok()) ms = GetString(mj, "profile", &mi.profile, 32);
+          if (ms.ok()) ms = GetInt(mj, "slices", &mi.slices, 1, 7);
+          if (!ms.ok()) return ms.WithContext(f + ".mig[" + std::to_string(k) + "]");
+          gi.mig.push_back(mi);
+        }
+      }
+      n.gpus.push_back(gi);
+    }
+  }
+  return n;
+}
+
+json NodeInventoryToJson(const NodeInventory& n) {
+  json j;
+  j["name"] = n.name;
+  j["simulated"] = n.simulated;
+  j["source"] = n.source;
+  j["cpu_milli"] = n.cpu_milli;
+  j["memory_mib"] = n.memory_mib;
+  json gpus = json::array();
+  for (const GpuInfo& g : n.gpus) {
+    json gj{{"index", g.index}, {"uuid", g.uuid}, {"model", g.model},
+            {"memory_mib", g.memory_mib}, {"mig_enabled", g.mig_enabled}};
+    json mig = json::array();
+    for (const MigInfo& m : g.mig) mig.push_back({{"uuid", m.uuid}, {"profile", m.profile}, {"slices", m.slices}});
+    gj["mig"] = mig;
+    gpus.push_back(gj);
+  }
+  j["gpus"] = gpus;
+  return j;
+}
+
+Result<Heartbeat> ParseHeartbeat(const json& body) {
+  STOKER_RETURN_IF_ERROR(CheckObject(body, "heartbeat"));
+  Heartbeat h;
+  if (auto it = body.find("jobs"); it != body.end() && !it->is_null()) {
+    if (!it->is_array()) return FieldError("jobs", "must be an array");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& r = (*it)[i];
+      const std::string f = "jobs[" + std::to_string(i) + "]";
+      if (!r.is_object()) return FieldError(f, "must be an object");
+      JobReport rep;
+      Status s = GetInt(r, "id", &rep.id, 1, INT64_MAX);
+      if (s.ok()) s = GetString(r, "phase", &rep.phase, 16);
+      if (s.ok()) s = GetString(r, "error", &rep.error, 4096);
+      int64_t code = INT64_MIN, sig = INT64_MIN;
+      if (s.ok()) s = GetInt(r, "exit_code", &code, -1, 255);
+      if (s.ok()) s = GetInt(r, "signal", &sig, 1, 128);
+      if (s.ok()) s = GetInt(r, "stdout_offset", &rep.stdout_offset, 0, INT64_MAX);
+      if (s.ok()) s = GetString(r, "stdout_data", &rep.stdout_data, 1 << 20);
+      if (s.ok()) s = GetInt(r, "stderr_offset", &rep.stderr_offset, 0, INT64_MAX);
+      if (s.ok()) s = GetString(r, "stderr_data", &rep.stderr_data, 1 << 20);
+      if (s.ok()) s = GetBool(r, "logs_complete", &rep.logs_complete);
+      if (!s.ok()) return s.WithContext(f);
+      if (rep.id == 0) return FieldError(f + ".id", "required");
+      if (rep.phase != "starting" && rep.phase != "running" && rep.phase != "exited") {
+        return FieldError(f + ".phase", "must be starting, running or exited");
+      }
+      if (code != INT64_MIN) rep.exit_code = static_cast<int>(code);
+      if (sig != INT64_MIN) rep.signal = static_cast<int>(sig);
+      h.jobs.push_back(std::move(rep));
+    }
+  }
+  if (auto it = body.find("samples"); it != body.end() && !it->is_null()) {
+    if (!it->is_array()) return FieldError("samples", "must be an array");
+    h.samples = *it;
+  }
+  return h;
+}
+
+json HeartbeatToJson(const Heartbeat& h) {
+  json jobs = json::array();
+  for (const JobReport& r : h.jobs) {
+    json j{{"id", r.id}, {"phase", r.phase}};
+    PutOptional(j, "exit_code", r.exit_code);
+    PutOptional(j, "signal", r.signal);
+    if (!r.error.empty()) j["error"] = r.error;
+    if (!r.stdout_data.empty()) {
+      j["stdout_offset"] = r.stdout_offset;
+      j["stdout_data"] = r.stdout_data;
+    }
+    if (!r.stderr_data.empty()) {
+      j["stderr_offset"] = r.stderr_offset;
+      j["stderr_data"] = r.stderr_data;
+    }
+    j["logs_complete"] = r.logs_complete;
+    jobs.push_back(std::move(j));
+  }
+  return json{{"jobs", jobs}, {"samples", h.samples}};
+}
+
+json HeartbeatReplyToJson(const HeartbeatReply& r) {
+  json start = json::array();
+  for (const LaunchOrder& o : r.start) {
+    start.push_back({{"id", o.id}, {"user", o.user}, {"command", o.command}, {"env", o.env},
+                     {"workdir", o.workdir}, {"cuda_visible_devices", o.cuda_visible_devices},
+                     {"has_gpu", o.has_gpu}});
+  }
+  json offsets = json::object();
+  for (const auto& [id, off] : r.log_offsets) {
+    offsets[std::to_string(id)] = {off.first, off.second};
+  }
+  return json{{"start", start}, {"cancel", r.cancel}, {"forget", r.forget}, {"log_offsets", offsets}};
+}
+
+Result<HeartbeatReply> ParseHeartbeatReply(const json& j) {
+  try {
+    HeartbeatReply r;
+    for (const json& o : j.at("start")) {
+      LaunchOrder lo;
+      lo.id = o.at("id").get<int64_t>();
+      lo.user = o.at("user").get<std::string>();
+      lo.command = o.at("command").get<std::vector<std::string>>();
+      lo.env = o.at("env").get<std::map<std::string, std::string>>();
+      lo.workdir = o.at("workdir").get<std::string>();
+      lo.cuda_visible_devices = o.at("cuda_visible_devices").get<std::string>();
+      lo.has_gpu = o.at("has_gpu").get<bool>();
+      r.start.push_back(std::move(lo));
+    }
+    r.cancel = j.at("cancel").get<std::vector<int64_t>>();
+    r.forget = j.at("forget").get<std::vector<int64_t>>();
+    for (const auto& [k, v] : j.at("log_offsets").items()) {
+      r.log_offsets[std::stoll(k)] = {v.at(0).get<int64_t>(), v.at(1).get<int64_t>()};
+    }
+    return r;
+  } catch (const std::exception& e) {
+    return InvalidArgument(std::string("heartbeat reply: ") + e.what());
+  }
+}
+
+}  // namespace stoker::server

@@ -1,0 +1,154 @@
+#pragma once
+// The server's data model and its JSON wire form: job specs (validated field by field), jobs,
+// nodes and the node <-> server heartbeat messages. Shared by the server, the node loop and the
+// CLI so all three agree on one wire format.
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace stoker::server {
+
+using json = nlohmann::json;
+
+enum class JobState { kQueued, kAssigned, kRunning, kCancelling, kSucceeded, kFailed, kCancelled };
+const char* JobStateName(JobState s);
+std::optional<JobState> ParseJobState(std::string_view s);
+bool IsTerminal(JobState s);
+// Assigned, running or cancelling: the job holds resources on a node.
+bool IsActive(JobState s);
+
+enum class Role { kAdmin, kAgent, kUser };
+const char* RoleName(Role r);
+std::optional<Role> ParseRole(std::string_view s);
+
+// What a job asks for. Exactly one GPU shape: none, whole GPUs (gpus >= 1), a share of one GPU
+// (gpu_milli in 1..999) or a MIG instance (mig = "1g.10gb" ...).
+struct JobSpec {
+  std::string name;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::string workdir;
+  int32_t gpus = 0;
+  int32_t min_gpus = 0;  // elastic: start with fewer (>= min_gpus) when `gpus` do not fit now
+  int32_t gpu_milli = 0;
+  int64_t gpu_memory_mib = 0;
+  std::vector<std::string> gpu_models;  // any of these (substring match on the node's model)
+  std::string mig;
+  int64_t cpu_milli = 1000;
+  int64_t memory_mib = 512;
+  std::string job_class;
+  int32_t priority = 0;
+  bool preemptible = false;
+  std::string on_node_loss = "requeue";  // requeue | fail
+  std::string user;                      // admins may submit on behalf of a user
+};
+
+// Validates a submission body. Errors are InvalidArgument "<field>: <what is wrong>".
+Result<JobSpec> ParseJobSpec(const json& body);
+json JobSpecToJson(const JobSpec& s);
+
+// Where a job runs.
+struct Assignment {
+  std::string node;
+  std::vector<uint32_t> gpu_indices;  // NVML indices on the node
+  int32_t gpu_milli = 0;              // per GPU (1000 = whole)
+  uint8_t mig_slices = 0;
+  std::string mig_uuid;
+  std::string cuda_visible_devices;   // what the job sees
+  std::map<std::string, std::string> env;  // limits for shared GPUs (MPS variables)
+  // Scheduler bookkeeping: which of the node's GPUs (position in the node's GPU list) and how
+  // much of each, so the scheduler can rebuild the cluster's free capacity.
+  std::vector<std::pair<uint8_t, int16_t>> shares;  // (gpu position, milli)
+};
+
+struct Job {
+  int64_t id = 0;
+  std::string user;
+  JobSpec spec;
+  JobState state = JobState::kQueued;
+  std::optional<Assignment> assignment;
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  std::string reason;  // why queued/failed/cancelled
+  int64_t submit_ms = 0, start_ms = 0, end_ms = 0;
+  int32_t requeues = 0;
+};
+
+json JobToJson(const Job& j);
+Result<Job> JobFromJson(const json& j);
+
+struct MigInfo {
+  std::string uuid;
+  std::string profile;
+  uint32_t slices = 0;
+};
+
+struct GpuInfo {
+  uint32_t index = 0;
+  std::string uuid;
+  std::string model;
+  int64_t memory_mib = 0;
+  bool mig_enabled = false;
+  std::vector<MigInfo> mig;
+};
+
+// What a node registers.
+struct NodeInventory {
+  std::string name;
+  bool simulated = false;
+  std::string source;  // where GPU data comes from (NVML version, or the simulated scenario)
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  std::vector<GpuInfo> gpus;
+};
+Result<NodeInventory> ParseNodeInventory(const json& body);
+json NodeInventoryToJson(const NodeInventory& n);
+
+// One job as a node reports it in a heartbeat.
+struct JobReport {
+  int64_t id = 0;
+  std::string phase;  // starting | running | exited
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  std::string error;
+  // New log bytes: appended by the server at `*_offset` (idempotent on resend).
+  int64_t stdout_offset = 0;
+  std::string stdout_data;
+  int64_t stderr_offset = 0;
+  std::string stderr_data;
+  bool logs_complete = false;  // the job exited and every byte was sent
+};
+
+struct Heartbeat {
+  std::vector<JobReport> jobs;
+  json samples = json::array();  // the agent's latest GPU samples (see SampleToJson)
+};
+Result<Heartbeat> ParseHeartbeat(const json& body);
+json HeartbeatToJson(const Heartbeat& h);
+
+// What the server answers a heartbeat with.
+struct LaunchOrder {
+  int64_t id = 0;
+  std::string user;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  std::string workdir;
+  std::string cuda_visible_devices;  // empty when no GPU
+  bool has_gpu = false;
+};
+struct HeartbeatReply {
+  std::vector<LaunchOrder> start;
+  std::vector<int64_t> cancel;
+  std::vector<int64_t> forget;  // exited jobs the server recorded (with all their logs)
+  std::map<int64_t, std::pair<int64_t, int64_t>> log_offsets;  // id -> (stdout, stderr) bytes held
+};
+json HeartbeatReplyToJson(const HeartbeatReply& r);
+Result<HeartbeatReply> ParseHeartbeatReply(const json& j);
+
+}  // namespace stoker::server

@@ -1,0 +1,919 @@
+#include "server/server.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "scheduler/cluster.h"
+#include "scheduler/queue/job_queue.h"
+#include "scheduler/registry.h"
+
+namespace stoker::server {
+namespace fs = std::filesystem;
+
+namespace {
+
+Status Denied(const std::string& what) { return PermissionDenied(what); }
+
+bool ContainsNoCase(std::string_view hay, std::string_view needle) {
+  auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(),
+                        [](char a, char b) { return std::tolower(a) == std::tolower(b); });
+  return it != hay.end();
+}
+
+std::string JoinIndices(const std::vector<uint32_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+}  // namespace
+
+Server::Server(store::Store* store, Clock* clock, ServerOptions options)
+    : store_(store), clock_(clock), options_(std::move(options)) {}
+
+Server::~Server() { Stop(); }
+
+Result<std::unique_ptr<Server>> Server::Create(store::Store* store, Clock* clock,
+                                               ServerOptions options) {
+  std::unique_ptr<Server> s(new Server(store, clock, std::move(options)));
+  if (s->options_.placement_policy.empty()) {
+    s->options_.placement_policy = std::string(scheduler::kDefaultPolicyName);
+    if (!scheduler::CreatePlacementPolicy(s->options_.placement_policy, {}).ok()) {
+      s->options_.placement_policy = "bestfit";
+    }
+  }
+  STOKER_ASSIGN_OR_RETURN(s->placement_, scheduler::CreatePlacementPolicy(
+                                             s->options_.placement_policy, scheduler::PolicyConfig{}));
+  STOKER_ASSIGN_OR_RETURN(s->queue_policy_, queue::CreateQueuePolicy(s->options_.queue_policy));
+  if (!s->options_.data_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(s->options_.data_dir + "/logs", ec);
+    if (ec) return Internal("create " + s->options_.data_dir + "/logs: " + ec.message());
+  }
+  STOKER_RETURN_IF_ERROR(s->Load());
+  return s;
+}
+
+Status Server::Load() {
+  STOKER_ASSIGN_OR_RETURN(auto tokens, store_->LoadTokens());
+  tokens_.Load(tokens);
+  STOKER_ASSIGN_OR_RETURN(auto jobs, store_->LoadJobs());
+  STOKER_ASSIGN_OR_RETURN(auto nodes, store_->LoadNodes());
+  STOKER_ASSIGN_OR_RETURN(int64_t max_id, store_->MaxJobId());
+  next_id_ = max_id + 1;
+  std::lock_guard lock(mu_);
+  for (const auto& row : jobs) {
+    json doc = json::parse(row.doc, nullptr, false);
+    auto job = JobFromJson(doc);
+    if (!job.ok()) return job.status().WithContext("stored job " + std::to_string(row.id));
+    if (job->state == JobState::kQueued) queued_.insert(job->id);
+    jobs_[job->id] = std::move(*job);
+  }
+  const MonoTime now = clock_->Now();
+  for (const auto& row : nodes) {
+    json doc = json::parse(row.doc, nullptr, false);
+    if (!doc.is_object() || !doc.contains("inventory")) {
+      return InvalidArgument("stored node " + row.name + ": malformed document");
+    }
+    auto inv = ParseNodeInventory(doc["inventory"]);
+    if (!inv.ok()) return inv.status().WithContext("stored node " + row.name);
+    NodeEntry n;
+    n.inv = std::move(*inv);
+    n.drained = doc.value("drained", false);
+    n.lost = doc.value("lost", false);
+    n.registered_ms = doc.value("registered_ms", int64_t{0});
+    // A restarted server gives every node a full timeout to check in again.
+    n.last_heartbeat = now;
+    nodes_[row.name] = std::move(n);
+  }
+  return Status::Ok();
+}
+
+int64_t Server::NowMs() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock_->WallNow().time_since_epoch())
+      .count();
+}
+
+store::JobRow Server::Row(const Job& j) const {
+  return store::JobRow{j.id, j.user, JobStateName(j.state),
+                       j.assignment ? j.assignment->node : std::string(), JobToJson(j).dump()};
+}
+
+store::NodeRow Server::Row(const NodeEntry& n) const {
+  json doc{{"inventory", NodeInventoryToJson(n.inv)},
+           {"drained", n.drained},
+           {"lost", n.lost},
+           {"registered_ms", n.registered_ms}};
+  return store::NodeRow{n.inv.name, doc.dump()};
+}
+
+void Server::Event(store::WriteBatch* b, const Job& j, const std::string& kind,
+                   const std::string& msg) {
+  b->AddEvent(store::EventRow{j.id, NowMs(), kind, msg});
+}
+
+void Server::Notify(const std::vector<Job>& changed) {
+  if (changed.empty()) return;
+  std::lock_guard lock(observers_mu_);
+  for (ServerObserver* o : observers_) {
+    for (const Job& j : changed) o->OnJobChanged(j);
+  }
+}
+
+void Server::AddObserver(ServerObserver* o) {
+  std::lock_guard lock(observers_mu_);
+  observers_.push_back(o);
+}
+
+bool Server::CanSee(const Principal& who, const Job& j) const {
+  return who.role == Role::kAdmin || (who.role == Role::kUser && j.user == who.name);
+}
+
+// ---- jobs -----------------------------------------------------------------------------------
+
+Result<Job> Server::Submit(const Principal& who, JobSpec spec) {
+  if (who.role == Role::kAgent) return Denied("agents cannot submit jobs");
+  std::string user = who.name;
+  if (!spec.user.empty() && spec.user != who.name) {
+    if (who.role != Role::kAdmin) return Denied("user: only admins may submit for another user");
+    user = spec.user;
+  }
+  Job job;
+  job.id = next_id_.fetch_add(1);
+  job.user = user;
+  job.spec = std::move(spec);
+  job.state = JobState::kQueued;
+  job.submit_ms = NowMs();
+  store::WriteBatch b;
+  b.PutJob(Row(job));
+  Event(&b, job, "submitted", "by " + who.name);
+  // Durable before it is visible or acknowledged; no lock held, so concurrent submissions
+  // share one group commit.
+  STOKER_RETURN_IF_ERROR(store_->Apply(std::move(b)));
+  {
+    std::lock_guard lock(mu_);
+    jobs_[job.id] = job;
+    queued_.insert(job.id);
+  }
+  Notify({job});
+  Kick();
+  return job;
+}
+
+Result<std::vector<Job>> Server::ListJobs(const Principal& who, const JobFilter& f) const {
+  if (who.role == Role::kAgent) return Denied("agents cannot list jobs");
+  std::vector<Job> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [id, j] : jobs_) {
+    if (!CanSee(who, j)) continue;
+    if (!f.states.empty() && !f.states.count(j.state)) continue;
+    if (!f.user.empty() && j.user != f.user) continue;
+    if (!f.node.empty() && (!j.assignment || j.assignment->node != f.node)) continue;
+    out.push_back(j);
+  }
+  // Newest last; keep the last `limit`.
+  if (out.size() > f.limit) out.erase(out.begin(), out.end() - static_cast<ptrdiff_t>(f.limit));
+  return out;
+}
+
+Result<Job> Server::GetJob(const Principal& who, int64_t id) const {
+  if (who.role == Role::kAgent) return Denied("agents cannot read jobs");
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(id);
+  // Other users' jobs are reported as absent: their existence is not the caller's business.
+  if (it == jobs_.end() || !CanSee(who, it->second)) return NotFound("job " + std::to_string(id));
+  Job j = it->second;
+  if (j.state == JobState::kQueued) {
+    auto r = queue_reasons_.find(id);
+    if (r != queue_reasons_.end()) j.reason = r->second;
+  }
+  return j;
+}
+
+void Server::EndJob(Job& j, JobState state, const std::string& reason) {
+  j.state = state;
+  j.reason = reason;
+  j.end_ms = NowMs();
+  queued_.erase(j.id);
+  queue_reasons_.erase(j.id);
+}
+
+Result<Job> Server::Cancel(const Principal& who, int64_t id) {
+  if (who.role == Role::kAgent) return Denied("agents cannot cancel jobs");
+  std::shared_future<Status> done;
+  Job copy;
+  {
+    std::lock_guard lock(mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end() || !CanSee(who, it->second)) return NotFound("job " + std::to_string(id));
+    Job& j = it->second;
+    if (IsTerminal(j.state)) {
+      return FailedPrecondition("job " + std::to_string(id) + " already " + JobStateName(j.state));
+    }
+    store::WriteBatch b;
+    if (j.state == JobState::kRunning) {
+      // The node stops it (TERM, grace, KILL); the job ends when the node reports the exit.
+      j.state = JobState::kCancelling;
+      j.reason = "cancel requested by " + who.name;
+      Event(&b, j, "cancel", j.reason);
+    } else if (j.state == JobState::kCancelling) {
+      return j;
+    } else {
+      // Queued, or assigned but not yet reported running: it ends now. Should the node have
+      // started it meanwhile, its next report is answered with a cancel.
+      EndJob(j, JobState::kCancelled, "cancelled by " + who.name);
+      Event(&b, j, "cancelled", j.reason);
+    }
+    b.PutJob(Row(j));
+    copy = j;
+    done = store_->ApplyAsync(std::move(b));
+  }
+  STOKER_RETURN_IF_ERROR(Wait(done));
+  Notify({copy});
+  Kick();
+  return copy;
+}
+
+Status Server::CancelJob(int64_t id, const std::string& reason) {
+  auto r = Cancel(Principal{"system: " + reason, Role::kAdmin}, id);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+std::string Server::LogPath(int64_t id, const std::string& stream) const {
+  return options_.data_dir + "/logs/" + std::to_string(id) + "." + stream;
+}
+
+int64_t Server::LogSize(int64_t id, const std::string& stream) const {
+  struct stat st;
+  if (options_.data_dir.empty() || ::stat(LogPath(id, stream).c_str(), &st) != 0) return 0;
+  return st.st_size;
+}
+
+void Server::AppendLog(int64_t id, const std::string& stream, int64_t offset,
+                       const std::string& data) {
+  if (data.empty() || options_.data_dir.empty()) return;
+  std::lock_guard lock(log_mu_);
+  const int64_t size = LogSize(id, stream);
+  // Idempotent: a resent chunk overlaps what is held; only the new tail is appended. A gap
+  // (offset past the end) means the node's offsets are ahead; it resyncs from log_offsets.
+  if (offset > size || offset + static_cast<int64_t>(data.size()) <= size) return;
+  std::ofstream out(LogPath(id, stream), std::ios::app | std::ios::binary);
+  out.write(data.data() + (size - offset), static_cast<std::streamsize>(data.size() - (size - offset)));
+}
+
+Result<LogChunk> Server::ReadLog(const Principal& who, int64_t id, const std::string& stream,
+                                 int64_t offset) const {
+  if (stream != "stdout" && stream != "stderr") {
+    return InvalidArgument("stream: must be stdout or stderr");
+  }
+  if (offset < 0) return InvalidArgument("offset: must be >= 0");
+  bool finished = false;
+  {
+    auto j = GetJob(who, id);
+    if (!j.ok()) return j.status();
+    finished = IsTerminal(j->state);
+  }
+  LogChunk c;
+  std::ifstream in(LogPath(id, stream), std::ios::binary);
+  if (in) {
+    in.seekg(offset);
+    c.data.resize(options_.max_log_read);
+    in.read(c.data.data(), static_cast<std::streamsize>(c.data.size()));
+    c.data.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
+  }
+  c.next_offset = offset + static_cast<int64_t>(c.data.size());
+  c.finished = finished && c.next_offset >= LogSize(id, stream);
+  return c;
+}
+
+Result<std::vector<store::EventRow>> Server::Events(const Principal& who, int64_t id) const {
+  auto j = GetJob(who, id);
+  if (!j.ok()) return j.status();
+  return store_->ListEvents(id);
+}
+
+// ---- nodes ----------------------------------------------------------------------------------
+
+Result<json> Server::RegisterNode(const Principal& who, const NodeInventory& inv) {
+  if (who.role == Role::kUser) return Denied("only agents and admins register nodes");
+  if (who.role == Role::kAgent && who.name != inv.name) {
+    return Denied("name: this agent token may only report for node '" + who.name + "'");
+  }
+  std::shared_future<Status> done;
+  json out;
+  {
+    std::lock_guard lock(mu_);
+    NodeEntry& n = nodes_[inv.name];
+    const bool is_new = n.inv.name.empty();
+    n.inv = inv;
+    n.lost = false;
+    n.last_heartbeat = clock_->Now();
+    n.last_heartbeat_ms = NowMs();
+    if (is_new) n.registered_ms = n.last_heartbeat_ms;
+    store::WriteBatch b;
+    b.PutNode(Row(n));
+    done = store_->ApplyAsync(std::move(b));
+    out = NodeJson(n);
+  }
+  STOKER_RETURN_IF_ERROR(Wait(done));
+  Kick();
+  return out;
+}
+
+Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string& node,
+                                         const server::Heartbeat& hb) {
+  if (who.role == Role::kUser) return Denied("only agents and admins send heartbeats");
+  if (who.role == Role::kAgent && who.name != node) {
+    return Denied("this agent token may only report for node '" + who.name + "'");
+  }
+  // Log bytes first (outside the state lock; appends are idempotent).
+  for (const JobReport& r : hb.jobs) {
+    AppendLog(r.id, "stdout", r.stdout_offset, r.stdout_data);
+    AppendLog(r.id, "stderr", r.stderr_offset, r.stderr_data);
+  }
+  HeartbeatReply reply;
+  std::vector<Job> changed;
+  std::shared_future<Status> done;
+  bool persist = false;
+  {
+    std::lock_guard lock(mu_);
+    auto nit = nodes_.find(node);
+    if (nit == nodes_.end()) return NotFound("node " + node + " is not registered");
+    NodeEntry& n = nit->second;
+    store::WriteBatch b;
+    if (n.lost) {
+      n.lost = false;
+      b.PutNode(Row(n));
+      spdlog::info("node {} is back", node);
+    }
+    n.last_heartbeat = clock_->Now();
+    n.last_heartbeat_ms = NowMs();
+    n.samples = hb.samples;
+
+    std::set<int64_t> reported;
+    for (const JobReport& r : hb.jobs) {
+      reported.insert(r.id);
+      reply.log_offsets[r.id] = {LogSize(r.id, "stdout"), LogSize(r.id, "stderr")};
+      auto it = jobs_.find(r.id);
+      const bool mine = it != jobs_.end() && it->second.assignment &&
+                        it->second.assignment->node == node;
+      if (!mine || IsTerminal(it->second.state) || it->second.state == JobState::kQueued) {
+        // Not (or no longer) this node's job: stop it; once it exited, let the node forget it
+        // (for a recorded job, after its logs arrived).
+        if (r.phase != "exited") {
+          reply.cancel.push_back(r.id);
+        } else if (!mine || r.logs_complete) {
+          reply.forget.push_back(r.id);
+        }
+        continue;
+      }
+      Job& j = it->second;
+      if (r.phase == "exited") {
+        if (j.state == JobState::kCancelling) {
+          EndJob(j, JobState::kCancelled, j.reason);
+        } else if (!r.error.empty()) {
+          EndJob(j, JobState::kFailed, r.error);
+        } else if (r.signal) {
+          EndJob(j, JobState::kFailed, "killed by signal " + std::to_string(*r.signal));
+        } else if (r.exit_code && *r.exit_code == 0) {
+          EndJob(j, JobState::kSucceeded, "");
+        } else {
+          EndJob(j, JobState::kFailed, "exit code " + std::to_string(r.exit_code.value_or(-1)));
+        }
+        j.exit_code = r.exit_code;
+        j.signal = r.signal;
+        if (j.start_ms == 0) j.start_ms = j.end_ms;
+        Event(&b, j, JobStateName(j.state),
+              r.signal ? "signal " + std::to_string(*r.signal)
+                       : "exit code " + std::to_string(r.exit_code.value_or(-1)));
+        b.PutJob(Row(j));
+        changed.push_back(j);
+        if (r.logs_complete) reply.forget.push_back(r.id);
+      } else {
+        if (j.state == JobState::kAssigned && r.phase == "running") {
+          j.state = JobState::kRunning;
+          j.start_ms = NowMs();
+          Event(&b, j, "running", "on " + node);
+          b.PutJob(Row(j));
+          changed.push_back(j);
+        }
+        if (j.state == JobState::kCancelling) reply.cancel.push_back(j.id);
+      }
+    }
+    // Jobs the server placed on this node that the node does not report.
+    for (auto& [id, j] : jobs_) {
+      if (!IsActive(j.state) || !j.assignment || j.assignment->node != node) continue;
+      if (reported.count(id)) continue;
+      if (j.state == JobState::kAssigned) {
+        LaunchOrder o;
+        o.id = j.id;
+        o.user = j.user;
+        o.command = j.spec.command;
+        o.env = j.spec.env;
+        for (const auto& [k, v] : j.assignment->env) o.env[k] = v;
+        o.workdir = j.spec.workdir;
+        o.has_gpu = !j.assignment->gpu_indices.empty();
+        o.cuda_visible_devices = j.assignment->cuda_visible_devices;
+        reply.start.push_back(std::move(o));
+      } else {
+        // Running or cancelling yet unknown to the node (its state directory was lost).
+        EndJob(j, j.state == JobState::kCancelling ? JobState::kCancelled : JobState::kFailed,
+               "node " + node + " no longer knows this job");
+        Event(&b, j, JobStateName(j.state), j.reason);
+        b.PutJob(Row(j));
+        changed.push_back(j);
+      }
+    }
+    persist = !b.empty();
+    if (persist) done = store_->ApplyAsync(std::move(b));
+  }
+  if (persist) STOKER_RETURN_IF_ERROR(Wait(done));
+  {
+    std::lock_guard lock(observers_mu_);
+    for (ServerObserver* o : observers_) o->OnHeartbeat(node, hb.samples, clock_->WallNow());
+  }
+  Notify(changed);
+  if (!changed.empty()) Kick();
+  return reply;
+}
+
+Status Server::SetDrained(const Principal& who, const std::string& node, bool drained) {
+  if (who.role != Role::kAdmin) return Denied("only admins drain or undrain nodes");
+  std::shared_future<Status> done;
+  {
+    std::lock_guard lock(mu_);
+    auto it = nodes_.find(node);
+    if (it == nodes_.end()) return NotFound("node " + node);
+    it->second.drained = drained;
+    store::WriteBatch b;
+    b.PutNode(Row(it->second));
+    done = store_->ApplyAsync(std::move(b));
+  }
+  STOKER_RETURN_IF_ERROR(Wait(done));
+  Kick();
+  return Status::Ok();
+}
+
+json Server::NodeJson(const NodeEntry& n) const {
+  json j = NodeInventoryToJson(n.inv);
+  j["state"] = n.lost ? "lost" : (n.drained ? "drained" : "ready");
+  j["drained"] = n.drained;
+  j["last_heartbeat_ms"] = n.last_heartbeat_ms;
+  j["registered_ms"] = n.registered_ms;
+  int running = 0;
+  for (const auto& [id, job] : jobs_) {
+    if (IsActive(job.state) && job.assignment && job.assignment->node == n.inv.name) ++running;
+  }
+  j["active_jobs"] = running;
+  j["samples"] = n.samples;
+  return j;
+}
+
+Result<json> Server::ListNodes(const Principal& who) const {
+  if (who.role == Role::kAgent) return Denied("agents cannot list nodes");
+  std::lock_guard lock(mu_);
+  json out = json::array();
+  for (const auto& [name, n] : nodes_) {
+    json j = NodeJson(n);
+    j.erase("samples");
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+Result<json> Server::GetNode(const Principal& who, const std::string& node) const {
+  if (who.role == Role::kAgent && who.name != node) return Denied("agents see only their node");
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return NotFound("node " + node);
+  return NodeJson(it->second);
+}
+
+Result<json> Server::Allocations(const Principal& who) const {
+  if (who.role == Role::kAgent) return Denied("agents cannot list allocations");
+  std::lock_guard lock(mu_);
+  json out = json::array();
+  for (const auto& [id, j] : jobs_) {
+    if (!IsActive(j.state) || !j.assignment) continue;
+    if (who.role == Role::kUser && j.user != who.name) continue;
+    out.push_back({{"job", id},
+                   {"user", j.user},
+                   {"state", JobStateName(j.state)},
+                   {"node", j.assignment->node},
+                   {"gpu_indices", j.assignment->gpu_indices},
+                   {"gpu_milli", j.assignment->gpu_milli},
+                   {"mig_uuid", j.assignment->mig_uuid},
+                   {"cpu_milli", j.spec.cpu_milli},
+                   {"memory_mib", j.spec.memory_mib}});
+  }
+  return out;
+}
+
+Result<json> Server::Queue(const Principal& who) const {
+  if (who.role == Role::kAgent) return Denied("agents cannot read the queue");
+  std::lock_guard lock(mu_);
+  queue::JobQueue q(*queue_policy_);
+  for (int64_t id : queued_) {
+    const Job& j = jobs_.at(id);
+    q.Push(queue::JobView{.id = static_cast<queue::JobId>(id), .submit_ms = j.submit_ms,
+                          .gpus = std::max(j.spec.gpus, 1), .min_gpus = j.spec.min_gpus,
+                          .priority = j.spec.priority});
+  }
+  json out = json::array();
+  int pos = 0;
+  for (const auto& e : q) {
+    const Job& j = jobs_.at(static_cast<int64_t>(e.key.id));
+    ++pos;
+    if (who.role == Role::kUser && j.user != who.name) continue;
+    auto r = queue_reasons_.find(j.id);
+    out.push_back({{"position", pos},
+                   {"job", j.id},
+                   {"user", j.user},
+                   {"name", j.spec.name},
+                   {"priority", j.spec.priority},
+                   {"reason", r == queue_reasons_.end() ? "" : r->second}});
+  }
+  return out;
+}
+
+// ---- tokens and policy ----------------------------------------------------------------------
+
+Result<std::string> Server::CreateToken(const Principal& who, Role role, const std::string& name) {
+  if (who.role != Role::kAdmin) return Denied("only admins create tokens");
+  if (name.empty() || name.size() > 64) return InvalidArgument("name: required, at most 64 bytes");
+  for (char c : name) {
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
+      return InvalidArgument("name: must use only [A-Za-z0-9._-]");
+    }
+  }
+  STOKER_ASSIGN_OR_RETURN(std::string token, GenerateToken());
+  store::TokenRow row{Sha256Hex(token), name, RoleName(role), NowMs()};
+  store::WriteBatch b;
+  b.PutToken(row);
+  STOKER_RETURN_IF_ERROR(store_->Apply(std::move(b)));
+  tokens_.Put(row);
+  return token;
+}
+
+Result<std::optional<std::string>> Server::BootstrapAdminToken(const std::string& name) {
+  STOKER_ASSIGN_OR_RETURN(auto rows, store_->LoadTokens());
+  for (const auto& r : rows) {
+    if (r.role == "admin") return std::optional<std::string>();
+  }
+  STOKER_ASSIGN_OR_RETURN(std::string token,
+                          CreateToken(Principal{"bootstrap", Role::kAdmin}, Role::kAdmin, name));
+  return std::optional<std::string>(token);
+}
+
+Result<std::string> Server::IssueAgentToken(const std::string& node) {
+  STOKER_ASSIGN_OR_RETURN(std::string token, GenerateToken());
+  store::TokenRow row{Sha256Hex(token), node, "agent", NowMs()};
+  store::WriteBatch b;
+  b.DeleteToken(node);
+  b.PutToken(row);
+  STOKER_RETURN_IF_ERROR(store_->Apply(std::move(b)));
+  tokens_.RemoveByName(node);
+  tokens_.Put(row);
+  return token;
+}
+
+Status Server::SetPolicy(const Principal& who, const std::string& placement,
+                         const std::string& queue_name, std::optional<bool> backfill) {
+  if (who.role != Role::kAdmin) return Denied("only admins change the scheduling policy");
+  std::unique_ptr<scheduler::PlacementPolicy> p;
+  std::unique_ptr<queue::QueuePolicy> q;
+  if (!placement.empty()) {
+    auto r = scheduler::CreatePlacementPolicy(placement, scheduler::PolicyConfig{});
+    if (!r.ok()) return InvalidArgument("placement: " + r.status().message());
+    p = std::move(*r);
+  }
+  if (!queue_name.empty()) {
+    auto r = queue::CreateQueuePolicy(queue_name);
+    if (!r.ok()) return InvalidArgument("queue: " + r.status().message());
+    q = std::move(*r);
+  }
+  std::lock_guard lock(mu_);
+  if (p) {
+    placement_ = std::move(p);
+    options_.placement_policy = placement;
+  }
+  if (q) {
+    queue_policy_ = std::move(q);
+    options_.queue_policy = queue_name;
+  }
+  if (backfill) options_.backfill = *backfill;
+  return Status::Ok();
+}
+
+json Server::Policy() const {
+  std::lock_guard lock(mu_);
+  return json{{"placement", options_.placement_policy},
+              {"queue", options_.queue_policy},
+              {"backfill", options_.backfill}};
+}
+
+// ---- scheduling -----------------------------------------------------------------------------
+
+PassStats Server::RunSchedulingPass() {
+  const auto t0 = std::chrono::steady_clock::now();
+  PassStats stats;
+  std::vector<Job> changed;
+  std::shared_future<Status> done;
+  bool persist = false;
+  {
+    std::lock_guard lock(mu_);
+    stats.queued = static_cast<int>(queued_.size());
+    if (queued_.empty()) return stats;
+
+    // The cluster as the scheduler library sees it: schedulable nodes, minus what active jobs
+    // hold. Rebuilt each pass from the authoritative job table (cheap next to placement).
+    scheduler::ClusterState cluster;
+    std::vector<const NodeEntry*> index_to_node;
+    std::unordered_map<std::string, int32_t> node_index;
+    for (const auto& [name, n] : nodes_) {
+      if (n.lost || n.drained) continue;
+      scheduler::NodeSpec spec;
+      spec.name = name;
+      spec.cpu_milli = n.inv.cpu_milli;
+      spec.memory_mib = n.inv.memory_mib;
+      spec.num_gpus = static_cast<int32_t>(n.inv.gpus.size());
+      if (!n.inv.gpus.empty()) {
+        auto model = cluster.models().Intern(n.inv.gpus[0].model);
+        if (!model.ok()) continue;
+        spec.gpu_model = *model;
+        spec.gpu_memory_mib = n.inv.gpus[0].memory_mib;
+        for (const auto& g : n.inv.gpus) spec.mig_enabled |= g.mig_enabled;
+      }
+      auto idx = cluster.AddNode(spec);
+      if (!idx.ok()) {
+        spdlog::warn("node {} not schedulable: {}", name, idx.status().ToString());
+        continue;
+      }
+      node_index[name] = *idx;
+      index_to_node.push_back(&n);
+    }
+    std::unordered_map<std::string, std::set<std::string>> used_mig;  // node -> MIG uuids
+    for (const auto& [id, j] : jobs_) {
+      if (!IsActive(j.state) || !j.assignment) continue;
+      auto ni = node_index.find(j.assignment->node);
+      if (ni == node_index.end()) continue;
+      scheduler::Placement p;
+      p.node = ni->second;
+      p.cpu_milli = j.spec.cpu_milli;
+      p.memory_mib = j.spec.memory_mib;
+      for (const auto& [gpu, milli] : j.assignment->shares) {
+        p.gpus[p.num_gpus++] = scheduler::GpuShare{gpu, milli, j.assignment->mig_slices};
+      }
+      if (!j.assignment->mig_uuid.empty()) used_mig[j.assignment->node].insert(j.assignment->mig_uuid);
+      Status s = cluster.Allocate(p);
+      if (!s.ok()) spdlog::warn("job {}: cannot account its allocation: {}", id, s.ToString());
+    }
+    // A model name nobody has: requests naming only unknown models can never be placed.
+    auto no_model = cluster.models().Intern("(no such model)");
+
+    queue::JobQueue q(*queue_policy_);
+    for (int64_t id : queued_) {
+      const Job& j = jobs_.at(id);
+      q.Push(queue::JobView{.id = static_cast<queue::JobId>(id), .submit_ms = j.submit_ms,
+                            .gpus = std::max(j.spec.gpus, 1), .min_gpus = j.spec.min_gpus,
+                            .priority = j.spec.priority});
+    }
+    std::set<std::string> failed_shapes;  // capacity only shrinks during a pass
+    store::WriteBatch b;
+    for (const auto& entry : q) {
+      Job& j = jobs_.at(static_cast<int64_t>(entry.key.id));
+      const JobSpec& s = j.spec;
+      scheduler::Request r;
+      r.cpu_milli = s.cpu_milli;
+      r.memory_mib = s.memory_mib;
+      r.gpu_memory_mib = s.gpu_memory_mib;
+      r.job_class = s.job_class;
+      if (s.gpus > 0) {
+        r.num_gpu = s.gpus;
+        r.gpu_milli = scheduler::kMilliPerGpu;
+      } else if (s.gpu_milli > 0) {
+        r.num_gpu = 1;
+        r.gpu_milli = s.gpu_milli;
+      } else if (!s.mig.empty()) {
+        r.num_gpu = 1;
+        r.mig = scheduler::ParseMigProfile(s.mig).value();
+      }
+      for (const std::string& want : s.gpu_models) {
+        for (int m = 0; m < cluster.models().size(); ++m) {
+          if (ContainsNoCase(cluster.models().Name(static_cast<scheduler::GpuModelId>(m)), want)) {
+            r.allowed_models |= scheduler::GpuModelTable::Bit(static_cast<scheduler::GpuModelId>(m));
+          }
+        }
+      }
+      if (!s.gpu_models.empty() && r.allowed_models == 0 && no_model.ok()) {
+        r.allowed_models = scheduler::GpuModelTable::Bit(*no_model);
+      }
+      const std::string shape = std::to_string(r.cpu_milli) + "/" + std::to_string(r.memory_mib) +
+                                "/" + std::to_string(r.num_gpu) + "/" + std::to_string(r.gpu_milli) +
+                                "/" + std::to_string(r.gpu_memory_mib) + "/" +
+                                std::to_string(r.allowed_models) + "/" +
+                                std::to_string(static_cast<int>(r.mig)) + "/" + r.job_class;
+      if (failed_shapes.count(shape)) {
+        ++stats.blocked;
+        queue_reasons_[j.id] = "waiting for resources";
+        if (!options_.backfill) break;
+        continue;
+      }
+      scheduler::PlacementResult pr = placement_->Place(r, cluster);
+      // Elastic jobs: fewer GPUs (down to min_gpus) rather than waiting.
+      for (int32_t g = s.gpus - 1; !pr.placed() && pr.status == scheduler::PlacementStatus::kNoCapacityNow &&
+                                   s.min_gpus > 0 && g >= s.min_gpus;
+           --g) {
+        scheduler::Request smaller = r;
+        smaller.num_gpu = g;
+        pr = placement_->Place(smaller, cluster);
+      }
+      if (pr.status == scheduler::PlacementStatus::kInfeasible) {
+        ++stats.infeasible;
+        queue_reasons_[j.id] = "no node can ever run this: " + pr.reason;
+        continue;
+      }
+      if (!pr.placed()) {
+        ++stats.blocked;
+        failed_shapes.insert(shape);
+        queue_reasons_[j.id] = "waiting for resources" + (pr.reason.empty() ? "" : ": " + pr.reason);
+        if (!options_.backfill) break;
+        continue;
+      }
+      const scheduler::Placement& p = pr.placement;
+      const NodeEntry& n = *index_to_node[p.node];
+      Assignment a;
+      a.node = n.inv.name;
+      for (int i = 0; i < p.num_gpus; ++i) {
+        const auto& share = p.gpus[i];
+        if (share.gpu >= n.inv.gpus.size()) continue;
+        a.gpu_indices.push_back(n.inv.gpus[share.gpu].index);
+        a.shares.emplace_back(share.gpu, share.milli);
+        a.gpu_milli = share.milli;
+        a.mig_slices = share.mig_slices;
+      }
+      if (r.IsMig()) {
+        // The scheduler counts slices; the node has concrete instances. Take a free instance
+        // of the requested size on the chosen GPU.
+        const GpuInfo& g = n.inv.gpus[p.gpus[0].gpu];
+        for (const MigInfo& m : g.mig) {
+          if (m.slices == static_cast<uint32_t>(scheduler::MigSlices(r.mig)) &&
+              !used_mig[a.node].count(m.uuid)) {
+            a.mig_uuid = m.uuid;
+            break;
+          }
+        }
+        if (a.mig_uuid.empty()) {
+          ++stats.blocked;
+          queue_reasons_[j.id] = "no free MIG instance of profile " + s.mig + " on " + a.node;
+          if (!options_.backfill) break;
+          continue;
+        }
+        used_mig[a.node].insert(a.mig_uuid);
+        a.cuda_visible_devices = a.mig_uuid;
+      } else if (!a.gpu_indices.empty()) {
+        a.cuda_visible_devices = JoinIndices(a.gpu_indices);
+      }
+      if (r.IsGpuShare()) {
+        // Enforced only under an MPS control daemon (see docs/security.md).
+        a.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string((r.gpu_milli + 9) / 10);
+        if (r.gpu_memory_mib > 0) {
+          a.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=" + std::to_string(r.gpu_memory_mib) + "M";
+        }
+      }
+      Status s2 = cluster.Allocate(p);
+      if (!s2.ok()) {
+        spdlog::error("job {}: placement rejected by the cluster: {}", j.id, s2.ToString());
+        continue;
+      }
+      j.state = JobState::kAssigned;
+      j.assignment = std::move(a);
+      j.reason.clear();
+      queue_reasons_.erase(j.id);
+      Event(&b, j, "assigned",
+            "to " + j.assignment->node +
+                (j.assignment->cuda_visible_devices.empty()
+                     ? std::string()
+                     : " devices " + j.assignment->cuda_visible_devices));
+      b.PutJob(Row(j));
+      changed.push_back(j);
+      ++stats.placed;
+    }
+    for (const Job& j : changed) queued_.erase(j.id);
+    persist = !b.empty();
+    if (persist) done = store_->ApplyAsync(std::move(b));
+  }
+  if (persist) {
+    Status s = Wait(done);
+    if (!s.ok()) spdlog::error("scheduling pass: cannot persist placements: {}", s.ToString());
+  }
+  Notify(changed);
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return stats;
+}
+
+int Server::CheckNodeTimeouts() {
+  std::vector<Job> changed;
+  std::shared_future<Status> done;
+  bool persist = false;
+  int lost = 0;
+  {
+    std::lock_guard lock(mu_);
+    const MonoTime now = clock_->Now();
+    store::WriteBatch b;
+    for (auto& [name, n] : nodes_) {
+      if (n.lost || now - n.last_heartbeat <= options_.node_timeout) continue;
+      n.lost = true;
+      ++lost;
+      spdlog::warn("node {} lost: no heartbeat for {:.0f} s", name, ToSeconds(now - n.last_heartbeat));
+      b.PutNode(Row(n));
+      for (auto& [id, j] : jobs_) {
+        if (!IsActive(j.state) || !j.assignment || j.assignment->node != name) continue;
+        if (j.state == JobState::kCancelling) {
+          EndJob(j, JobState::kCancelled, j.reason + " (node " + name + " lost)");
+        } else if (j.spec.on_node_loss == "requeue") {
+          j.state = JobState::kQueued;
+          j.assignment.reset();
+          j.start_ms = 0;
+          j.requeues++;
+          j.reason = "requeued: node " + name + " lost";
+          queued_.insert(id);
+        } else {
+          EndJob(j, JobState::kFailed, "node " + name + " lost");
+        }
+        Event(&b, j, JobStateName(j.state), "node " + name + " lost");
+        b.PutJob(Row(j));
+        changed.push_back(j);
+      }
+    }
+    persist = !b.empty();
+    if (persist) done = store_->ApplyAsync(std::move(b));
+  }
+  if (persist) {
+    Status s = Wait(done);
+    if (!s.ok()) spdlog::error("node liveness: cannot persist: {}", s.ToString());
+  }
+  Notify(changed);
+  if (!changed.empty()) Kick();
+  return lost;
+}
+
+// ---- loops ----------------------------------------------------------------------------------
+
+void Server::Kick() {
+  {
+    std::lock_guard lock(loop_mu_);
+    kicked_ = true;
+  }
+  loop_cv_.notify_all();
+}
+
+void Server::Loop(bool scheduler) {
+  while (true) {
+    {
+      std::unique_lock lock(loop_mu_);
+      if (scheduler) {
+        // Passes run at most every schedule_interval, sooner only after a kick.
+        loop_cv_.wait_for(lock, options_.schedule_interval, [&] { return stopping_ || kicked_; });
+        kicked_ = false;
+      } else {
+        loop_cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; });
+      }
+      if (stopping_) return;
+    }
+    if (scheduler) {
+      PassStats st = RunSchedulingPass();
+      if (st.placed > 0) {
+        spdlog::debug("scheduling pass: {} queued, {} placed in {:.3f} s", st.queued, st.placed, st.seconds);
+      }
+      // Batch bursts of submissions into one pass.
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } else {
+      CheckNodeTimeouts();
+    }
+  }
+}
+
+void Server::Start() {
+  std::lock_guard lock(loop_mu_);
+  if (!threads_.empty()) return;
+  stopping_ = false;
+  threads_.emplace_back([this] { Loop(true); });
+  threads_.emplace_back([this] { Loop(false); });
+}
+
+void Server::Stop() {
+  {
+    std::lock_guard lock(loop_mu_);
+    stopping_ = true;
+  }
+  loop_cv_.notify_all();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+}
+
+}  // namespace stoker::server

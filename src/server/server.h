@@ -1,0 +1,196 @@
+#pragma once
+// The Stoker server core: jobs, nodes and tokens in memory, every change written through the
+// Store before it is acknowledged, a scheduling loop built on the scheduler library (placement
+// policy) and the queue library (ordering), and the node-liveness monitor.
+//
+// Every operation takes the caller's Principal and enforces authorization here (not in the
+// HTTP layer), so the rules are tested and fuzzed without sockets:
+//   admin: everything;   user: submit, see and cancel own jobs, read nodes/queue;
+//   agent: register and heartbeat for the node named like its token, nothing else.
+//
+// Concurrency: one mutex guards the in-memory state. Changes are applied in memory and handed
+// to the store under the mutex (so their order on disk is the order in memory), and the caller
+// waits for the durable COMMIT after releasing it; concurrent requests share one group commit.
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "scheduler/policy.h"
+#include "scheduler/queue/queue_policy.h"
+#include "server/auth.h"
+#include "server/model.h"
+#include "store/store.h"
+
+namespace stoker::server {
+
+struct ServerOptions {
+  std::string data_dir;                   // job logs live in <data_dir>/logs
+  // scheduler::CreatePlacementPolicy names; empty: the library's default (kDefaultPolicyName),
+  // or "bestfit" while a library build lacks it.
+  std::string placement_policy;
+  std::string queue_policy = "fifo";      // queue::CreateQueuePolicy names
+  // true: a job that does not fit now does not block later jobs that do (greedy backfill);
+  // false: strict queue order (the first blocked job stops the pass).
+  bool backfill = true;
+  Duration node_timeout = std::chrono::seconds(30);
+  Duration schedule_interval = std::chrono::milliseconds(500);
+  size_t max_log_read = 1 << 20;
+};
+
+// Extension point for the efficiency engine: told about every heartbeat (with the agent's GPU
+// samples) and every job change. Called outside the server lock, from request threads.
+class ServerObserver {
+ public:
+  virtual ~ServerObserver() = default;
+  virtual void OnHeartbeat(const std::string& /*node*/, const json& /*samples*/, WallTime /*at*/) {}
+  virtual void OnJobChanged(const Job& /*job*/) {}
+};
+
+// Actions other modules (the efficiency engine's reclaim) may take on jobs, as the system.
+class JobActions {
+ public:
+  virtual ~JobActions() = default;
+  virtual Status CancelJob(int64_t id, const std::string& reason) = 0;
+};
+
+struct JobFilter {
+  std::set<JobState> states;  // empty: all
+  std::string user;
+  std::string node;
+  size_t limit = 1000;
+};
+
+struct LogChunk {
+  std::string data;
+  int64_t next_offset = 0;
+  bool finished = false;  // the job ended and every byte the node sent is here
+};
+
+struct PassStats {
+  int queued = 0;
+  int placed = 0;
+  int blocked = 0;     // no capacity now
+  int infeasible = 0;  // no node could ever host it
+  double seconds = 0;
+};
+
+class Server final : public JobActions {
+ public:
+  // Loads jobs, nodes and tokens from the store.
+  static Result<std::unique_ptr<Server>> Create(store::Store* store, Clock* clock,
+                                                ServerOptions options);
+  ~Server() override;
+
+  // Background loops (scheduling, node liveness). Tests drive the passes directly instead.
+  void Start();
+  void Stop();
+
+  Result<Principal> Authenticate(std::string_view authorization_header) const {
+    return tokens_.Authenticate(authorization_header);
+  }
+
+  // Jobs.
+  Result<Job> Submit(const Principal& who, JobSpec spec);
+  Result<std::vector<Job>> ListJobs(const Principal& who, const JobFilter& filter) const;
+  Result<Job> GetJob(const Principal& who, int64_t id) const;
+  Result<Job> Cancel(const Principal& who, int64_t id);
+  Result<LogChunk> ReadLog(const Principal& who, int64_t id, const std::string& stream,
+                           int64_t offset) const;
+  Result<std::vector<store::EventRow>> Events(const Principal& who, int64_t id) const;
+  Status CancelJob(int64_t id, const std::string& reason) override;
+
+  // Nodes.
+  Result<json> RegisterNode(const Principal& who, const NodeInventory& inv);
+  Result<HeartbeatReply> Heartbeat(const Principal& who, const std::string& node,
+                                   const server::Heartbeat& hb);
+  Status SetDrained(const Principal& who, const std::string& node, bool drained);
+  Result<json> ListNodes(const Principal& who) const;
+  Result<json> GetNode(const Principal& who, const std::string& node) const;
+
+  // Views.
+  Result<json> Allocations(const Principal& who) const;
+  Result<json> Queue(const Principal& who) const;
+
+  // Tokens and policy (admin).
+  Result<std::string> CreateToken(const Principal& who, Role role, const std::string& name);
+  // Creates an admin token named `name` if no admin token exists; returns it (nullopt if one
+  // existed already).
+  Result<std::optional<std::string>> BootstrapAdminToken(const std::string& name);
+  // Issues (replacing any previous one) the agent token of `node` (for the local agent of `up`).
+  Result<std::string> IssueAgentToken(const std::string& node);
+  Status SetPolicy(const Principal& who, const std::string& placement, const std::string& queue,
+                   std::optional<bool> backfill);
+  json Policy() const;
+
+  // One scheduling pass / one liveness check (the loops call these).
+  PassStats RunSchedulingPass();
+  int CheckNodeTimeouts();
+
+  void AddObserver(ServerObserver* o);
+  // Wakes the scheduling loop (after a submission or a job end).
+  void Kick();
+
+ private:
+  struct NodeEntry {
+    NodeInventory inv;
+    bool drained = false;
+    bool lost = false;
+    MonoTime last_heartbeat{};
+    int64_t last_heartbeat_ms = 0;
+    int64_t registered_ms = 0;
+    json samples = json::array();
+  };
+
+  Server(store::Store* store, Clock* clock, ServerOptions options);
+  Status Load();
+  int64_t NowMs() const;
+  json NodeJson(const NodeEntry& n) const;
+  store::JobRow Row(const Job& j) const;
+  store::NodeRow Row(const NodeEntry& n) const;
+  void Event(store::WriteBatch* b, const Job& j, const std::string& kind, const std::string& msg);
+  // Waits for a write handed to the store under mu_.
+  static Status Wait(std::shared_future<Status>& f) { return f.get(); }
+  void Notify(const std::vector<Job>& changed);
+  bool CanSee(const Principal& who, const Job& j) const;
+  std::string LogPath(int64_t id, const std::string& stream) const;
+  int64_t LogSize(int64_t id, const std::string& stream) const;
+  void AppendLog(int64_t id, const std::string& stream, int64_t offset, const std::string& data);
+  void EndJob(Job& j, JobState state, const std::string& reason);
+  void Loop(bool scheduler);
+
+  store::Store* store_;
+  Clock* clock_;
+  ServerOptions options_;
+  TokenRegistry tokens_;
+  std::atomic<int64_t> next_id_{1};
+
+  mutable std::mutex mu_;
+  std::map<int64_t, Job> jobs_;                      // guarded by mu_
+  std::set<int64_t> queued_;                         // guarded by mu_
+  std::map<std::string, NodeEntry> nodes_;           // guarded by mu_
+  std::unique_ptr<scheduler::PlacementPolicy> placement_;  // guarded by mu_
+  std::unique_ptr<queue::QueuePolicy> queue_policy_;       // guarded by mu_
+  std::map<int64_t, std::string> queue_reasons_;     // guarded by mu_: why still queued
+
+  std::mutex log_mu_;
+  std::mutex observers_mu_;
+  std::vector<ServerObserver*> observers_;
+
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool stopping_ = false;
+  bool kicked_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace stoker::server

@@ -2,6 +2,7 @@
 
 #include "scheduler/baselines.h"
 #include "scheduler/fgd.h"
+#include "scheduler/stoker_policy.h"
 
 namespace stoker::scheduler {
 namespace {
@@ -21,6 +22,7 @@ constexpr Entry kPolicies[] = {
     {"fgd", &MakeFgdPolicy},
     {"fgd-online", &MakeFgdOnlinePolicy},
     {"weighted", &MakeWeightedPolicy},
+    {"stoker", &MakeStokerPolicy},
 };
 
 }  // namespace

@@ -1,0 +1,125 @@
+#include "scheduler/stoker_policy.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <vector>
+
+#include "scheduler/fgd.h"
+#include "scheduler/scoring_policy.h"
+
+namespace stoker::scheduler {
+namespace {
+
+// Differences in expected waste smaller than this (milli-GPU) are treated as equal, so the
+// consistent packing order below decides (1/25 GPU: the resolution of FGD's published integer
+// score near zero).
+constexpr double kWasteQuantumMilli = 40.0;
+// Weight of stranded GPU capacity (GPUs left without the CPU to use them) against FGD fragment.
+constexpr double kStrandedWeight = 1.0;
+
+// "stoker": expected waste = FGD fragment (typical shapes learned online from Observe()) plus GPU
+// capacity stranded by a lack of CPU, given the CPU:GPU ratio of the GPU work seen so far.
+// The placement that least increases the expected waste wins (quantised); ties go to the most
+// packed node (least free GPU, then least free CPU), then to the lowest node id. CPU-only work
+// therefore lands on nodes whose GPUs are already taken, where its CPU strands nothing.
+class StokerPolicy final : public ScoringPolicy {
+ public:
+  explicit StokerPolicy(const PolicyConfig& config)
+      : ScoringPolicy("stoker", TieBreak::kLowestNodeId, config.seed, true),
+        learner_(config.typical_coverage_pct) {}
+
+  void Observe(const Request& r) override {
+    if (r.num_gpu > 0) {
+      cpu_seen_ += r.cpu_milli;
+      gpu_seen_ += r.TotalGpuMilli();
+    }
+    if (learner_.Observe(r)) {
+      model_ = FragModel(learner_.typical());
+      cpu_per_gpu_milli_ =
+          gpu_seen_ > 0 ? static_cast<double>(cpu_seen_) / static_cast<double>(gpu_seen_) : 0.0;
+      InvalidateCache();
+      before_.clear();
+    }
+  }
+
+ protected:
+  bool ScoreNode(const Request& r, const ClusterState& c, int32_t node, int64_t* score,
+                 uint8_t* gpus) override {
+    const NodeState& n = c.node(node);
+    const double before = WasteBefore(c, node);
+    const int64_t cpu_after = n.free_cpu_milli - r.cpu_milli;
+    std::array<int16_t, kMaxGpusPerNode> left = n.gpu_free_milli;
+    double best = 0;
+    if (r.IsGpuShare()) {
+      // Try each distinct free amount; equal expected waste: the fuller GPU (best fit).
+      int best_gpu = -1;
+      for (int g = 0; g < n.num_gpus; ++g) {
+        if (n.gpu_free_milli[g] < r.gpu_milli) continue;
+        bool seen = false;
+        for (int h = 0; h < g && !seen; ++h) seen = n.gpu_free_milli[h] == n.gpu_free_milli[g];
+        if (seen) continue;
+        left[g] = static_cast<int16_t>(n.gpu_free_milli[g] - r.gpu_milli);
+        const double waste = Waste(cpu_after, left.data(), n);
+        left[g] = n.gpu_free_milli[g];
+        if (best_gpu < 0 || waste < best - 1e-9 ||
+            (waste <= best + 1e-9 && n.gpu_free_milli[g] < n.gpu_free_milli[best_gpu])) {
+          best = waste;
+          best_gpu = g;
+        }
+      }
+      if (best_gpu < 0) return false;
+      gpus[0] = static_cast<uint8_t>(best_gpu);
+    } else {
+      if (!DefaultGpuChoice(r, n, gpus)) return false;
+      for (int i = 0; i < r.num_gpu; ++i) {
+        const int g = gpus[i];
+        left[g] = static_cast<int16_t>(r.IsMig() ? MigSlicesToMilli(n.gpu_free_slices[g] - MigSlices(r.mig))
+                                                 : n.gpu_free_milli[g] - r.gpu_milli);
+      }
+      best = Waste(cpu_after, left.data(), n);
+    }
+    const int64_t growth = static_cast<int64_t>(std::floor((best - before) / kWasteQuantumMilli));
+    // Lexicographic: -growth, then fewer free GPU milli (0..8000), then less free CPU (0..99).
+    *score = -growth * 1000000 - int64_t{n.free_gpu_milli} * 100 -
+             std::clamp<int64_t>(n.free_cpu_milli / 2000, 0, 99);
+    return true;
+  }
+
+ private:
+  // Expected waste of a node state (milli-GPU).
+  double Waste(int64_t cpu_free, const int16_t* left, const NodeState& n) const {
+    const double frag = model_.NodeFrag(cpu_free, left, n.num_gpus, n.gpu_model);
+    if (cpu_per_gpu_milli_ <= 0) return frag;
+    double gpu_free = 0;
+    for (int g = 0; g < n.num_gpus; ++g) gpu_free += left[g];
+    const double usable_by_cpu = static_cast<double>(std::max<int64_t>(0, cpu_free)) / cpu_per_gpu_milli_;
+    return frag + kStrandedWeight * std::max(0.0, gpu_free - usable_by_cpu);
+  }
+
+  double WasteBefore(const ClusterState& c, int32_t node) {
+    if (before_.size() != static_cast<size_t>(c.num_nodes())) before_.assign(c.num_nodes(), {0, 0.0});
+    auto& [version, value] = before_[node];
+    const NodeState& n = c.node(node);
+    if (version != n.version) {
+      version = n.version;
+      value = Waste(n.free_cpu_milli, n.gpu_free_milli.data(), n);
+    }
+    return value;
+  }
+
+  ShapeLearner learner_;
+  FragModel model_;
+  int64_t cpu_seen_ = 0, gpu_seen_ = 0;
+  double cpu_per_gpu_milli_ = 0;
+  std::vector<std::pair<uint64_t, double>> before_;
+};
+
+}  // namespace
+
+std::unique_ptr<PlacementPolicy> MakeStokerPolicy(const PolicyConfig& config) {
+  return std::make_unique<StokerPolicy>(config);
+}
+
+}  // namespace stoker::scheduler

@@ -31,6 +31,7 @@ struct GpuShare {
   uint8_t gpu = 0;          // index inside the node
   int16_t milli = 0;        // milli-GPU taken (1000 for a whole GPU, 0 for MIG)
   uint8_t mig_slices = 0;   // MIG slices taken
+  friend bool operator==(const GpuShare&, const GpuShare&) = default;
 };
 
 // A decision: which node, and how much of which GPUs. Self-contained, so Release() needs nothing

@@ -1,0 +1,137 @@
+#include "scheduler/fgd.h"
+
+#include <gtest/gtest.h>
+
+#include "scheduler/registry.h"
+#include "scheduler/rng.h"
+#include "scheduler/scoring_policy.h"
+
+namespace stoker::scheduler {
+namespace {
+
+TypicalShapes OneShape(PodShape s) { return {{{s, 1}}, 1}; }
+
+TEST(TypicalShapesTest, CoversRequestedShareMostFrequentFirst) {
+  std::vector<Request> pods;
+  for (int i = 0; i < 60; ++i) pods.push_back(Request::GpuShare(500, 1000, 1));
+  for (int i = 0; i < 30; ++i) pods.push_back(Request::WholeGpus(1, 2000, 1));
+  for (int i = 0; i < 10; ++i) pods.push_back(Request::CpuOnly(4000, 1));
+  TypicalShapes t = ComputeTypicalShapes(pods, 85);
+  ASSERT_EQ(t.shapes.size(), 2u);  // 60 + 30 = 90 % >= 85 %
+  EXPECT_EQ(t.shapes[0].shape.gpu_milli, 500);
+  EXPECT_EQ(t.total, 90);
+  EXPECT_EQ(ComputeTypicalShapes(pods, 95).shapes.size(), 3u);
+  EXPECT_EQ(ComputeTypicalShapes(pods, 60).shapes.size(), 1u);
+}
+
+TEST(FragModelTest, MatchesPublishedDefinition) {
+  const int16_t left[4] = {1000, 300, 600, 0};  // idle = 1900
+  // Share of 500 with enough CPU: fragment = GPUs individually too small (300 + 0).
+  FragModel share(OneShape({1000, 1, 500, 0}));
+  EXPECT_DOUBLE_EQ(share.NodeFrag(8000, left, 4, 0), 300.0);
+  // Not enough CPU: everything idle is fragment.
+  EXPECT_DOUBLE_EQ(share.NodeFrag(500, left, 4, 0), 1900.0);
+  // Two whole GPUs but only one is free: everything idle is fragment.
+  FragModel two(OneShape({1000, 2, 1000, 0}));
+  EXPECT_DOUBLE_EQ(two.NodeFrag(8000, left, 4, 0), 1900.0);
+  // Model not allowed: everything idle.
+  FragModel other_model(OneShape({1000, 1, 100, GpuModelTable::Bit(3)}));
+  EXPECT_DOUBLE_EQ(other_model.NodeFrag(8000, left, 4, 0), 1900.0);
+  // CPU-only typical shapes count all idle GPU milli (as the published code does).
+  FragModel cpu(OneShape({1000, 0, 0, 0}));
+  EXPECT_DOUBLE_EQ(cpu.NodeFrag(8000, left, 4, 0), 1900.0);
+  // Frequencies weight the shapes.
+  TypicalShapes mix{{{{1000, 1, 500, 0}, 3}, {{1000, 2, 1000, 0}, 1}}, 4};
+  EXPECT_DOUBLE_EQ(FragModel(mix).NodeFrag(8000, left, 4, 0), 0.75 * 300 + 0.25 * 1900);
+}
+
+TEST(FgdPolicyTest, PicksTheGpuThatLeavesNoFragment) {
+  ClusterState c;
+  GpuModelId g = *c.models().Intern("G");
+  ASSERT_TRUE(c.AddNode({"a", 64000, 262144, 2, g, 0, false}).ok());
+  Placement p;
+  p.node = 0;
+  p.num_gpus = 1;
+  p.gpus[0] = {1, 500, 0};
+  ASSERT_TRUE(c.Allocate(p).ok());  // GPU 1 has 500 left, GPU 0 is free
+  PolicyConfig config;
+  config.typical_shapes = TypicalShapes{{{{1000, 1, 500, 0}, 1}, {{1000, 1, 1000, 0}, 1}}, 2};
+  auto fgd = std::move(CreatePlacementPolicy("fgd", config).value());
+  PlacementResult r = fgd->Place(Request::GpuShare(500, 1000, 1), c);
+  ASSERT_TRUE(r.placed());
+  EXPECT_EQ(r.placement.gpus[0].gpu, 1);  // fills the half-used GPU, keeps GPU 0 whole
+}
+
+TEST(FgdPolicyTest, OnlineVariantLearnsFromObserve) {
+  ClusterState c;
+  GpuModelId g = *c.models().Intern("G");
+  ASSERT_TRUE(c.AddNode({"a", 64000, 262144, 2, g, 0, false}).ok());
+  auto online = std::move(CreatePlacementPolicy("fgd-online", PolicyConfig{}).value());
+  Request r = Request::GpuShare(500, 1000, 1);
+  for (int i = 0; i < 3; ++i) {
+    online->Observe(r);
+    PlacementResult res = online->Place(r, c);
+    ASSERT_TRUE(res.placed());
+    ASSERT_TRUE(c.Allocate(res.placement).ok());
+  }
+  // Learned that 500-milli shares are typical: the third went next to the second on one GPU.
+  EXPECT_EQ(c.node(0).full_free_gpus, 0);
+  EXPECT_EQ(c.allocated_gpu_milli(), 1500);
+}
+
+TEST(StokerPolicyTest, CpuOnlyWorkGoesWhereGpusAreTaken) {
+  ClusterState c;
+  GpuModelId g = *c.models().Intern("G");
+  ASSERT_TRUE(c.AddNode({"idle", 64000, 262144, 4, g, 0, false}).ok());
+  ASSERT_TRUE(c.AddNode({"busy", 64000, 262144, 4, g, 0, false}).ok());
+  auto stoker = std::move(CreatePlacementPolicy("stoker", PolicyConfig{}).value());
+  Request whole = Request::WholeGpus(4, 8000, 1);
+  stoker->Observe(whole);
+  uint8_t gpus[4] = {0, 1, 2, 3};
+  ASSERT_TRUE(c.Allocate(MakePlacement(whole, 1, gpus)).ok());
+  Request cpu = Request::CpuOnly(32000, 1);
+  stoker->Observe(cpu);
+  PlacementResult r = stoker->Place(cpu, c);
+  ASSERT_TRUE(r.placed());
+  EXPECT_EQ(r.placement.node, 1);  // its CPU would strand the idle node's GPUs
+}
+
+// The per-shape score cache must not change any decision.
+TEST(ScoreCacheTest, CachedAndUncachedPoliciesAgree) {
+  for (const std::string name : {"dotprod", "bestfit", "packing", "clustering", "fgd", "stoker", "weighted"}) {
+    ClusterState a, b;
+    for (ClusterState* c : {&a, &b}) {
+      GpuModelId g = *c->models().Intern("G");
+      for (int i = 0; i < 30; ++i) ASSERT_TRUE(c->AddNode({"n" + std::to_string(i), 32000 + 8000 * (i % 4), 262144, 1 << (i % 4), g, 0, false}).ok());
+    }
+    PolicyConfig config;
+    std::vector<Request> pods;
+    Rng rng(3);
+    for (int i = 0; i < 300; ++i) {
+      switch (rng.Uniform(4)) {
+        case 0: pods.push_back(Request::CpuOnly(2000 * (1 + static_cast<int64_t>(rng.Uniform(4))), 1)); break;
+        case 1: pods.push_back(Request::GpuShare(250 * (1 + static_cast<int32_t>(rng.Uniform(3))), 2000, 1)); break;
+        default: pods.push_back(Request::WholeGpus(1 << rng.Uniform(3), 4000, 1)); break;
+      }
+    }
+    config.typical_shapes = ComputeTypicalShapes(pods, 95);
+    auto cached = std::move(CreatePlacementPolicy(name, config).value());
+    auto uncached = std::move(CreatePlacementPolicy(name, config).value());
+    static_cast<ScoringPolicy*>(uncached.get())->DisableCache();
+    for (const Request& r : pods) {
+      cached->Observe(r);
+      uncached->Observe(r);
+      PlacementResult x = cached->Place(r, a);
+      PlacementResult y = uncached->Place(r, b);
+      ASSERT_EQ(x.status, y.status) << name;
+      if (!x.placed()) continue;
+      ASSERT_EQ(x.placement, y.placement) << name;
+      ASSERT_TRUE(a.Allocate(x.placement).ok());
+      ASSERT_TRUE(b.Allocate(y.placement).ok());
+    }
+    EXPECT_GT(a.allocated_gpu_milli(), 0) << name;
+  }
+}
+
+}  // namespace
+}  // namespace stoker::scheduler

@@ -1,0 +1,547 @@
+#include "sim/jobs_sim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "scheduler/registry.h"
+
+namespace stoker::sim {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; }
+
+// numpy-style linear interpolation between closest ranks.
+double Quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(sorted.size() - 1, lo + 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+Percentiles Summarise(std::vector<double> v) {
+  Percentiles p;
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  p.mean = sum / static_cast<double>(v.size());
+  p.median = Quantile(v, 0.5);
+  p.p99 = Quantile(v, 0.99);
+  p.max = v.back();
+  return p;
+}
+
+// Whether a whole-GPU gang of `gpus` could be placed on `state` right now: full nodes for every
+// complete node's worth, plus one more node for the remainder. On a homogeneous cluster with
+// whole-GPU requests this is exactly when any placement policy finds a placement, so what-if
+// checks on a copy of the cluster need no policy (whose per-node caches belong to the live one).
+bool GangFits(const scheduler::ClusterState& state, int gpus, int per_node) {
+  const int full = gpus / per_node;
+  const int rem = gpus % per_node;
+  int full_free = 0;
+  bool rem_elsewhere = false;
+  for (int32_t n = 0; n < state.num_nodes(); ++n) {
+    const int free = state.node(n).full_free_gpus;
+    if (free == per_node) {
+      ++full_free;
+    } else if (rem > 0 && free >= rem) {
+      rem_elsewhere = true;
+    }
+  }
+  if (full_free < full) return false;
+  if (rem == 0) return true;
+  return rem_elsewhere || full_free > full;
+}
+
+}  // namespace
+
+Result<BackfillMode> ParseBackfillMode(std::string_view name) {
+  if (name == "none") return BackfillMode::kNone;
+  if (name == "easy") return BackfillMode::kEasy;
+  return InvalidArgument("unknown backfill mode '" + std::string(name) + "' (expected none or easy)");
+}
+
+std::vector<JobSpec> JobsFromTrace(const Trace& trace) {
+  std::vector<JobSpec> out;
+  out.reserve(trace.jobs.size());
+  for (const auto& t : trace.jobs) {
+    JobSpec s;
+    s.name = t.id;
+    s.submit_ms = t.submit_ms;
+    s.duration_ms = t.duration_ms;
+    s.gpus = t.gpus;
+    s.min_gpus = t.min_gpus;
+    s.priority = t.priority;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+JobsSim::JobsSim(std::vector<JobSpec> jobs, std::unique_ptr<queue::QueuePolicy> queue_policy,
+                 JobsSimOptions options)
+    : policy_(std::move(queue_policy)), options_(std::move(options)), waiting_(*policy_) {
+  jobs_.reserve(jobs.size());
+  for (auto& spec : jobs) {
+    SimJob j;
+    j.spec = std::move(spec);
+    jobs_.push_back(std::move(j));
+  }
+}
+
+Result<std::unique_ptr<JobsSim>> JobsSim::Create(std::vector<JobSpec> jobs,
+                                                 std::unique_ptr<queue::QueuePolicy> queue_policy,
+                                                 JobsSimOptions options) {
+  if (!queue_policy) return InvalidArgument("jobs sim: no queue policy");
+  std::unique_ptr<JobsSim> sim(new JobsSim(std::move(jobs), std::move(queue_policy), std::move(options)));
+  STOKER_RETURN_IF_ERROR(sim->Init());
+  return sim;
+}
+
+Status JobsSim::Init() {
+  const ClusterShape& c = options_.cluster;
+  if (c.nodes <= 0 || c.gpus_per_node <= 0 || c.gpus_per_node > scheduler::kMaxGpusPerNode) {
+    return InvalidArgument("cluster: need at least one node and 1.." +
+                           std::to_string(scheduler::kMaxGpusPerNode) + " GPUs per node");
+  }
+  STOKER_ASSIGN_OR_RETURN(const scheduler::GpuModelId model, cluster_.models().Intern("sim-gpu"));
+  for (int n = 0; n < c.nodes; ++n) {
+    scheduler::NodeSpec spec;
+    spec.name = "node-" + std::to_string(n);
+    // Jobs in these traces ask only for GPUs; CPU and memory are sized so they never bind.
+    spec.cpu_milli = int64_t{c.gpus_per_node} * 16'000;
+    spec.memory_mib = int64_t{c.gpus_per_node} * 128 * 1024;
+    spec.num_gpus = c.gpus_per_node;
+    spec.gpu_model = model;
+    STOKER_ASSIGN_OR_RETURN(const int32_t id, cluster_.AddNode(spec));
+    (void)id;
+  }
+  const std::string name =
+      options_.placement_policy.empty() ? std::string(scheduler::kDefaultPolicyName) : options_.placement_policy;
+  options_.placement_policy = name;
+  STOKER_ASSIGN_OR_RETURN(placement_, scheduler::CreatePlacementPolicy(name, options_.placement_config));
+  for (size_t i = 0; i < jobs_.size(); ++i) {
+    JobSpec& s = jobs_[i].spec;
+    const std::string where = "job " + std::to_string(i) + " ('" + s.name + "')";
+    if (s.duration_ms <= 0) return InvalidArgument(where + ": duration must be positive");
+    if (s.submit_ms < 0) return InvalidArgument(where + ": submission time is negative");
+    if (s.gpus <= 0) return InvalidArgument(where + ": gpus must be positive");
+    if (s.min_gpus <= 0) s.min_gpus = s.gpus;
+    if (s.min_gpus > s.gpus) return InvalidArgument(where + ": min_gpus exceeds gpus");
+    if (s.gpu_util && (*s.gpu_util < 0 || *s.gpu_util > 1)) {
+      return InvalidArgument(where + ": gpu_util must be within 0..1");
+    }
+    // GPU-ms; guarded against overflow for absurd inputs (~290,000 GPU-years).
+    if (s.duration_ms > std::numeric_limits<int64_t>::max() / 4 / s.gpus) {
+      return InvalidArgument(where + ": duration x gpus too large");
+    }
+  }
+  return Status::Ok();
+}
+
+queue::JobView JobsSim::View(queue::JobId id) const {
+  const SimJob& j = jobs_[id];
+  queue::JobView v;
+  v.id = id;
+  v.submit_ms = j.spec.submit_ms;
+  v.duration_ms = j.spec.duration_ms;
+  v.remaining_ms = CeilDiv(j.remaining_work, j.spec.gpus);
+  v.attained_gpu_ms = j.attained_gpu_ms;
+  v.gpus = j.spec.gpus;
+  v.min_gpus = j.spec.min_gpus;
+  v.priority = j.spec.priority;
+  v.running = j.state == JobState::kRunning;
+  return v;
+}
+
+void JobsSim::UpdateProgress(SimJob& job) {
+  if (job.state != JobState::kRunning) return;
+  const SimMs dt = now_ - job.last_update_ms;
+  if (dt > 0) {
+    const int64_t service = dt * job.alloc_gpus;
+    job.remaining_work = std::max<int64_t>(0, job.remaining_work - service);
+    job.attained_gpu_ms += service;
+  }
+  job.last_update_ms = now_;
+}
+
+void JobsSim::Notify(JobEventKind kind, queue::JobId id) {
+  for (SimObserver* o : observers_) o->OnJobEvent(now_, kind, id, *this);
+}
+
+void JobsSim::Enqueue(queue::JobId id) {
+  SimJob& j = jobs_[id];
+  j.state = JobState::kWaiting;
+  j.waiting_since_ms = now_;
+  waiting_.Push(View(id));
+}
+
+void JobsSim::MarkInfeasible(queue::JobId id) {
+  waiting_.Remove(id);
+  jobs_[id].state = JobState::kInfeasible;
+  Notify(JobEventKind::kInfeasible, id);
+}
+
+Result<std::vector<scheduler::Placement>> JobsSim::PlaceGang(const SimJob& job, int gpus, bool* infeasible) {
+  const int per_node = options_.cluster.gpus_per_node;
+  std::vector<scheduler::Placement> placed;
+  auto rollback = [&]() -> Status {
+    for (const auto& p : placed) STOKER_RETURN_IF_ERROR(cluster_.Release(p));
+    placed.clear();
+    return Status::Ok();
+  };
+  // Largest tasks first: whole nodes, then the remainder on any node with room.
+  int left = gpus;
+  while (left > 0) {
+    const int task = std::min(left, per_node);
+    const scheduler::Request req = scheduler::Request::WholeGpus(task, 0, 0);
+    scheduler::PlacementResult r = placement_->Place(req, cluster_);
+    if (r.status != scheduler::PlacementStatus::kPlaced) {
+      STOKER_RETURN_IF_ERROR(rollback());
+      if (r.status == scheduler::PlacementStatus::kInfeasible) *infeasible = true;
+      return placed;  // empty: no capacity now (or infeasible)
+    }
+    if (Status s = cluster_.Allocate(r.placement); !s.ok()) {
+      STOKER_RETURN_IF_ERROR(rollback());
+      return Internal("jobs sim: policy '" + options_.placement_policy + "' returned a placement for job '" +
+                      job.spec.name + "' that cannot be allocated: " + s.ToString());
+    }
+    placed.push_back(r.placement);
+    left -= task;
+  }
+  return placed;
+}
+
+Result<bool> JobsSim::TryStart(queue::JobId id, bool* infeasible) {
+  SimJob& j = jobs_[id];
+  const int64_t free = cluster_.total_gpus() - allocated_gpus_;
+  // Elastic jobs take as many GPUs as are free, down to their minimum.
+  int g = static_cast<int>(std::min<int64_t>(j.spec.gpus, free));
+  for (; g >= j.spec.min_gpus; --g) {
+    STOKER_ASSIGN_OR_RETURN(auto placements, PlaceGang(j, g, infeasible));
+    if (*infeasible) return false;
+    if (!placements.empty()) {
+      STOKER_RETURN_IF_ERROR(Start(id, std::move(placements), g));
+      return true;
+    }
+  }
+  return false;
+}
+
+Status JobsSim::Start(queue::JobId id, std::vector<scheduler::Placement> placements, int gpus) {
+  SimJob& j = jobs_[id];
+  waiting_.Remove(id);
+  j.state = JobState::kRunning;
+  j.alloc_gpus = gpus;
+  j.placements = std::move(placements);
+  if (j.first_start_ms < 0) j.first_start_ms = now_;
+  j.waiting_ms += now_ - j.waiting_since_ms;
+  j.last_update_ms = now_;
+  ++j.epoch;
+  running_.push_back(id);
+  allocated_gpus_ += gpus;
+  ScheduleJobEvents(id);
+  Notify(JobEventKind::kStart, id);
+  return Status::Ok();
+}
+
+void JobsSim::ScheduleJobEvents(queue::JobId id) {
+  const SimJob& j = jobs_[id];
+  const SimMs finish = now_ + CeilDiv(j.remaining_work, j.alloc_gpus);
+  auto push = [&](Event e) {
+    events_.push_back(e);
+    std::push_heap(events_.begin(), events_.end(), std::greater<>());
+  };
+  push(Event{finish, 0, id, j.epoch});
+  if (auto next = policy_->NextKeyChangeGpuMs(View(id))) {
+    const SimMs at = now_ + CeilDiv(*next - j.attained_gpu_ms, j.alloc_gpus);
+    if (at < finish) push(Event{at, 1, id, j.epoch});
+  }
+}
+
+Status JobsSim::Preempt(queue::JobId id) {
+  SimJob& j = jobs_[id];
+  UpdateProgress(j);
+  for (const auto& p : j.placements) STOKER_RETURN_IF_ERROR(cluster_.Release(p));
+  j.placements.clear();
+  allocated_gpus_ -= j.alloc_gpus;
+  j.alloc_gpus = 0;
+  j.remaining_work += options_.preemption_overhead_ms * j.spec.gpus;
+  ++j.preemptions;
+  ++j.epoch;
+  running_.erase(std::find(running_.begin(), running_.end(), id));
+  Enqueue(id);
+  Notify(JobEventKind::kPreempt, id);
+  return Status::Ok();
+}
+
+Status JobsSim::Finish(queue::JobId id) {
+  SimJob& j = jobs_[id];
+  UpdateProgress(j);
+  j.remaining_work = 0;
+  for (const auto& p : j.placements) STOKER_RETURN_IF_ERROR(cluster_.Release(p));
+  j.placements.clear();
+  allocated_gpus_ -= j.alloc_gpus;
+  j.alloc_gpus = 0;
+  j.state = JobState::kDone;
+  j.finish_ms = now_;
+  ++j.epoch;
+  running_.erase(std::find(running_.begin(), running_.end(), id));
+  Notify(JobEventKind::kFinish, id);
+  return Status::Ok();
+}
+
+Status JobsSim::Schedule() {
+  ++rounds_;
+  const int64_t total = cluster_.total_gpus();
+  if (policy_->preemptive() && !waiting_.empty() && !running_.empty()) {
+    std::vector<queue::RunningEntry> entries;
+    entries.reserve(running_.size());
+    const queue::QueueKey best_waiting = waiting_.begin()->key;
+    bool contested = false;
+    for (queue::JobId r : running_) {
+      UpdateProgress(jobs_[r]);
+      const queue::QueueKey k = policy_->Key(View(r));
+      contested |= best_waiting < k;
+      entries.push_back({k, r, jobs_[r].alloc_gpus});
+    }
+    // Only when some waiting job outranks a running one can the plan preempt anything.
+    if (contested) {
+      const queue::PreemptionPlan plan = queue::PlanPreemption(std::move(entries), waiting_, total);
+      for (queue::JobId p : plan.preempt) STOKER_RETURN_IF_ERROR(Preempt(p));
+      for (queue::JobId s : plan.start) {
+        if (!waiting_.Contains(s)) continue;
+        bool infeasible = false;
+        STOKER_ASSIGN_OR_RETURN(const bool started, TryStart(s, &infeasible));
+        (void)started;
+        if (infeasible) MarkInfeasible(s);
+      }
+    }
+  }
+  // Fill in key order; the first job that cannot start blocks the rest (or gets a reservation).
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    const queue::JobId id = it->key.id;
+    ++it;  // `id` may leave the queue below; other iterators stay valid
+    const int64_t free = total - allocated_gpus_;
+    if (free <= 0) break;
+    bool infeasible = false;
+    bool started = false;
+    if (jobs_[id].spec.min_gpus <= free) {
+      STOKER_ASSIGN_OR_RETURN(started, TryStart(id, &infeasible));
+    }
+    if (infeasible) {
+      MarkInfeasible(id);
+      continue;
+    }
+    if (started) continue;
+    if (options_.backfill == BackfillMode::kEasy) STOKER_RETURN_IF_ERROR(EasyBackfill(id));
+    break;
+  }
+  return Status::Ok();
+}
+
+Status JobsSim::EasyBackfill(queue::JobId head) {
+  const int per_node = options_.cluster.gpus_per_node;
+  const int head_gpus = jobs_[head].spec.min_gpus;
+  // Reservation: release running jobs in the order they will finish until the head fits.
+  std::vector<std::pair<SimMs, queue::JobId>> ends;
+  ends.reserve(running_.size());
+  for (queue::JobId r : running_) {
+    UpdateProgress(jobs_[r]);
+    ends.emplace_back(now_ + CeilDiv(jobs_[r].remaining_work, jobs_[r].alloc_gpus), r);
+  }
+  std::sort(ends.begin(), ends.end());
+  scheduler::ClusterState shadow = cluster_;
+  SimMs reserve_at = -1;
+  for (size_t i = 0; i < ends.size();) {
+    const SimMs t = ends[i].first;
+    for (; i < ends.size() && ends[i].first == t; ++i) {
+      for (const auto& p : jobs_[ends[i].second].placements) STOKER_RETURN_IF_ERROR(shadow.Release(p));
+    }
+    if (GangFits(shadow, head_gpus, per_node)) {
+      reserve_at = t;
+      break;
+    }
+  }
+  if (reserve_at < 0) return Status::Ok();  // cannot happen for a feasible head
+  for (SimObserver* o : observers_) o->OnReservation(now_, head, reserve_at);
+
+  // Backfill: a job may start now if it ends by the reservation, or if the head still fits at
+  // the reservation with the job's GPUs taken (checked on the shadow cluster).
+  int reject_from = std::numeric_limits<int>::max();  // smallest long job that delayed the head
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    const queue::JobId id = it->key.id;
+    ++it;
+    if (id == head) continue;
+    const int64_t free = cluster_.total_gpus() - allocated_gpus_;
+    if (free <= 0) break;
+    SimJob& c = jobs_[id];
+    const int g = c.spec.gpus;  // backfill rigidly at the full size
+    if (g > free) continue;
+    const SimMs end = now_ + CeilDiv(c.remaining_work, g);
+    const bool long_job = end > reserve_at;
+    if (long_job && g >= reject_from) continue;
+    bool infeasible = false;
+    STOKER_ASSIGN_OR_RETURN(auto placements, PlaceGang(c, g, &infeasible));
+    if (infeasible) {
+      MarkInfeasible(id);
+      continue;
+    }
+    if (placements.empty()) continue;
+    if (long_job) {
+      bool ok = true;
+      for (const auto& p : placements) STOKER_RETURN_IF_ERROR(shadow.Allocate(p));
+      if (!GangFits(shadow, head_gpus, per_node)) {
+        ok = false;
+        for (const auto& p : placements) STOKER_RETURN_IF_ERROR(shadow.Release(p));
+      }
+      if (!ok) {
+        for (const auto& p : placements) STOKER_RETURN_IF_ERROR(cluster_.Release(p));
+        reject_from = std::min(reject_from, g);
+        continue;
+      }
+    }
+    STOKER_RETURN_IF_ERROR(Start(id, std::move(placements), g));
+  }
+  return Status::Ok();
+}
+
+void JobsSim::RecordAllocation() {
+  if (!alloc_changes_.empty() && alloc_changes_.back().second == allocated_gpus_) return;
+  if (!alloc_changes_.empty() && alloc_changes_.back().first == now_) {
+    alloc_changes_.back().second = allocated_gpus_;
+    return;
+  }
+  alloc_changes_.emplace_back(now_, allocated_gpus_);
+}
+
+Result<JobsSimReport> JobsSim::Run() {
+  std::vector<queue::JobId> order(jobs_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](queue::JobId a, queue::JobId b) {
+    return jobs_[a].spec.submit_ms < jobs_[b].spec.submit_ms;
+  });
+  const SimMs origin = order.empty() ? 0 : jobs_[order.front()].spec.submit_ms;
+  now_ = origin;
+  RecordAllocation();
+  size_t next_arrival = 0;
+  SimMs next_tick = options_.tick_ms > 0 ? origin + options_.tick_ms : std::numeric_limits<SimMs>::max();
+  const size_t progress_every = std::max<size_t>(1, order.size() / 1000);
+  for (SimJob& j : jobs_) j.remaining_work = j.spec.duration_ms * j.spec.gpus;
+
+  while (true) {
+    const bool work_left = next_arrival < order.size() || !running_.empty() || !waiting_.empty();
+    SimMs t = std::numeric_limits<SimMs>::max();
+    if (next_arrival < order.size()) t = jobs_[order[next_arrival]].spec.submit_ms;
+    if (!events_.empty()) t = std::min(t, events_.front().t);
+    // Nothing left that can change the state (ticks alone cannot start a job).
+    if (!work_left || t == std::numeric_limits<SimMs>::max()) break;
+    if (options_.tick_ms > 0) t = std::min(t, next_tick);
+    if (t > now_) {
+      for (SimObserver* o : observers_) o->OnAdvance(now_, t, *this);
+      now_ = t;
+    }
+    // Completions first, so that arrivals at the same instant see the freed GPUs.
+    while (!events_.empty() && events_.front().t == now_) {
+      std::pop_heap(events_.begin(), events_.end(), std::greater<>());
+      const Event e = events_.back();
+      events_.pop_back();
+      ++events_processed_;
+      const SimJob& j = jobs_[e.id];
+      if (j.state != JobState::kRunning || j.epoch != e.epoch) continue;  // stale
+      if (e.kind == 0) STOKER_RETURN_IF_ERROR(Finish(e.id));
+      // kind 1 (a LAS threshold crossed): nothing to do but the scheduling round below.
+    }
+    while (next_arrival < order.size() && jobs_[order[next_arrival]].spec.submit_ms == now_) {
+      const queue::JobId id = order[next_arrival++];
+      ++events_processed_;
+      Notify(JobEventKind::kArrive, id);
+      SimJob& j = jobs_[id];
+      j.waiting_since_ms = now_;
+      const int per_node = options_.cluster.gpus_per_node;
+      for (int left = j.spec.gpus; left > 0; left -= per_node) {
+        placement_->Observe(scheduler::Request::WholeGpus(std::min(left, per_node), 0, 0));
+      }
+      if (j.spec.min_gpus > cluster_.total_gpus()) {
+        j.state = JobState::kInfeasible;
+        Notify(JobEventKind::kInfeasible, id);
+        continue;
+      }
+      Enqueue(id);
+      if (options_.progress && next_arrival % progress_every == 0) {
+        options_.progress(static_cast<double>(next_arrival) / static_cast<double>(order.size()));
+      }
+    }
+    if (options_.tick_ms > 0 && now_ >= next_tick) {
+      for (SimObserver* o : observers_) o->OnTick(now_, *this);
+      next_tick = now_ + options_.tick_ms;
+    }
+    STOKER_RETURN_IF_ERROR(Schedule());
+    RecordAllocation();
+  }
+  if (!waiting_.empty()) {
+    return Internal("jobs sim: " + std::to_string(waiting_.size()) +
+                    " jobs still waiting on an idle cluster (scheduler made no progress)");
+  }
+  if (options_.progress) options_.progress(1.0);
+
+  // Report.
+  JobsSimReport rep;
+  rep.queue_policy = std::string(policy_->Name());
+  rep.placement_policy = options_.placement_policy;
+  rep.backfill = options_.backfill == BackfillMode::kEasy ? "easy" : "none";
+  rep.cluster = options_.cluster;
+  rep.jobs_total = static_cast<int64_t>(jobs_.size());
+  std::vector<double> jct, qd, wait;
+  SimMs last_finish = origin;
+  for (const SimJob& j : jobs_) {
+    rep.preemptions += j.preemptions;
+    if (j.state == JobState::kInfeasible) {
+      ++rep.jobs_infeasible;
+      continue;
+    }
+    ++rep.jobs_completed;
+    jct.push_back(static_cast<double>(j.finish_ms - j.spec.submit_ms) / 1000.0);
+    qd.push_back(static_cast<double>(j.first_start_ms - j.spec.submit_ms) / 1000.0);
+    wait.push_back(static_cast<double>(j.waiting_ms) / 1000.0);
+    last_finish = std::max(last_finish, j.finish_ms);
+  }
+  rep.jct_s = Summarise(std::move(jct));
+  rep.queue_delay_s = Summarise(std::move(qd));
+  rep.waiting_s = Summarise(std::move(wait));
+  const SimMs span = last_finish - origin;
+  rep.makespan_s = static_cast<double>(span) / 1000.0;
+  // Exact integral of the step function (GPU-ms in int64; fits for 1e6 GPUs over 290 years).
+  int64_t used_gpu_ms = 0;
+  for (size_t i = 0; i < alloc_changes_.size(); ++i) {
+    const SimMs end = i + 1 < alloc_changes_.size() ? alloc_changes_[i + 1].first : last_finish;
+    used_gpu_ms += alloc_changes_[i].second * std::max<SimMs>(0, end - alloc_changes_[i].first);
+  }
+  const int64_t total = cluster_.total_gpus();
+  rep.gpu_hours_used = static_cast<double>(used_gpu_ms) / 3.6e6;
+  rep.idle_gpu_hours = static_cast<double>(total * span - used_gpu_ms) / 3.6e6;
+  rep.mean_allocation_pct = span > 0 ? 100.0 * static_cast<double>(used_gpu_ms) / static_cast<double>(total * span) : 0;
+  // Downsample the step function into equal buckets (time-weighted means).
+  const size_t buckets = std::max<size_t>(1, options_.allocation_series_points);
+  if (span > 0) {
+    const SimMs width = std::max<SimMs>(1, CeilDiv(span, static_cast<int64_t>(buckets)));
+    size_t k = 0;
+    for (SimMs b = origin; b < last_finish; b += width) {
+      const SimMs be = std::min(last_finish, b + width);
+      int64_t acc = 0;
+      while (k + 1 < alloc_changes_.size() && alloc_changes_[k + 1].first <= b) ++k;
+      for (size_t i = k; i < alloc_changes_.size() && alloc_changes_[i].first < be; ++i) {
+        const SimMs s = std::max(b, alloc_changes_[i].first);
+        const SimMs e = std::min(be, i + 1 < alloc_changes_.size() ? alloc_changes_[i + 1].first : last_finish);
+        if (e > s) acc += alloc_changes_[i].second * (e - s);
+      }
+      rep.allocation.push_back({b - origin, static_cast<double>(acc) / static_cast<double>(be - b)});
+    }
+  }
+  rep.events = events_processed_;
+  rep.scheduling_rounds = rounds_;
+  return rep;
+}
+
+}  // namespace stoker::sim

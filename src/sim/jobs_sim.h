@@ -1,0 +1,200 @@
+#pragma once
+// The dynamic trace simulator: an event-driven replay of a job trace (arrivals, starts,
+// completions, preemptions) on a homogeneous cluster. Placement goes through the production
+// scheduler (scheduler::PlacementPolicy on a scheduler::ClusterState) and ordering through a
+// queue::QueuePolicy, so the simulator measures the code the server runs, not a model of it.
+//
+// Time is simulated only: integer milliseconds since the first submission, advanced from event
+// to event; nothing reads a clock. Jobs larger than the cluster are reported infeasible.
+//
+// Extension points for idleness models, idle reclaim and oversubscription (a later issue):
+// JobSpec::gpu_util carries a per-job utilisation profile, and SimObserver sees every event,
+// every interval of constant allocation (OnAdvance) and optional periodic ticks.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "scheduler/cluster.h"
+#include "scheduler/policy.h"
+#include "scheduler/queue/job_queue.h"
+#include "scheduler/queue/queue_policy.h"
+#include "sim/traces.h"
+
+namespace stoker::sim {
+
+enum class BackfillMode {
+  kNone,  // strict order: the first waiting job that cannot start blocks the ones behind it
+  kEasy,  // EASY: reserve the earliest start for the blocked head, backfill jobs that do not delay it
+};
+Result<BackfillMode> ParseBackfillMode(std::string_view name);
+
+// One job as the simulator runs it (built from a TraceJob, or directly by tests).
+struct JobSpec {
+  std::string name;
+  SimMs submit_ms = 0;
+  SimMs duration_ms = 0;  // at `gpus` GPUs; elastic jobs at fewer GPUs run proportionally longer
+  int gpus = 1;           // max GPUs
+  int min_gpus = 0;       // elastic minimum (0 or == gpus: rigid)
+  int priority = 0;
+  // Mean GPU utilisation while running (0..1), when a trace or model provides one. Unused by the
+  // scheduling itself; for idleness models plugged in through SimObserver.
+  std::optional<double> gpu_util;
+};
+std::vector<JobSpec> JobsFromTrace(const Trace& trace);
+
+enum class JobState { kPending, kWaiting, kRunning, kDone, kInfeasible };
+
+// Runtime state of one job; index in JobsSim::jobs() is the queue::JobId.
+struct SimJob {
+  JobSpec spec;
+  JobState state = JobState::kPending;  // kPending = not yet arrived
+  int alloc_gpus = 0;                   // GPUs held while running
+  int64_t remaining_work = 0;           // GPU-ms still to do (duration_ms * gpus at arrival)
+  int64_t attained_gpu_ms = 0;          // service received (kept across preemptions)
+  SimMs last_update_ms = 0;             // when remaining/attained were last brought up to date
+  SimMs first_start_ms = -1;
+  SimMs finish_ms = -1;
+  SimMs waiting_ms = 0;                 // total time spent waiting (first wait + after preemptions)
+  SimMs waiting_since_ms = 0;
+  int preemptions = 0;
+  uint32_t epoch = 0;                   // bumps on start/preempt; stale events are ignored
+  std::vector<scheduler::Placement> placements;  // one per node the job spans
+};
+
+enum class JobEventKind { kArrive, kStart, kFinish, kPreempt, kInfeasible };
+
+class JobsSim;
+
+// Observer hooks. All callbacks run synchronously inside Run(); the simulator state is
+// consistent at each call.
+class SimObserver {
+ public:
+  virtual ~SimObserver() = default;
+  virtual void OnJobEvent(SimMs /*now*/, JobEventKind /*kind*/, queue::JobId /*id*/, const JobsSim& /*sim*/) {}
+  // Allocation is constant over [from, to): integrate utilisation or idle time here.
+  virtual void OnAdvance(SimMs /*from*/, SimMs /*to*/, const JobsSim& /*sim*/) {}
+  // Every JobsSimOptions::tick_ms of simulated time while jobs remain (0 = no ticks).
+  virtual void OnTick(SimMs /*now*/, JobsSim& /*sim*/) {}
+  // EASY backfill computed the earliest start `at_ms` for the blocked head job `id`.
+  virtual void OnReservation(SimMs /*now*/, queue::JobId /*id*/, SimMs /*at_ms*/) {}
+};
+
+struct JobsSimOptions {
+  ClusterShape cluster{64, 8};
+  std::string placement_policy;  // empty = scheduler::kDefaultPolicyName
+  scheduler::PolicyConfig placement_config;
+  BackfillMode backfill = BackfillMode::kNone;
+  // Added to a preempted job's remaining time (checkpoint/restore cost), in ms at full allocation.
+  SimMs preemption_overhead_ms = 0;
+  SimMs tick_ms = 0;
+  // Called with the fraction of arrivals processed, at most every 1/1000 of the trace.
+  std::function<void(double)> progress;
+  // Cap on the number of (time, allocated GPUs) points kept for the allocation series; the
+  // series is downsampled by time-weighted averaging into this many buckets at the end.
+  size_t allocation_series_points = 2000;
+};
+
+struct Percentiles {
+  double mean = 0, median = 0, p99 = 0, max = 0;
+};
+
+struct AllocationPoint {
+  SimMs t_ms = 0;
+  double allocated_gpus = 0;  // time-weighted mean over the bucket starting at t_ms
+};
+
+struct JobsSimReport {
+  std::string queue_policy;
+  std::string placement_policy;
+  std::string backfill;
+  ClusterShape cluster;
+  int64_t jobs_total = 0;
+  int64_t jobs_completed = 0;
+  int64_t jobs_infeasible = 0;
+  int64_t preemptions = 0;
+  Percentiles jct_s;            // completion - submission
+  Percentiles queue_delay_s;    // first start - submission (as Helios reports)
+  Percentiles waiting_s;        // all time spent waiting, preemptions included
+  double makespan_s = 0;        // last completion - first submission
+  double gpu_hours_used = 0;    // integral of allocated GPUs
+  double idle_gpu_hours = 0;    // integral of idle GPUs over the makespan
+  double mean_allocation_pct = 0;
+  std::vector<AllocationPoint> allocation;  // downsampled series
+  int64_t events = 0;
+  int64_t scheduling_rounds = 0;
+};
+
+class JobsSim {
+ public:
+  // InvalidArgument for a bad cluster shape, NotFound for an unknown placement policy.
+  static Result<std::unique_ptr<JobsSim>> Create(std::vector<JobSpec> jobs,
+                                                 std::unique_ptr<queue::QueuePolicy> queue_policy,
+                                                 JobsSimOptions options);
+
+  void AddObserver(SimObserver* observer) { observers_.push_back(observer); }
+
+  // Runs to completion (every feasible job finished). Internal if the scheduler and the
+  // simulator disagree (a placement that cannot be allocated), which would be a bug.
+  Result<JobsSimReport> Run();
+
+  SimMs now() const { return now_; }
+  const std::vector<SimJob>& jobs() const { return jobs_; }
+  const scheduler::ClusterState& cluster() const { return cluster_; }
+  int64_t allocated_gpus() const { return allocated_gpus_; }
+  int64_t total_gpus() const { return cluster_.total_gpus(); }
+
+ private:
+  JobsSim(std::vector<JobSpec> jobs, std::unique_ptr<queue::QueuePolicy> queue_policy, JobsSimOptions options);
+  Status Init();
+
+  queue::JobView View(queue::JobId id) const;
+  void UpdateProgress(SimJob& job);
+  Status Schedule();
+  // Tries to place every task of `id` on `cluster_`; on success allocates them. Infeasible jobs
+  // are flagged in `*infeasible`.
+  Result<bool> TryStart(queue::JobId id, bool* infeasible);
+  Status Start(queue::JobId id, std::vector<scheduler::Placement> placements, int gpus);
+  Status Preempt(queue::JobId id);
+  Status Finish(queue::JobId id);
+  void MarkInfeasible(queue::JobId id);
+  void Enqueue(queue::JobId id);
+  void ScheduleJobEvents(queue::JobId id);
+  Result<std::vector<scheduler::Placement>> PlaceGang(const SimJob& job, int gpus, bool* infeasible);
+  Status EasyBackfill(queue::JobId head);
+  void RecordAllocation();
+  void Notify(JobEventKind kind, queue::JobId id);
+
+  struct Event {
+    SimMs t;
+    int kind;  // 0 finish, 1 key change (LAS demotion)
+    queue::JobId id;
+    uint32_t epoch;
+    friend bool operator>(const Event& a, const Event& b) {
+      if (a.t != b.t) return a.t > b.t;
+      if (a.kind != b.kind) return a.kind > b.kind;
+      return a.id > b.id;
+    }
+  };
+
+  std::vector<SimJob> jobs_;
+  std::unique_ptr<queue::QueuePolicy> policy_;
+  JobsSimOptions options_;
+  std::unique_ptr<scheduler::PlacementPolicy> placement_;
+  scheduler::ClusterState cluster_;
+  queue::JobQueue waiting_;
+  std::vector<queue::JobId> running_;  // unordered
+  std::vector<Event> events_;          // min-heap on t
+  std::vector<SimObserver*> observers_;
+  SimMs now_ = 0;
+  int64_t allocated_gpus_ = 0;
+  int64_t events_processed_ = 0;
+  int64_t rounds_ = 0;
+  std::vector<std::pair<SimMs, int64_t>> alloc_changes_;  // (time, allocated GPUs) at each change
+};
+
+}  // namespace stoker::sim

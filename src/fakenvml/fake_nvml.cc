@@ -23,6 +23,9 @@
 #include "fakenvml/scenario.h"
 #include "nvml/nvml_abi.h"
 
+#ifndef STOKER_FAKE_NVML_WITH_YAML
+#define STOKER_FAKE_NVML_WITH_YAML 1
+#endif
 #ifndef STOKER_FAKE_NVML_VARIANT
 #define STOKER_FAKE_NVML_VARIANT 0
 #endif
@@ -356,12 +359,18 @@ nvmlReturn_t InitImpl() {
                    STOKER_FAKE_NVML_SCENARIO_ENV);
       return NVML_ERROR_DRIVER_NOT_LOADED;
     }
+#if STOKER_FAKE_NVML_WITH_YAML
     Result<Scenario> loaded = LoadScenarioFile(path);
     if (!loaded.ok()) {
       std::fprintf(stderr, "stoker-fakenvml: %s\n", loaded.status().ToString().c_str());
       return NVML_ERROR_DRIVER_NOT_LOADED;
     }
     s.pending_scenario = std::move(loaded).value();
+#else
+    std::fprintf(stderr, "stoker-fakenvml: built without YAML support: %s is not read\n",
+                 STOKER_FAKE_NVML_SCENARIO_ENV);
+    return NVML_ERROR_DRIVER_NOT_LOADED;
+#endif
   }
   s.sc = std::make_unique<Scenario>(*s.pending_scenario);
   s.manual_time = false;
@@ -497,8 +506,27 @@ using namespace stoker::fakenvml;  // NOLINT: the exported C functions below imp
 
 // ---- Scripting ---------------------------------------------------------------------------
 
+FAKE_EXPORT int stokerFakeNvmlSetScenarioObject(const void* scenario,
+                                                unsigned long long abi_tag) {
+  if (scenario == nullptr || abi_tag != kScenarioAbiTag) return 1;
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  // Copied with this library's allocator; the host keeps its own object.
+  s.pending_scenario = *static_cast<const Scenario*>(scenario);
+  return 0;
+}
+
 FAKE_EXPORT int stokerFakeNvmlSetScenario(const char* text, const char* source_name, char* err,
                                           unsigned err_len) {
+#if !STOKER_FAKE_NVML_WITH_YAML
+  (void)text;
+  (void)source_name;
+  if (err != nullptr && err_len > 0) {
+    std::snprintf(err, err_len, "this fake NVML was built without YAML support (portable build); "
+                                "use stokerFakeNvmlSetScenarioObject");
+  }
+  return 1;
+#else
   stoker::Result<Scenario> parsed =
       ParseScenario(text != nullptr ? text : "", source_name != nullptr ? source_name : "");
   if (!parsed.ok()) {
@@ -511,6 +539,7 @@ FAKE_EXPORT int stokerFakeNvmlSetScenario(const char* text, const char* source_n
   std::lock_guard<std::mutex> lock(s.mu);
   s.pending_scenario = std::move(parsed).value();
   return 0;
+#endif
 }
 
 FAKE_EXPORT void stokerFakeNvmlSetTime(double seconds) {

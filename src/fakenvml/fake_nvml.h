@@ -16,6 +16,11 @@ extern "C" {
 // success, else writes the parse error into err (NUL-terminated, truncated to err_len).
 typedef int (*stokerFakeNvmlSetScenario_fn)(const char* text, const char* source_name, char* err,
                                             unsigned err_len);
+// Same, from a stoker::fakenvml::Scenario already parsed by the host (built from the same tree;
+// `abi_tag` must equal kScenarioAbiTag). This is how `--simulate` configures the embedded copy,
+// which portable builds compile without yaml-cpp. Returns 0 on success.
+typedef int (*stokerFakeNvmlSetScenarioObject_fn)(const void* scenario,
+                                                  unsigned long long abi_tag);
 // Switches to manual time and sets scenario time (seconds since init) / advances it.
 typedef void (*stokerFakeNvmlSetTime_fn)(double seconds);
 typedef void (*stokerFakeNvmlAdvance_fn)(double seconds);

@@ -122,6 +122,13 @@ struct Scenario {
   std::vector<EventSpec> events;
 };
 
+// Identifies the in-memory layout of Scenario, for handing a parsed scenario to a fake library
+// built from the same tree (stokerFakeNvmlSetScenarioObject) without re-parsing YAML there.
+inline constexpr uint64_t kScenarioAbiTag =
+    (uint64_t{sizeof(Scenario)} << 48) ^ (uint64_t{sizeof(GpuSpec)} << 32) ^
+    (uint64_t{sizeof(ProcessSpec)} << 16) ^ (uint64_t{sizeof(MigInstanceSpec)} << 8) ^
+    uint64_t{sizeof(EventSpec)} ^ (uint64_t{sizeof(Timeline)} << 56);
+
 // Parses and validates a scenario. Errors read "<source>:<line>:<column>: <field>: <what>".
 Result<Scenario> ParseScenario(std::string_view text, std::string_view source_name);
 Result<Scenario> LoadScenarioFile(const std::string& path);

@@ -94,16 +94,17 @@ Result<std::unique_ptr<GpuSource>> OpenSimulatedGpuSource(const std::string& nam
     origin = "embedded fake NVML";
   }
 
+  // The parsed scenario object is handed over as is: the embedded fake is built from this tree,
+  // and in portable builds it has no YAML parser of its own.
   auto before_init = [&](void* handle) -> Status {
-    void* sym = dlsym(handle, "stokerFakeNvmlSetScenario");
+    void* sym = dlsym(handle, "stokerFakeNvmlSetScenarioObject");
     if (sym == nullptr) {
       return FailedPrecondition("'" + origin + "' is not the Stoker fake NVML library");
     }
-    stokerFakeNvmlSetScenario_fn set_scenario = nullptr;
+    stokerFakeNvmlSetScenarioObject_fn set_scenario = nullptr;
     std::memcpy(&set_scenario, &sym, sizeof(sym));
-    char err[1024] = {};
-    if (set_scenario(text.text.c_str(), text.source.c_str(), err, sizeof(err)) != 0) {
-      return InvalidArgument(err);
+    if (set_scenario(&sc, fakenvml::kScenarioAbiTag) != 0) {
+      return FailedPrecondition("'" + origin + "' was built from a different Stoker version");
     }
     return Status::Ok();
   };

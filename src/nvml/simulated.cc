@@ -39,10 +39,10 @@ Result<ScenarioText> ResolveScenario(const std::string& name_or_path) {
   return ScenarioText{buf.str(), name_or_path};
 }
 
-// Writes the embedded fake library into an anonymous memory file so it can be dlopen()ed from
-// /proc/self/fd/N: no temporary files, and each source gets its own fake instance.
-Result<int> EmbeddedLibraryFd() {
-  const std::string_view bytes = fakenvml::EmbeddedFakeNvmlLibrary();
+// Writes the fake library into an anonymous memory file so it can be dlopen()ed from
+// /proc/self/fd/N: no temporary files, and each source gets its own fake instance (a second
+// dlopen of the same file would share the first one's state).
+Result<int> LibraryFd(std::string_view bytes) {
   if (bytes.empty()) return Internal("this binary was built without the embedded fake NVML");
   const int fd = memfd_create("stoker-fakenvml", MFD_CLOEXEC);
   if (fd < 0) return Unavailable(std::string("memfd_create failed: ") + std::strerror(errno));
@@ -85,14 +85,20 @@ Result<std::unique_ptr<GpuSource>> OpenSimulatedGpuSource(const std::string& nam
   std::string path;
   std::string origin;
   int raw_fd = -1;
+  std::string override_bytes;
+  std::string_view bytes = fakenvml::EmbeddedFakeNvmlLibrary();
+  origin = "embedded fake NVML";
   if (const char* env = std::getenv(kFakeNvmlLibEnv); env != nullptr && *env != '\0') {
-    path = env;
-    origin = path;
-  } else {
-    STOKER_ASSIGN_OR_RETURN(raw_fd, EmbeddedLibraryFd());
-    path = "/proc/self/fd/" + std::to_string(raw_fd);
-    origin = "embedded fake NVML";
+    std::ifstream in(env, std::ios::binary);
+    if (!in) return NotFound(std::string("cannot read ") + kFakeNvmlLibEnv + "='" + env + "'");
+    std::ostringstream buf;
+    buf << in.rdbuf();
+    override_bytes = buf.str();
+    bytes = override_bytes;
+    origin = env;
   }
+  STOKER_ASSIGN_OR_RETURN(raw_fd, LibraryFd(bytes));
+  path = "/proc/self/fd/" + std::to_string(raw_fd);
 
   // The parsed scenario object is handed over as is: the embedded fake is built from this tree,
   // and in portable builds it has no YAML parser of its own.

@@ -1,10 +1,13 @@
 // The --simulate path: the embedded fake library, written to a memfd and dlopen()ed.
 #include "nvml/simulated.h"
 
+#include "fakenvml/fake_control.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 namespace stoker::nvml {
@@ -46,6 +49,29 @@ TEST(SimulatedTest, TwoSimulatedSourcesAreIndependent) {
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   EXPECT_EQ((*a)->DeviceCount(), 8u);
   EXPECT_EQ((*b)->DeviceCount(), 4u);
+}
+
+TEST(SimulatedTest, LibraryOverrideFromTheEnvironment) {
+  const std::string legacy = fakenvml::FakeLibraryBuildPath(fakenvml::FakeVariant::kLegacy);
+  ::setenv(kFakeNvmlLibEnv, legacy.c_str(), 1);
+  auto a = OpenSimulatedGpuSource("faulty-node");
+  auto b = OpenSimulatedGpuSource("h100-mig-node");
+  ::unsetenv(kFakeNvmlLibEnv);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_THAT((*a)->Describe(), HasSubstr(legacy));
+  // Each source still gets its own instance of the overriding library.
+  EXPECT_EQ((*a)->DeviceCount(), 4u);
+  EXPECT_EQ((*b)->DeviceCount(), 8u);
+  GpuSample s;
+  ASSERT_TRUE((*a)->Sample(0, &s).ok());
+  EXPECT_EQ(s.memory_reserved_bytes.state(), FieldState::kUnsupported);  // legacy: v1 memory only
+
+  ::setenv(kFakeNvmlLibEnv, "/nonexistent/fake.so", 1);
+  auto missing = OpenSimulatedGpuSource("faulty-node");
+  ::unsetenv(kFakeNvmlLibEnv);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), HasSubstr("/nonexistent/fake.so"));
 }
 
 TEST(SimulatedTest, ScenarioFileAndErrors) {

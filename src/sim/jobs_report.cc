@@ -41,7 +41,7 @@ void WriteReportText(const JobsSimReport& r, std::ostream& out) {
         << " s\n";
   };
   out << "queue " << r.queue_policy << ", backfill " << r.backfill << ", placement " << r.placement_policy
-      << ", cluster " << r.cluster.nodes << "x" << r.cluster.gpus_per_node << " (" << r.cluster.total_gpus()
+      << ", cluster " << r.cluster.nodes << "x" << r.cluster.gpus_per_node << " (" << r.total_gpus
       << " GPUs)\n";
   out << "jobs: " << r.jobs_total << " total, " << r.jobs_completed << " completed, " << r.jobs_infeasible
       << " infeasible, " << r.preemptions << " preemptions\n";
@@ -60,7 +60,7 @@ void WriteReportJson(const JobsSimReport& r, std::ostream& out) {
       {"queue", r.queue_policy},
       {"backfill", r.backfill},
       {"placement", r.placement_policy},
-      {"cluster", {{"nodes", r.cluster.nodes}, {"gpus_per_node", r.cluster.gpus_per_node}, {"gpus", r.cluster.total_gpus()}}},
+      {"cluster", {{"nodes", r.cluster.nodes}, {"gpus_per_node", r.cluster.gpus_per_node}, {"gpus", r.total_gpus}}},
       {"jobs", {{"total", r.jobs_total}, {"completed", r.jobs_completed}, {"infeasible", r.jobs_infeasible}}},
       {"preemptions", r.preemptions},
       {"jct_s", PercentilesJson(r.jct_s)},
@@ -77,9 +77,10 @@ void WriteReportJson(const JobsSimReport& r, std::ostream& out) {
   out << j.dump(2) << "\n";
 }
 
-void WriteJobsCsv(const JobsSim& sim, std::ostream& out) {
+void WriteJobsCsv(const std::vector<const JobsSim*>& sims, std::ostream& out) {
   out << "name,submit_s,gpus,duration_s,state,start_s,finish_s,jct_s,queue_delay_s,waiting_s,preemptions\n";
-  for (const SimJob& j : sim.jobs()) {
+  for (const JobsSim* sim : sims) {
+  for (const SimJob& j : sim->jobs()) {
     const double submit = static_cast<double>(j.spec.submit_ms) / 1000.0;
     out << j.spec.name << ',' << Fmt(submit, 3) << ',' << j.spec.gpus << ','
         << Fmt(static_cast<double>(j.spec.duration_ms) / 1000.0, 3) << ',';
@@ -93,9 +94,10 @@ void WriteJobsCsv(const JobsSim& sim, std::ostream& out) {
       out << (j.state == JobState::kInfeasible ? "infeasible" : "unfinished") << ",,,,,," << j.preemptions << '\n';
     }
   }
+  }
 }
 
-void WriteSvgPlot(const JobsSim& sim, const JobsSimReport& r, std::ostream& out) {
+void WriteSvgPlot(const std::vector<const JobsSim*>& sims, const JobsSimReport& r, std::ostream& out) {
   constexpr double kW = 900, kPanelH = 300, kLeft = 70, kRight = 20, kTop = 40, kGap = 80;
   const double plot_w = kW - kLeft - kRight;
   const double total_h = kTop + kPanelH + kGap + kPanelH + 50;
@@ -119,7 +121,7 @@ void WriteSvgPlot(const JobsSim& sim, const JobsSimReport& r, std::ostream& out)
 
   // Panel 1: allocation over time (days).
   const double y1 = kTop;
-  const double total = static_cast<double>(r.cluster.total_gpus());
+  const double total = static_cast<double>(r.total_gpus);
   const double span_days = std::max(r.makespan_s / 86400.0, 1e-9);
   axes(y1, "time (days)", "allocated GPUs");
   for (int i = 0; i <= 4; ++i) {
@@ -142,8 +144,10 @@ void WriteSvgPlot(const JobsSim& sim, const JobsSimReport& r, std::ostream& out)
   // Panel 2: JCT CDF, log10 x axis.
   const double y2 = kTop + kPanelH + kGap;
   std::vector<double> jct;
-  for (const SimJob& j : sim.jobs()) {
-    if (j.state == JobState::kDone) jct.push_back(std::max(1.0, static_cast<double>(j.finish_ms - j.spec.submit_ms) / 1000.0));
+  for (const JobsSim* sim : sims) {
+    for (const SimJob& j : sim->jobs()) {
+      if (j.state == JobState::kDone) jct.push_back(std::max(1.0, static_cast<double>(j.finish_ms - j.spec.submit_ms) / 1000.0));
+    }
   }
   std::sort(jct.begin(), jct.end());
   axes(y2, "job completion time (s, log scale)", "fraction of jobs");

@@ -4,6 +4,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "sim/jobs_sim.h"
 
@@ -15,8 +16,8 @@ void WriteReportText(const JobsSimReport& report, std::ostream& out);
 void WriteReportJson(const JobsSimReport& report, std::ostream& out);
 // One row per job: name,submit_s,gpus,duration_s,state,start_s,finish_s,jct_s,queue_delay_s,
 // waiting_s,preemptions. Infeasible jobs have empty start/finish columns.
-void WriteJobsCsv(const JobsSim& sim, std::ostream& out);
+void WriteJobsCsv(const std::vector<const JobsSim*>& sims, std::ostream& out);
 // Two panels: allocated GPUs over time, and the CDF of job completion times (log-scale x).
-void WriteSvgPlot(const JobsSim& sim, const JobsSimReport& report, std::ostream& out);
+void WriteSvgPlot(const std::vector<const JobsSim*>& sims, const JobsSimReport& report, std::ostream& out);
 
 }  // namespace stoker::sim

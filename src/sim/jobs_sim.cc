@@ -486,26 +486,66 @@ Result<JobsSimReport> JobsSim::Run() {
   }
   if (options_.progress) options_.progress(1.0);
 
-  // Report.
+  finished_ = true;
+  return SummariseRuns({this});
+}
+
+Result<JobsSimReport> SummariseRuns(const std::vector<const JobsSim*>& sims) {
+  if (sims.empty()) return InvalidArgument("summarise: no simulations");
   JobsSimReport rep;
-  rep.queue_policy = std::string(policy_->Name());
-  rep.placement_policy = options_.placement_policy;
-  rep.backfill = options_.backfill == BackfillMode::kEasy ? "easy" : "none";
-  rep.cluster = options_.cluster;
-  rep.jobs_total = static_cast<int64_t>(jobs_.size());
+  const JobsSim& first = *sims.front();
+  rep.queue_policy = std::string(first.policy_->Name());
+  rep.placement_policy = first.options_.placement_policy;
+  rep.backfill = first.options_.backfill == BackfillMode::kEasy ? "easy" : "none";
+  rep.cluster = {0, first.options_.cluster.gpus_per_node};
   std::vector<double> jct, qd, wait;
-  SimMs last_finish = origin;
-  for (const SimJob& j : jobs_) {
-    rep.preemptions += j.preemptions;
-    if (j.state == JobState::kInfeasible) {
-      ++rep.jobs_infeasible;
-      continue;
+  SimMs origin = std::numeric_limits<SimMs>::max();
+  SimMs last_finish = std::numeric_limits<SimMs>::min();
+  int64_t total = 0;
+  // The allocation of all simulations summed: merge their change points as deltas.
+  std::vector<std::pair<SimMs, int64_t>> deltas;
+  for (const JobsSim* sim : sims) {
+    if (!sim->finished_) return FailedPrecondition("summarise: a simulation has not run");
+    if (sim->options_.cluster.gpus_per_node != rep.cluster.gpus_per_node) {
+      rep.cluster.gpus_per_node = 0;  // mixed shapes: only the GPU total is meaningful
     }
-    ++rep.jobs_completed;
-    jct.push_back(static_cast<double>(j.finish_ms - j.spec.submit_ms) / 1000.0);
-    qd.push_back(static_cast<double>(j.first_start_ms - j.spec.submit_ms) / 1000.0);
-    wait.push_back(static_cast<double>(j.waiting_ms) / 1000.0);
-    last_finish = std::max(last_finish, j.finish_ms);
+    rep.cluster.nodes += sim->options_.cluster.nodes;
+    total += sim->cluster_.total_gpus();
+    rep.events += sim->events_processed_;
+    rep.scheduling_rounds += sim->rounds_;
+    rep.jobs_total += static_cast<int64_t>(sim->jobs_.size());
+    for (const SimJob& j : sim->jobs_) {
+      origin = std::min(origin, j.spec.submit_ms);
+      rep.preemptions += j.preemptions;
+      if (j.state == JobState::kInfeasible) {
+        ++rep.jobs_infeasible;
+        continue;
+      }
+      ++rep.jobs_completed;
+      jct.push_back(static_cast<double>(j.finish_ms - j.spec.submit_ms) / 1000.0);
+      qd.push_back(static_cast<double>(j.first_start_ms - j.spec.submit_ms) / 1000.0);
+      wait.push_back(static_cast<double>(j.waiting_ms) / 1000.0);
+      last_finish = std::max(last_finish, j.finish_ms);
+    }
+    int64_t prev = 0;
+    for (const auto& [t, v] : sim->alloc_changes_) {
+      deltas.emplace_back(t, v - prev);
+      prev = v;
+    }
+  }
+  rep.total_gpus = total;
+  if (origin == std::numeric_limits<SimMs>::max()) origin = 0;
+  if (last_finish < origin) last_finish = origin;
+  std::sort(deltas.begin(), deltas.end());
+  std::vector<std::pair<SimMs, int64_t>> changes;  // (time, allocated) of the sum
+  int64_t level = 0;
+  for (const auto& [t, d] : deltas) {
+    level += d;
+    if (!changes.empty() && changes.back().first == t) {
+      changes.back().second = level;
+    } else {
+      changes.emplace_back(t, level);
+    }
   }
   rep.jct_s = Summarise(std::move(jct));
   rep.queue_delay_s = Summarise(std::move(qd));
@@ -514,33 +554,32 @@ Result<JobsSimReport> JobsSim::Run() {
   rep.makespan_s = static_cast<double>(span) / 1000.0;
   // Exact integral of the step function (GPU-ms in int64; fits for 1e6 GPUs over 290 years).
   int64_t used_gpu_ms = 0;
-  for (size_t i = 0; i < alloc_changes_.size(); ++i) {
-    const SimMs end = i + 1 < alloc_changes_.size() ? alloc_changes_[i + 1].first : last_finish;
-    used_gpu_ms += alloc_changes_[i].second * std::max<SimMs>(0, end - alloc_changes_[i].first);
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const SimMs begin = std::max(origin, changes[i].first);
+    const SimMs end = std::min(last_finish, i + 1 < changes.size() ? changes[i + 1].first : last_finish);
+    if (end > begin) used_gpu_ms += changes[i].second * (end - begin);
   }
-  const int64_t total = cluster_.total_gpus();
   rep.gpu_hours_used = static_cast<double>(used_gpu_ms) / 3.6e6;
   rep.idle_gpu_hours = static_cast<double>(total * span - used_gpu_ms) / 3.6e6;
-  rep.mean_allocation_pct = span > 0 ? 100.0 * static_cast<double>(used_gpu_ms) / static_cast<double>(total * span) : 0;
+  rep.mean_allocation_pct =
+      span > 0 ? 100.0 * static_cast<double>(used_gpu_ms) / static_cast<double>(total * span) : 0;
   // Downsample the step function into equal buckets (time-weighted means).
-  const size_t buckets = std::max<size_t>(1, options_.allocation_series_points);
+  const size_t buckets = std::max<size_t>(1, first.options_.allocation_series_points);
   if (span > 0) {
     const SimMs width = std::max<SimMs>(1, CeilDiv(span, static_cast<int64_t>(buckets)));
     size_t k = 0;
     for (SimMs b = origin; b < last_finish; b += width) {
       const SimMs be = std::min(last_finish, b + width);
       int64_t acc = 0;
-      while (k + 1 < alloc_changes_.size() && alloc_changes_[k + 1].first <= b) ++k;
-      for (size_t i = k; i < alloc_changes_.size() && alloc_changes_[i].first < be; ++i) {
-        const SimMs s = std::max(b, alloc_changes_[i].first);
-        const SimMs e = std::min(be, i + 1 < alloc_changes_.size() ? alloc_changes_[i + 1].first : last_finish);
-        if (e > s) acc += alloc_changes_[i].second * (e - s);
+      while (k + 1 < changes.size() && changes[k + 1].first <= b) ++k;
+      for (size_t i = k; i < changes.size() && changes[i].first < be; ++i) {
+        const SimMs s = std::max(b, changes[i].first);
+        const SimMs e = std::min(be, i + 1 < changes.size() ? changes[i + 1].first : last_finish);
+        if (e > s) acc += changes[i].second * (e - s);
       }
       rep.allocation.push_back({b - origin, static_cast<double>(acc) / static_cast<double>(be - b)});
     }
   }
-  rep.events = events_processed_;
-  rep.scheduling_rounds = rounds_;
   return rep;
 }
 

@@ -69,6 +69,11 @@ struct SimJob {
 enum class JobEventKind { kArrive, kStart, kFinish, kPreempt, kInfeasible };
 
 class JobsSim;
+struct JobsSimReport;
+
+// The report over one or more finished simulations (e.g. one per virtual cluster, as Helios
+// simulates Philly): per-job metrics over all jobs, allocation summed over all clusters.
+Result<JobsSimReport> SummariseRuns(const std::vector<const JobsSim*>& sims);
 
 // Observer hooks. All callbacks run synchronously inside Run(); the simulator state is
 // consistent at each call.
@@ -112,7 +117,8 @@ struct JobsSimReport {
   std::string queue_policy;
   std::string placement_policy;
   std::string backfill;
-  ClusterShape cluster;
+  ClusterShape cluster;         // summed nodes when several simulations are summarised
+  int64_t total_gpus = 0;
   int64_t jobs_total = 0;
   int64_t jobs_completed = 0;
   int64_t jobs_infeasible = 0;
@@ -147,8 +153,11 @@ class JobsSim {
   const scheduler::ClusterState& cluster() const { return cluster_; }
   int64_t allocated_gpus() const { return allocated_gpus_; }
   int64_t total_gpus() const { return cluster_.total_gpus(); }
+  // (time, allocated GPUs) at every change of the allocation.
+  const std::vector<std::pair<SimMs, int64_t>>& allocation_changes() const { return alloc_changes_; }
 
  private:
+  friend Result<JobsSimReport> SummariseRuns(const std::vector<const JobsSim*>& sims);
   JobsSim(std::vector<JobSpec> jobs, std::unique_ptr<queue::QueuePolicy> queue_policy, JobsSimOptions options);
   Status Init();
 
@@ -194,6 +203,7 @@ class JobsSim {
   int64_t allocated_gpus_ = 0;
   int64_t events_processed_ = 0;
   int64_t rounds_ = 0;
+  bool finished_ = false;
   std::vector<std::pair<SimMs, int64_t>> alloc_changes_;  // (time, allocated GPUs) at each change
 };
 

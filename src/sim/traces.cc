@@ -257,6 +257,25 @@ Result<Trace> ParseTrace(std::istream& in, std::string_view name, TraceFormat fo
   return trace;
 }
 
+Result<int64_t> ParseUtcDateTime(std::string_view text) {
+  std::string full(Trim(text));
+  if (full.size() == 10) full += " 00:00:00";
+  return ParseTimestamp(full, "time");
+}
+
+Result<int64_t> FilterTraceWindow(Trace& trace, std::optional<int64_t> since_s, std::optional<int64_t> until_s) {
+  if (!since_s && !until_s) return int64_t{0};
+  if (trace.epoch_offset_s == 0) {
+    return InvalidArgument(trace.source + ": time window needs absolute timestamps (philly format)");
+  }
+  const size_t before = trace.jobs.size();
+  std::erase_if(trace.jobs, [&](const TraceJob& j) {
+    const int64_t abs_s = trace.epoch_offset_s + j.submit_ms / 1000;
+    return (since_s && abs_s < *since_s) || (until_s && abs_s > *until_s);
+  });
+  return static_cast<int64_t>(before - trace.jobs.size());
+}
+
 Result<ClusterShape> ParseTiresiasClusterSpec(std::istream& in, std::string_view name) {
   std::string header, row;
   if (!std::getline(in, header) || !std::getline(in, row)) {

@@ -70,6 +70,14 @@ Result<Trace> ParseTrace(std::istream& in, std::string_view name, TraceFormat fo
 Result<Trace> LoadTrace(const std::string& path, TraceFormat format,
                         const TraceLoadOptions& options = {});
 
+// "YYYY-MM-DD" or "YYYY-MM-DD HH:MM:SS" (UTC) -> seconds since the Unix epoch.
+Result<int64_t> ParseUtcDateTime(std::string_view text);
+
+// Keeps the jobs submitted within [since_s, until_s] (Unix seconds, inclusive; Philly only, whose
+// Trace::epoch_offset_s anchors the relative times). Submission times stay relative to the
+// original first job. Returns the number of jobs dropped.
+Result<int64_t> FilterTraceWindow(Trace& trace, std::optional<int64_t> since_s, std::optional<int64_t> until_s);
+
 // Parses a Tiresias cluster_spec.csv stream.
 Result<ClusterShape> ParseTiresiasClusterSpec(std::istream& in, std::string_view name);
 

@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <sstream>
 
 #include "scheduler/queue/queue_policy.h"
+#include "sim/jobs_partition.h"
 #include "sim/jobs_report.h"
 #include "sim/jobs_sim.h"
 #include "sim/traces.h"
@@ -295,16 +297,60 @@ TEST(JobsReport, CsvJsonAndSvg) {
   auto r = Simulate({J("a", 0, 10, 1), J("huge", 0, 10, 99)}, "fifo", {1, 4});
   ASSERT_TRUE(r);
   std::ostringstream csv, json, svg, text;
-  WriteJobsCsv(*r->sim, csv);
+  WriteJobsCsv({r->sim.get()}, csv);
   EXPECT_NE(csv.str().find("a,0.000,1,10.000,done,0.000,10.000,10.000,0.000,0.000,0"), std::string::npos) << csv.str();
   EXPECT_NE(csv.str().find("huge,0.000,99,10.000,infeasible"), std::string::npos);
   WriteReportJson(r->report, json);
   EXPECT_NE(json.str().find("\"infeasible\": 1"), std::string::npos) << json.str();
-  WriteSvgPlot(*r->sim, r->report, svg);
+  WriteSvgPlot({r->sim.get()}, r->report, svg);
   EXPECT_EQ(svg.str().rfind("<svg", 0), 0u);
   EXPECT_NE(svg.str().find("</svg>"), std::string::npos);
   WriteReportText(r->report, text);
   EXPECT_NE(text.str().find("1 infeasible"), std::string::npos);
+}
+
+TEST(JobsPartition, EachGroupRunsOnItsOwnCluster) {
+  std::istringstream vc("vc,node num\nA,1\nB,2\n");
+  auto groups = ParseGroupClusters(vc, "vc.csv");
+  ASSERT_TRUE(groups.ok()) << groups.status().ToString();
+  std::istringstream csv("timestamp,duration,num_gpus,gpu_time,cluster\n"
+                         "2017-10-01 00:00:00,100,4,400,A\n"
+                         "2017-10-01 00:00:10,100,4,400,A\n"
+                         "2017-10-01 00:00:10,100,8,800,B\n"
+                         "2017-10-01 00:00:20,100,1,100,C\n"
+                         "2017-12-01 00:00:00,100,1,100,A\n");
+  auto trace = ParseTrace(csv, "p.csv", TraceFormat::kPhilly);
+  ASSERT_TRUE(trace.ok());
+  auto dropped = FilterTraceWindow(*trace, ParseUtcDateTime("2017-10-01").value(),
+                                   ParseUtcDateTime("2017-11-30 23:59:00").value());
+  ASSERT_TRUE(dropped.ok());
+  EXPECT_EQ(*dropped, 1);
+  JobsSimOptions opt;
+  opt.placement_policy = "bestfit";
+  auto run = RunPerGroup(*trace, *groups, 4, "fifo", opt);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->dropped_jobs, 1);  // group C has no cluster
+  ASSERT_EQ(run->sims.size(), 2u);
+  // A's second job waits for the first on A's single 4-GPU node although B has room.
+  EXPECT_EQ(run->sims[0]->jobs()[1].first_start_ms, 100 * kS);
+  std::vector<const JobsSim*> sims = {run->sims[0].get(), run->sims[1].get()};
+  auto rep = SummariseRuns(sims);
+  ASSERT_TRUE(rep.ok());
+  EXPECT_EQ(rep->jobs_completed, 3);
+  EXPECT_EQ(rep->total_gpus, 12);
+  EXPECT_DOUBLE_EQ(rep->queue_delay_s.mean, 90.0 / 3);
+  EXPECT_DOUBLE_EQ(rep->makespan_s, 200.0);
+  // 400 + 400 + 800 GPU-s used out of 12 GPUs x 200 s.
+  EXPECT_NEAR(rep->idle_gpu_hours, (2400.0 - 1600.0) / 3600.0, 1e-9);
+
+  std::istringstream bad("vc,node num\nA,x\n");
+  auto b = ParseGroupClusters(bad, "vc.csv");
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("vc.csv:2"), std::string::npos);
+  std::istringstream itp("job_id,submission_time,duration,num_gpu\na,1,1,1\n");
+  auto t = ParseTrace(itp, "i.csv", TraceFormat::kItp);
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE(FilterTraceWindow(*t, int64_t{1}, std::nullopt).ok());
 }
 
 }  // namespace

@@ -16,6 +16,10 @@ using std::chrono::hours;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
+// Durations and times are int64 nanoseconds; bounding them keeps every conversion defined.
+constexpr double kMaxDurationSeconds = 100.0 * 365 * 86400;
+constexpr double kMaxUnixSeconds = 4e9;
+
 std::string Lower(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(),
@@ -38,6 +42,7 @@ Result<Duration> ParseDuration(std::string_view text) {
     if (end != s.c_str() + s.size() || !std::isfinite(v)) {
       return InvalidArgument("bad duration '" + std::string(text) + "'");
     }
+    if (v > kMaxDurationSeconds) return InvalidArgument("duration '" + std::string(text) + "' too long (max 100 years)");
     return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(v));
   }
   Duration total{0};
@@ -57,6 +62,9 @@ Result<Duration> ParseDuration(std::string_view text) {
     else if (unit == "h") unit_s = 3600;
     else if (unit == "d") unit_s = 86400;
     else return InvalidArgument("bad duration '" + std::string(text) + "': unknown unit '" + unit + "' (ms, s, m, h, d)");
+    if (!(v * unit_s <= kMaxDurationSeconds) || ToSeconds(total) + v * unit_s > kMaxDurationSeconds) {
+      return InvalidArgument("duration '" + std::string(text) + "' too long (max 100 years)");
+    }
     total += std::chrono::duration_cast<Duration>(std::chrono::duration<double>(v * unit_s));
     i = k;
   }
@@ -306,6 +314,7 @@ Result<std::map<std::string, int64_t>> IntMap(const YAML::Node& n, const std::st
     const std::string key = kv.first.as<std::string>();
     STOKER_ASSIGN_OR_RETURN(double v, Number(kv.second, path + "." + key));
     if (v < 0) return InvalidArgument(path + "." + key + ": negative value");
+    if (v > 1e12) return InvalidArgument(path + "." + key + ": above 1e12");
     out[key] = static_cast<int64_t>(std::llround(v * 1e6));
   }
   return out;
@@ -535,10 +544,12 @@ Status LoadAlerts(const YAML::Node& n, AlertingConfig& a, std::vector<Status>& r
       silence.ends_at = WallTime::max();
       if (s["starts_at"]) {
         STOKER_ASSIGN_OR_RETURN(double t, Number(s["starts_at"], p + ".starts_at"));
+        if (t < 0 || t > kMaxUnixSeconds) return InvalidArgument(p + ".starts_at: not a Unix time");
         silence.starts_at = WallTime(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)));
       }
       if (s["ends_at"]) {
         STOKER_ASSIGN_OR_RETURN(double t, Number(s["ends_at"], p + ".ends_at"));
+        if (t < 0 || t > kMaxUnixSeconds) return InvalidArgument(p + ".ends_at: not a Unix time");
         silence.ends_at = WallTime(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)));
       }
       if (silence.ends_at <= silence.starts_at) return InvalidArgument(p + ".ends_at: not after starts_at");

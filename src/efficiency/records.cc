@@ -58,7 +58,7 @@ Status U64(const json& j, const char* key, std::optional<uint64_t>& out) {
 
 Status Time(const json& j, const char* key, WallTime& out, bool required) {
   std::optional<double> v;
-  STOKER_RETURN_IF_ERROR(Num(j, key, v, 0, 1e11));
+  STOKER_RETURN_IF_ERROR(Num(j, key, v, 0, 4e9));  // nanoseconds in int64 reach year 2262
   if (!v) return required ? InvalidArgument(std::string(key) + ": missing") : Status::Ok();
   out = FromUnix(*v);
   return Status::Ok();

@@ -1,0 +1,127 @@
+#include "efficiency/sim_idle.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "efficiency/idle_reclaim.h"
+#include "scheduler/queue/queue_policy.h"
+
+namespace stoker::efficiency {
+namespace {
+
+// splitmix64: a fixed generator so results do not depend on the standard library's
+// distributions.
+struct Rng {
+  uint64_t s;
+  uint64_t Next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+};
+
+class NoActions final : public JobActions {
+ public:
+  Status Warn(const JobInfo&, const std::string&) override { return Status::Ok(); }
+  Status Requeue(const JobInfo&, const std::string&) override { return Status::Ok(); }
+  Status Cancel(const JobInfo&, const std::string&) override { return Status::Ok(); }
+};
+
+Duration Ms(sim::SimMs ms) { return std::chrono::milliseconds(ms); }
+
+}  // namespace
+
+std::vector<IdleProfile> DrawIdleness(const std::vector<sim::JobSpec>& jobs, const IdlenessModel& m) {
+  Rng rng{m.seed};
+  std::vector<IdleProfile> out;
+  out.reserve(jobs.size());
+  for (const auto& j : jobs) {
+    IdleProfile p;
+    const double u = rng.Uniform();
+    const double f = m.min_idle_fraction + (m.max_idle_fraction - m.min_idle_fraction) * rng.Uniform();
+    if (u < m.idle_share) {
+      p.idle_ms = static_cast<sim::SimMs>(std::llround(static_cast<double>(j.duration_ms) * f));
+    }
+    p.busy_ms = j.duration_ms - p.idle_ms;
+    out.push_back(p);
+  }
+  return out;
+}
+
+ReclaimDecision DecideReclaim(const IdleProfile& p, int gpus, const IdleReclaimPolicy& policy,
+                              Duration sample_every, Duration check_every) {
+  ReclaimDecision d;
+  d.run_ms = p.busy_ms + p.idle_ms;
+  if (p.idle_ms <= 0 || Ms(p.idle_ms) < policy.act_after) return d;  // engine cannot act in time
+  StaticJobDirectory dir;
+  JobInfo info;
+  info.id = "j";
+  info.start = WallTime{};
+  for (int g = 0; g < gpus; ++g) info.gpus.push_back("g" + std::to_string(g));
+  dir.Upsert(info);
+  NoActions actions;
+  IdleReclaimPolicy pol = policy;
+  pol.dry_run = false;
+  IdleReclaimer r(pol, dir, actions);
+  const WallTime start{};
+  const WallTime end = start + Ms(d.run_ms);
+  // The busy phase only matters through its last samples (an active sample resets idleness),
+  // so start feeding one sample interval before it ends.
+  WallTime t = start + std::max(Duration{0}, Ms(p.busy_ms) - sample_every);
+  t = start + (t - start) / sample_every * sample_every;
+  WallTime next_check = start + ((t - start) / check_every + 1) * check_every;
+  for (; t < end; t += sample_every) {
+    while (next_check <= t) {
+      for (const auto& rec : r.Evaluate(next_check)) {
+        if (rec.action == ReclaimAction::kWarn) ++d.warnings;
+        if (rec.action == ReclaimAction::kRequeue || rec.action == ReclaimAction::kCancel) {
+          d.acted = true;
+          d.run_ms = std::chrono::duration_cast<std::chrono::milliseconds>(next_check - start).count();
+          return d;
+        }
+      }
+      next_check += check_every;
+    }
+    const int64_t a = t - start < Ms(p.busy_ms) ? 60'000 : 0;
+    for (const auto& g : info.gpus) r.Observe("j", g, t, a);
+  }
+  return d;
+}
+
+Result<std::vector<VariantResult>> CompareReclaim(const std::vector<sim::JobSpec>& jobs,
+                                                  const sim::JobsSimOptions& sim_options,
+                                                  const EfficiencySimOptions& o) {
+  const std::vector<IdleProfile> profiles = DrawIdleness(jobs, o.idleness);
+  std::vector<VariantResult> out;
+  for (const char* name : {"static", "reclaim"}) {
+    VariantResult v;
+    v.name = name;
+    std::vector<sim::JobSpec> specs = jobs;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (v.name == "reclaim") {
+        const ReclaimDecision d = DecideReclaim(profiles[i], specs[i].gpus, o.policy, o.sample_every, o.check_every);
+        if (d.acted) {
+          ++v.jobs_reclaimed;
+          v.gpu_hours_reclaimed += static_cast<double>(specs[i].duration_ms - d.run_ms) * specs[i].gpus / 3.6e6;
+          specs[i].duration_ms = d.run_ms;
+        }
+      }
+    }
+    STOKER_ASSIGN_OR_RETURN(auto policy, queue::CreateQueuePolicy(o.queue_policy));
+    STOKER_ASSIGN_OR_RETURN(auto simulator, sim::JobsSim::Create(std::move(specs), std::move(policy), sim_options));
+    STOKER_ASSIGN_OR_RETURN(v.report, simulator->Run());
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (simulator->jobs()[i].state != sim::JobState::kDone) continue;  // infeasible: never ran
+      v.busy_gpu_hours += static_cast<double>(profiles[i].busy_ms) * jobs[i].gpus / 3.6e6;
+    }
+    const double capacity_h = static_cast<double>(sim_options.cluster.total_gpus()) * v.report.makespan_s / 3600.0;
+    v.used_gpu_utilization_pct = capacity_h > 0 ? 100.0 * v.busy_gpu_hours / capacity_h : 0;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+}  // namespace stoker::efficiency

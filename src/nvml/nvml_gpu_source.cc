@@ -686,11 +686,17 @@ Result<std::vector<GpuEvent>> NvmlGpuSource::WaitEvents(Duration timeout) {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
   unsigned timeout_ms = static_cast<unsigned>(std::clamp<long long>(ms, 0, 24LL * 3600 * 1000));
   std::vector<GpuEvent> events;
+  const MonoTime deadline = clock_.Now() + timeout;
   for (int i = 0; i < 256; ++i) {
     nvmlEventData_t data{};
     const nvmlReturn_t rc = fn_.event_set_wait(event_set_, &data, timeout_ms);
     if (rc == NVML_ERROR_TIMEOUT) break;
-    if (rc == NVML_ERROR_GPU_IS_LOST) break;  // the samplers report the lost GPU
+    if (rc == NVML_ERROR_GPU_IS_LOST) {
+      // The samplers report the lost GPU. The wait can fail at once while a GPU is lost, so
+      // block out the timeout here: callers loop on WaitEvents and must not spin.
+      if (events.empty()) clock_.SleepUntil(deadline);
+      break;
+    }
     if (rc != NVML_SUCCESS) {
       if (!events.empty()) break;
       return Unavailable("nvmlEventSetWait failed: " + lib_->ErrorText(rc));

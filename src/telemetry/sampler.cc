@@ -73,6 +73,11 @@ void Sampler::SampleOnce(uint32_t index) {
     errored[f] = fields[f].get(slot.scratch).state == FieldState::kError ? 1 : 0;
   }
   std::lock_guard lock(slot.mu);
+  // A lost GPU cannot tell its identity; keep the last known one so its series (and the
+  // stoker_gpu_health{state="lost"} alert) keep their uuid/model labels.
+  if (slot.scratch.id.uuid.empty() && !slot.state.sample.id.uuid.empty()) {
+    slot.scratch.id = slot.state.sample.id;
+  }
   // Swap rather than copy: the old sample's vectors become the next read's scratch storage.
   std::swap(slot.state.sample, slot.scratch);
   slot.state.have_sample = true;

@@ -260,12 +260,14 @@ void JobsSim::ScheduleJobEvents(queue::JobId id) {
   }
 }
 
-Status JobsSim::Preempt(queue::JobId id) {
+Status JobsSim::Preempt(queue::JobId id, bool released) {
   SimJob& j = jobs_[id];
   UpdateProgress(j);
-  for (const auto& p : j.placements) STOKER_RETURN_IF_ERROR(cluster_.Release(p));
+  if (!released) {
+    for (const auto& p : j.placements) STOKER_RETURN_IF_ERROR(cluster_.Release(p));
+    allocated_gpus_ -= j.alloc_gpus;
+  }
   j.placements.clear();
-  allocated_gpus_ -= j.alloc_gpus;
   j.alloc_gpus = 0;
   j.remaining_work += options_.preemption_overhead_ms * j.spec.gpus;
   ++j.preemptions;
@@ -309,7 +311,14 @@ Status JobsSim::Schedule() {
     // Only when some waiting job outranks a running one can the plan preempt anything.
     if (contested) {
       const queue::PreemptionPlan plan = queue::PlanPreemption(std::move(entries), waiting_, total);
-      for (queue::JobId p : plan.preempt) STOKER_RETURN_IF_ERROR(Preempt(p));
+      // The plan counts GPUs; the cluster has nodes. Release the victims tentatively, start what
+      // the topology allows, then put back every victim whose GPUs are still free: only jobs
+      // whose GPUs were really taken are preempted (otherwise a gang that does not fit would
+      // evict the same jobs at every round).
+      for (queue::JobId v : plan.preempt) {
+        for (const auto& p : jobs_[v].placements) STOKER_RETURN_IF_ERROR(cluster_.Release(p));
+        allocated_gpus_ -= jobs_[v].alloc_gpus;
+      }
       for (queue::JobId s : plan.start) {
         if (!waiting_.Contains(s)) continue;
         bool infeasible = false;
@@ -317,9 +326,26 @@ Status JobsSim::Schedule() {
         (void)started;
         if (infeasible) MarkInfeasible(s);
       }
+      for (queue::JobId v : plan.preempt) {
+        SimJob& j = jobs_[v];
+        size_t restored = 0;
+        while (restored < j.placements.size() && cluster_.Allocate(j.placements[restored]).ok()) ++restored;
+        if (restored == j.placements.size()) {
+          allocated_gpus_ += j.alloc_gpus;
+          continue;
+        }
+        for (size_t i = 0; i < restored; ++i) STOKER_RETURN_IF_ERROR(cluster_.Release(j.placements[i]));
+        STOKER_RETURN_IF_ERROR(Preempt(v, /*released=*/true));
+      }
     }
   }
-  // Fill in key order; the first job that cannot start blocks the rest (or gets a reservation).
+  // Fill in key order. With EASY the first job that cannot start gets a reservation; otherwise it
+  // blocks the rest under non-preemptive policies (strict order, as Helios' FIFO/SJF), while
+  // preemptive policies skip it like their capacity plan does (Helios' SRTF, Tiresias).
+  const bool skip_blocked = policy_->preemptive() && options_.backfill == BackfillMode::kNone;
+  // Nothing is released during the fill, so once a gang of g GPUs failed to place, any gang of at
+  // least g GPUs fails too: skip those without asking the placement policy.
+  int failed_from = std::numeric_limits<int>::max();
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     const queue::JobId id = it->key.id;
     ++it;  // `id` may leave the queue below; other iterators stay valid
@@ -327,14 +353,16 @@ Status JobsSim::Schedule() {
     if (free <= 0) break;
     bool infeasible = false;
     bool started = false;
-    if (jobs_[id].spec.min_gpus <= free) {
+    const int min_gpus = jobs_[id].spec.min_gpus;
+    if (min_gpus <= free && min_gpus < failed_from) {
       STOKER_ASSIGN_OR_RETURN(started, TryStart(id, &infeasible));
+      if (!started && !infeasible) failed_from = min_gpus;
     }
     if (infeasible) {
       MarkInfeasible(id);
       continue;
     }
-    if (started) continue;
+    if (started || skip_blocked) continue;
     if (options_.backfill == BackfillMode::kEasy) STOKER_RETURN_IF_ERROR(EasyBackfill(id));
     break;
   }

@@ -168,7 +168,8 @@ class JobsSim {
   // are flagged in `*infeasible`.
   Result<bool> TryStart(queue::JobId id, bool* infeasible);
   Status Start(queue::JobId id, std::vector<scheduler::Placement> placements, int gpus);
-  Status Preempt(queue::JobId id);
+  // `released`: the placements were already returned to the cluster (and allocated_gpus_).
+  Status Preempt(queue::JobId id, bool released = false);
   Status Finish(queue::JobId id);
   void MarkInfeasible(queue::JobId id);
   void Enqueue(queue::JobId id);

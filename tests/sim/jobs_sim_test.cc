@@ -276,8 +276,9 @@ TEST(JobsSim, TiresiasSixtyJobsEndToEnd) {
     if (contended) {
       EXPECT_LT(mean_jct["sjf"], mean_jct["fifo"]);
       EXPECT_LT(mean_jct["srtf"], mean_jct["fifo"]);
-      // Every job stays below the default LAS thresholds (1 GPU-hour): LAS degenerates to FIFO.
-      EXPECT_DOUBLE_EQ(mean_jct["las"], mean_jct["fifo"]);
+      // Every job stays below the default LAS thresholds (1 GPU-hour): LAS is FIFO without
+      // head-of-line blocking (preemptive policies skip a job that does not fit).
+      EXPECT_LT(mean_jct["las"], mean_jct["fifo"]);
       // With thresholds the jobs do cross, LAS preempts and beats FIFO.
       auto las = queue::LasPolicy::Create({200, 800});
       ASSERT_TRUE(las.ok());

@@ -28,9 +28,10 @@ PreemptionPlan PlanPreemption(std::vector<RunningEntry> running, const JobQueue&
   int64_t quota = capacity_gpus;
   auto r = running.begin();
   auto w = waiting.begin();
-  // Merge the two key-ordered sequences. Once every running job has been judged and the quota is
-  // spent, the rest of the waiting line cannot change the plan.
-  while (r != running.end() || (w != waiting.end() && quota > 0)) {
+  // Merge the two key-ordered sequences up to the last running job: waiting jobs behind every
+  // running one cannot displace anything, and starting them is the ordinary fill's business.
+  // (Stopping here keeps a round O(running + waiting jobs that outrank one), not O(queue).)
+  while (r != running.end()) {
     const bool take_running = w == waiting.end() || (r != running.end() && r->key < w->key);
     if (take_running) {
       if (r->gpus <= quota) {

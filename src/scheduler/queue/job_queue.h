@@ -56,7 +56,8 @@ struct PreemptionPlan {
 // active jobs in key order and give each its GPUs while the cluster total lasts; running jobs that
 // do not get a share are preempted, waiting jobs that do are started. Jobs that do not fit the
 // remaining quota are skipped, not blocking. Running jobs are preempted only when a waiting job
-// with a smaller key claims the capacity, so an idle waiting line never stops anything.
+// with a smaller key claims the capacity, so an idle waiting line never stops anything. Only
+// waiting jobs that outrank some running job are considered (the rest cannot preempt).
 // `running` may be in any order; it is sorted here.
 PreemptionPlan PlanPreemption(std::vector<RunningEntry> running, const JobQueue& waiting,
                               int64_t capacity_gpus);

@@ -52,9 +52,10 @@ PlacementResult ScoringPolicy::Place(const Request& r, const ClusterState& clust
 }
 
 std::vector<ScoringPolicy::Entry>* ScoringPolicy::CacheFor(const Request& r, int32_t num_nodes) {
-  ShapeKey key{r.cpu_milli,      r.memory_mib,     r.num_gpu,           r.gpu_milli,
-               r.gpu_memory_mib, r.allowed_models, MigSlices(r.mig),    r.best_effort,
-               r.job_class};
+  // Memory and the best-effort flag only decide feasibility (checked before the cache), so they
+  // are not part of the key: fewer distinct shapes, fewer evictions.
+  ShapeKey key{r.cpu_milli, r.num_gpu, r.gpu_milli, r.gpu_memory_mib, r.allowed_models,
+               MigSlices(r.mig), r.job_class};
   auto it = shape_ids_.find(key);
   size_t slot;
   if (it != shape_ids_.end()) {

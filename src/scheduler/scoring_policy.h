@@ -53,15 +53,14 @@ class ScoringPolicy : public PlacementPolicy {
     bool ok = false;
     uint8_t gpus[kMaxGpusPerNode] = {};
   };
-  using ShapeKey = std::tuple<int64_t, int64_t, int32_t, int32_t, int64_t, uint64_t, int, bool,
-                              std::string>;
+  using ShapeKey = std::tuple<int64_t, int32_t, int32_t, int64_t, uint64_t, int, std::string>;
   std::vector<Entry>* CacheFor(const Request& r, int32_t num_nodes);
 
   std::string name_;
   TieBreak tie_break_;
   Rng rng_;
   bool cacheable_;
-  static constexpr size_t kMaxCachedShapes = 64;
+  static constexpr size_t kMaxCachedShapes = 128;
   std::map<ShapeKey, size_t> shape_ids_;
   std::vector<std::vector<Entry>> slots_;
   size_t next_evict_ = 0;

@@ -1,0 +1,155 @@
+// Placement speed on a large cluster and the static packing run time (docs/performance.md).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "scheduler/registry.h"
+#include "scheduler/rng.h"
+#include "sim/packing.h"
+#include "sim/packing_trace.h"
+
+namespace stoker {
+namespace {
+
+using scheduler::ClusterState;
+using scheduler::Request;
+
+const std::string kOpenb = std::string(STOKER_SHARED_DIR) + "/traces/openb/";
+
+// The openb default pod shapes (falls back to a synthetic mix if the traces are absent).
+std::vector<Request> Workload() {
+  scheduler::GpuModelTable models;
+  auto pods = sim::LoadOpenbPods(kOpenb + "openb_pod_list_default.csv", models);
+  if (pods.ok()) return pods->pods;
+  std::vector<Request> synthetic;
+  for (int i = 0; i < 100; ++i) {
+    synthetic.push_back(i % 3 == 0 ? Request::GpuShare(100 + 7 * i, 4000, 8192)
+                                   : Request::WholeGpus(1 << (i % 4), 8000, 16384));
+  }
+  return synthetic;
+}
+
+ClusterState BigCluster(int nodes) {
+  ClusterState c;
+  auto g = *c.models().Intern("G2");
+  for (int i = 0; i < nodes; ++i) {
+    (void)c.AddNode({"node-" + std::to_string(i), 96000, 786432, 8, g, 0, false});
+  }
+  return c;
+}
+
+// One placement decision on a 10,000-node x 8-GPU cluster held at ~80 % GPU allocation: each
+// iteration places a pod drawn from the openb shapes, allocates it, and releases the oldest
+// placements while allocation is above 80 % (so caches see realistic churn). Reports p50/p99.
+void BM_PlaceAt80Pct(benchmark::State& state, const std::string& policy_name) {
+  const std::vector<Request> pods = Workload();
+  ClusterState cluster = BigCluster(static_cast<int>(state.range(0)));
+  scheduler::PolicyConfig config;
+  config.typical_shapes = scheduler::ComputeTypicalShapes(pods, 95);
+  auto policy = std::move(scheduler::CreatePlacementPolicy(policy_name, config).value());
+  scheduler::Rng rng(1);
+  std::deque<scheduler::Placement> live;
+  const int64_t target = cluster.total_gpu_milli() * 8 / 10;
+  auto step = [&](const Request& r) {
+    policy->Observe(r);
+    auto res = policy->Place(r, cluster);
+    if (res.placed()) {
+      (void)cluster.Allocate(res.placement);
+      live.push_back(res.placement);
+    }
+    while (cluster.allocated_gpu_milli() > target && !live.empty()) {
+      (void)cluster.Release(live.front());
+      live.pop_front();
+    }
+  };
+  // Fill to 80 % (not timed) by placing pods on random nodes that fit, then let the policy
+  // make a few thousand decisions so its caches and learned model are warm.
+  for (int misses = 0; cluster.allocated_gpu_milli() < target && misses < 1000000;) {
+    const Request& r = pods[rng.Uniform(pods.size())];
+    const int32_t node = static_cast<int32_t>(rng.Uniform(static_cast<uint64_t>(cluster.num_nodes())));
+    uint8_t gpus[scheduler::kMaxGpusPerNode];
+    if (!cluster.Fits(node, r) || !scheduler::PickFullyFreeGpus(cluster.node(node), r.IsGpuShare() ? 0 : r.num_gpu, gpus)) {
+      ++misses;
+      continue;
+    }
+    if (r.IsGpuShare()) {
+      int g = -1;
+      for (int i = 0; i < cluster.node(node).num_gpus && g < 0; ++i) {
+        if (cluster.node(node).gpu_free_milli[i] >= r.gpu_milli) g = i;
+      }
+      if (g < 0) continue;
+      gpus[0] = static_cast<uint8_t>(g);
+    }
+    auto p = scheduler::MakePlacement(r, node, gpus);
+    if (cluster.Allocate(p).ok()) live.push_back(p);
+  }
+  for (int i = 0; i < 2000; ++i) step(pods[rng.Uniform(pods.size())]);
+  std::vector<double> us;
+  us.reserve(1 << 16);
+  for (auto _ : state) {
+    const Request& r = pods[rng.Uniform(pods.size())];
+    const auto t0 = std::chrono::steady_clock::now();
+    policy->Observe(r);
+    auto res = policy->Place(r, cluster);
+    const auto t1 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(res);
+    us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    state.PauseTiming();
+    if (res.placed()) {
+      (void)cluster.Allocate(res.placement);
+      live.push_back(res.placement);
+    }
+    while (cluster.allocated_gpu_milli() > target && !live.empty()) {
+      (void)cluster.Release(live.front());
+      live.pop_front();
+    }
+    state.ResumeTiming();
+  }
+  std::sort(us.begin(), us.end());
+  if (!us.empty()) {
+    state.counters["p50_us"] = us[us.size() / 2];
+    state.counters["p99_us"] = us[std::min(us.size() - 1, us.size() * 99 / 100)];
+  }
+  state.counters["alloc_pct"] = 100.0 * static_cast<double>(cluster.allocated_gpu_milli()) /
+                                static_cast<double>(cluster.total_gpu_milli());
+}
+BENCHMARK_CAPTURE(BM_PlaceAt80Pct, fgd, std::string("fgd"))->Arg(10000)->Iterations(20000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_PlaceAt80Pct, stoker, std::string("stoker"))->Arg(10000)->Iterations(20000)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_PlaceAt80Pct, bestfit, std::string("bestfit"))->Arg(10000)->Iterations(20000)->Unit(benchmark::kMicrosecond);
+
+// Memory of the cluster model for 10,000 nodes (specs + free-resource state + name strings).
+void BM_ClusterModelBytes(benchmark::State& state) {
+  for (auto _ : state) {
+    ClusterState c = BigCluster(static_cast<int>(state.range(0)));
+    benchmark::DoNotOptimize(c);
+  }
+  const double per_node = sizeof(scheduler::NodeSpec) + sizeof(scheduler::NodeState) + 16;  // +name
+  state.counters["model_MB"] = per_node * static_cast<double>(state.range(0)) / 1e6;
+}
+BENCHMARK(BM_ClusterModelBytes)->Arg(10000)->Unit(benchmark::kMillisecond);
+
+// One static packing run: default workload, one seed (42), 1.3x inflation.
+void BM_StaticPackingRun(benchmark::State& state, const std::string& policy) {
+  auto cluster = sim::LoadOpenbNodes(kOpenb + "openb_node_list_gpu_node.csv");
+  if (!cluster.ok()) {
+    state.SkipWithError("openb traces not found");
+    return;
+  }
+  auto pods = sim::LoadOpenbPods(kOpenb + "openb_pod_list_default.csv", cluster->models());
+  const auto typical = scheduler::ComputeTypicalShapes(pods->pods, 95);
+  for (auto _ : state) {
+    auto curve = sim::RunPacking(*cluster, pods->pods, typical, {policy, 42, 1300});
+    benchmark::DoNotOptimize(curve);
+  }
+}
+BENCHMARK_CAPTURE(BM_StaticPackingRun, fgd, std::string("fgd"))->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK_CAPTURE(BM_StaticPackingRun, stoker, std::string("stoker"))->Unit(benchmark::kMillisecond)->Iterations(3);
+
+}  // namespace
+}  // namespace stoker
+
+BENCHMARK_MAIN();

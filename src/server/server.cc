@@ -632,44 +632,83 @@ PassStats Server::RunSchedulingPass() {
     // The cluster as the scheduler library sees it: schedulable nodes, minus what active jobs
     // hold. Rebuilt each pass from the authoritative job table (cheap next to placement).
     scheduler::ClusterState cluster;
-    std::vector<const NodeEntry*> index_to_node;
-    std::unordered_map<std::string, int32_t> node_index;
+    // The library models a node's GPUs as one homogeneous group (all MIG or none), so a node
+    // with both kinds becomes two scheduler nodes, one per kind, sharing CPU and memory: every
+    // allocation of CPU/memory is applied to both (see AllocateOnNode).
+    struct VNode {
+      const NodeEntry* node;
+      std::vector<uint8_t> positions;  // scheduler GPU i -> position in node->inv.gpus
+    };
+    std::vector<VNode> vnodes;
+    std::unordered_map<std::string, std::vector<int32_t>> node_vnodes;
     for (const auto& [name, n] : nodes_) {
       if (n.lost || n.drained) continue;
-      scheduler::NodeSpec spec;
-      spec.name = name;
-      spec.cpu_milli = n.inv.cpu_milli;
-      spec.memory_mib = n.inv.memory_mib;
-      spec.num_gpus = static_cast<int32_t>(n.inv.gpus.size());
-      if (!n.inv.gpus.empty()) {
-        auto model = cluster.models().Intern(n.inv.gpus[0].model);
-        if (!model.ok()) continue;
-        spec.gpu_model = *model;
-        spec.gpu_memory_mib = n.inv.gpus[0].memory_mib;
-        for (const auto& g : n.inv.gpus) spec.mig_enabled |= g.mig_enabled;
+      std::vector<uint8_t> plain, mig;
+      for (size_t i = 0; i < n.inv.gpus.size(); ++i) {
+        (n.inv.gpus[i].mig_enabled ? mig : plain).push_back(static_cast<uint8_t>(i));
       }
-      auto idx = cluster.AddNode(spec);
-      if (!idx.ok()) {
-        spdlog::warn("node {} not schedulable: {}", name, idx.status().ToString());
-        continue;
+      std::vector<std::vector<uint8_t>> groups;
+      if (!plain.empty() || mig.empty()) groups.push_back(plain);
+      if (!mig.empty()) groups.push_back(mig);
+      for (const auto& group : groups) {
+        scheduler::NodeSpec spec;
+        spec.name = groups.size() > 1 && &group == &groups.back() ? name + "#mig" : name;
+        spec.cpu_milli = n.inv.cpu_milli;
+        spec.memory_mib = n.inv.memory_mib;
+        spec.num_gpus = static_cast<int32_t>(group.size());
+        if (!group.empty()) {
+          const GpuInfo& first = n.inv.gpus[group[0]];
+          auto model = cluster.models().Intern(first.model);
+          if (!model.ok()) continue;
+          spec.gpu_model = *model;
+          spec.gpu_memory_mib = first.memory_mib;
+          spec.mig_enabled = first.mig_enabled;
+        }
+        auto idx = cluster.AddNode(spec);
+        if (!idx.ok()) {
+          spdlog::warn("node {} not schedulable: {}", name, idx.status().ToString());
+          continue;
+        }
+        vnodes.push_back(VNode{&n, group});
+        node_vnodes[name].push_back(*idx);
       }
-      node_index[name] = *idx;
-      index_to_node.push_back(&n);
     }
+    // Applies `p` (GPUs on p.node) and its CPU/memory on the sibling scheduler nodes.
+    auto allocate_on_node = [&](const scheduler::Placement& p, const std::string& name) {
+      STOKER_RETURN_IF_ERROR(cluster.Allocate(p));
+      for (int32_t other : node_vnodes[name]) {
+        if (other == p.node) continue;
+        scheduler::Placement cpu_only;
+        cpu_only.node = other;
+        cpu_only.cpu_milli = p.cpu_milli;
+        cpu_only.memory_mib = p.memory_mib;
+        cpu_only.best_effort = p.best_effort;
+        Status s = cluster.Allocate(cpu_only);
+        if (!s.ok()) spdlog::warn("node {}: CPU/memory over-committed: {}", name, s.ToString());
+      }
+      return Status::Ok();
+    };
     std::unordered_map<std::string, std::set<std::string>> used_mig;  // node -> MIG uuids
     for (const auto& [id, j] : jobs_) {
       if (!IsActive(j.state) || !j.assignment) continue;
-      auto ni = node_index.find(j.assignment->node);
-      if (ni == node_index.end()) continue;
+      auto ni = node_vnodes.find(j.assignment->node);
+      if (ni == node_vnodes.end()) continue;
       scheduler::Placement p;
-      p.node = ni->second;
+      p.node = ni->second.front();
       p.cpu_milli = j.spec.cpu_milli;
       p.memory_mib = j.spec.memory_mib;
-      for (const auto& [gpu, milli] : j.assignment->shares) {
-        p.gpus[p.num_gpus++] = scheduler::GpuShare{gpu, milli, j.assignment->mig_slices};
+      for (const auto& [pos, milli] : j.assignment->shares) {
+        for (int32_t v : ni->second) {
+          const auto& positions = vnodes[v].positions;
+          auto it = std::find(positions.begin(), positions.end(), pos);
+          if (it == positions.end()) continue;
+          p.node = v;
+          p.gpus[p.num_gpus++] = scheduler::GpuShare{static_cast<uint8_t>(it - positions.begin()), milli,
+                                                     j.assignment->mig_slices};
+        }
       }
       if (!j.assignment->mig_uuid.empty()) used_mig[j.assignment->node].insert(j.assignment->mig_uuid);
-      Status s = cluster.Allocate(p);
+      Status s = allocate_on_node(p, j.assignment->node);
       if (!s.ok()) spdlog::warn("job {}: cannot account its allocation: {}", id, s.ToString());
     }
     // A model name nobody has: requests naming only unknown models can never be placed.
@@ -745,21 +784,25 @@ PassStats Server::RunSchedulingPass() {
         continue;
       }
       const scheduler::Placement& p = pr.placement;
-      const NodeEntry& n = *index_to_node[p.node];
+      const VNode& vn = vnodes[p.node];
+      const NodeEntry& n = *vn.node;
       Assignment a;
       a.node = n.inv.name;
+      uint8_t first_pos = 0;
       for (int i = 0; i < p.num_gpus; ++i) {
         const auto& share = p.gpus[i];
-        if (share.gpu >= n.inv.gpus.size()) continue;
-        a.gpu_indices.push_back(n.inv.gpus[share.gpu].index);
-        a.shares.emplace_back(share.gpu, share.milli);
+        if (share.gpu >= vn.positions.size()) continue;
+        const uint8_t pos = vn.positions[share.gpu];
+        if (i == 0) first_pos = pos;
+        a.gpu_indices.push_back(n.inv.gpus[pos].index);
+        a.shares.emplace_back(pos, share.milli);
         a.gpu_milli = share.milli;
         a.mig_slices = share.mig_slices;
       }
       if (r.IsMig()) {
         // The scheduler counts slices; the node has concrete instances. Take a free instance
         // of the requested size on the chosen GPU.
-        const GpuInfo& g = n.inv.gpus[p.gpus[0].gpu];
+        const GpuInfo& g = n.inv.gpus[first_pos];
         for (const MigInfo& m : g.mig) {
           if (m.slices == static_cast<uint32_t>(scheduler::MigSlices(r.mig)) &&
               !used_mig[a.node].count(m.uuid)) {
@@ -785,7 +828,7 @@ PassStats Server::RunSchedulingPass() {
           a.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=" + std::to_string(r.gpu_memory_mib) + "M";
         }
       }
-      Status s2 = cluster.Allocate(p);
+      Status s2 = allocate_on_node(p, a.node);
       if (!s2.ok()) {
         spdlog::error("job {}: placement rejected by the cluster: {}", j.id, s2.ToString());
         continue;

@@ -111,15 +111,22 @@ TEST(Server, GpuShareAndModelConstraints) {
 
 TEST(Server, MigJobGetsAnInstanceUuid) {
   Fixture f("mig");
-  NodeInventory n = f.Node("n1", 1);
-  n.gpus[0].mig_enabled = true;
-  n.gpus[0].mig = {{"MIG-a", "1g.10gb", 1}, {"MIG-b", "1g.10gb", 1}, {"MIG-c", "3g.40gb", 3}};
+  // A mixed node: GPU 0 whole, GPU 1 in MIG mode.
+  NodeInventory n = f.Node("n1", 2);
+  n.gpus[1].mig_enabled = true;
+  n.gpus[1].mig = {{"MIG-a", "1g.10gb", 1}, {"MIG-b", "1g.10gb", 1}, {"MIG-c", "3g.40gb", 3}};
   ASSERT_TRUE(f.server->RegisterNode(f.agent, n).ok());
   JobSpec m = Spec({"m"});
   m.mig = "1g.10gb";
   auto a = f.server->Submit(f.alice, m);
   auto b = f.server->Submit(f.alice, m);
-  f.server->RunSchedulingPass();
+  auto whole = f.server->Submit(f.alice, Spec({"w"}, 1));
+  auto whole2 = f.server->Submit(f.alice, Spec({"w2"}, 1));
+  PassStats ps = f.server->RunSchedulingPass();
+  EXPECT_EQ(ps.placed, 3) << f.server->GetJob(f.admin, whole->id)->reason << " | "
+                          << f.server->GetJob(f.admin, a->id)->reason;
+  EXPECT_EQ(f.server->GetJob(f.admin, whole->id)->assignment->cuda_visible_devices, "0");
+  EXPECT_EQ(f.server->GetJob(f.admin, whole2->id)->state, JobState::kQueued);
   auto ja = f.server->GetJob(f.admin, a->id);
   auto jb = f.server->GetJob(f.admin, b->id);
   ASSERT_EQ(ja->state, JobState::kAssigned);

@@ -1,0 +1,181 @@
+#include "node/node_agent.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+namespace stoker::node {
+using server::json;
+
+namespace {
+
+int64_t FileSize(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? st.st_size : 0;
+}
+
+std::string ReadRange(const std::string& path, int64_t offset, size_t max) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(offset);
+  std::string out(max, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(max));
+  out.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
+  return out;
+}
+
+int64_t HostMemoryMib() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit) {
+    if (key == "MemTotal:") return kib / 1024;
+  }
+  return 0;
+}
+
+}  // namespace
+
+server::NodeInventory BuildInventory(const std::string& name, GpuSource* source) {
+  server::NodeInventory inv;
+  inv.name = name;
+  inv.cpu_milli = static_cast<int64_t>(::sysconf(_SC_NPROCESSORS_ONLN)) * 1000;
+  inv.memory_mib = HostMemoryMib();
+  if (source == nullptr) return inv;
+  inv.simulated = source->simulated();
+  inv.source = source->Describe();
+  GpuSample s;
+  for (uint32_t i = 0; i < source->DeviceCount(); ++i) {
+    if (!source->Sample(i, &s).ok()) continue;
+    server::GpuInfo g;
+    g.index = s.id.index;
+    g.uuid = s.id.uuid;
+    g.model = s.id.name.empty() ? "unknown" : s.id.name;
+    g.memory_mib = static_cast<int64_t>(s.memory_total_bytes.value_or(0) >> 20);
+    g.mig_enabled = s.mig_enabled.value_or(false);
+    for (const MigInstance& m : s.mig_instances) {
+      g.mig.push_back(server::MigInfo{m.uuid, m.profile, m.slices});
+    }
+    inv.gpus.push_back(std::move(g));
+  }
+  return inv;
+}
+
+NodeAgent::NodeAgent(NodeOptions options, Clock* clock, server::NodeInventory inventory,
+                     std::function<json()> samples)
+    : options_(std::move(options)),
+      clock_(clock),
+      inventory_(std::move(inventory)),
+      samples_(std::move(samples)),
+      runner_(options_.state_dir, options_.shim_argv, clock, options_.cancel_grace),
+      client_(options_.server_url, options_.token, 10, options_.ca_file) {
+  client_.set_keep_alive(false);
+}
+
+server::JobReport NodeAgent::ReportFor(const runner::JobStatus& st) {
+  server::JobReport r;
+  r.id = std::stoll(st.job_id);
+  r.phase = runner::JobPhaseName(st.phase);
+  r.exit_code = st.exit_code;
+  r.signal = st.signal;
+  r.error = st.error;
+  auto& [out_sent, err_sent] = sent_[r.id];
+  const std::string dir = runner_.JobDir(st.job_id);
+  r.stdout_offset = out_sent;
+  r.stdout_data = ReadRange(dir + "/stdout.log", out_sent, options_.max_log_chunk);
+  r.stderr_offset = err_sent;
+  r.stderr_data = ReadRange(dir + "/stderr.log", err_sent, options_.max_log_chunk);
+  r.logs_complete = st.phase == runner::JobPhase::kExited &&
+                    out_sent + static_cast<int64_t>(r.stdout_data.size()) >= FileSize(dir + "/stdout.log") &&
+                    err_sent + static_cast<int64_t>(r.stderr_data.size()) >= FileSize(dir + "/stderr.log");
+  return r;
+}
+
+Status NodeAgent::RunOnce() {
+  if (!registered_) {
+    STOKER_ASSIGN_OR_RETURN(server::HttpResult r,
+                            client_.Post("/api/v1/nodes/register", server::NodeInventoryToJson(inventory_)));
+    STOKER_RETURN_IF_ERROR(server::StatusFromHttp(r).WithContext("register"));
+    registered_ = true;
+    spdlog::info("node {} registered with {}", inventory_.name, options_.server_url);
+  }
+  server::Heartbeat hb;
+  for (const runner::JobStatus& st : runner_.Poll()) {
+    if (st.job_id.find_first_not_of("0123456789") != std::string::npos) continue;
+    hb.jobs.push_back(ReportFor(st));
+  }
+  for (const auto& [id, err] : launch_errors_) {
+    server::JobReport r;
+    r.id = id;
+    r.phase = "exited";
+    r.exit_code = 127;
+    r.error = err;
+    r.logs_complete = true;
+    hb.jobs.push_back(r);
+  }
+  if (samples_) hb.samples = samples_();
+  STOKER_ASSIGN_OR_RETURN(server::HttpResult res,
+                          client_.Post("/api/v1/nodes/" + inventory_.name + "/heartbeat",
+                                       server::HeartbeatToJson(hb)));
+  if (res.status == 404) {
+    registered_ = false;  // the server forgot us (new database): register again next round
+    return Unavailable("node not registered on the server; re-registering");
+  }
+  STOKER_RETURN_IF_ERROR(server::StatusFromHttp(res).WithContext("heartbeat"));
+  STOKER_ASSIGN_OR_RETURN(server::HeartbeatReply reply, server::ParseHeartbeatReply(res.body));
+  // What the server now holds of each job's logs (it appended what we sent).
+  for (const auto& [id, off] : reply.log_offsets) sent_[id] = off;
+  for (int64_t id : reply.forget) {
+    const std::string job = std::to_string(id);
+    launch_errors_.erase(id);
+    sent_.erase(id);
+    if (Status s = runner_.Forget(job); !s.ok() && s.code() != StatusCode::kInvalidArgument) {
+      spdlog::debug("forget job {}: {}", id, s.ToString());
+    }
+  }
+  for (int64_t id : reply.cancel) {
+    Status s = runner_.Cancel(std::to_string(id));
+    if (!s.ok() && s.code() != StatusCode::kNotFound) spdlog::debug("cancel job {}: {}", id, s.ToString());
+  }
+  for (const server::LaunchOrder& o : reply.start) {
+    runner::LaunchSpec spec;
+    spec.job_id = std::to_string(o.id);
+    spec.argv = o.command;
+    spec.env = o.env;
+    spec.workdir = o.workdir;
+    spec.user = o.user;
+    if (o.has_gpu) spec.cuda_visible_devices = o.cuda_visible_devices;
+    Status s = runner_.Launch(spec);
+    if (s.ok()) {
+      spdlog::info("job {} started: {}", o.id, o.command.empty() ? "" : o.command[0]);
+    } else if (s.code() != StatusCode::kAlreadyExists) {
+      spdlog::warn("job {} could not start: {}", o.id, s.ToString());
+      launch_errors_[o.id] = s.message();
+    }
+  }
+  return Status::Ok();
+}
+
+void NodeAgent::Run(const std::atomic<bool>* stop) {
+  MonoTime next = clock_->Now();
+  bool was_down = false;
+  while (!stop->load()) {
+    Status s = RunOnce();
+    if (!s.ok()) {
+      if (!was_down) spdlog::warn("node {}: {} (jobs keep running; retrying)", inventory_.name, s.ToString());
+      was_down = true;
+    } else if (was_down) {
+      spdlog::info("node {}: server reachable again", inventory_.name);
+      was_down = false;
+    }
+    next += options_.heartbeat_interval;
+    const MonoTime now = clock_->Now();
+    if (next < now) next = now;
+    clock_->SleepUntil(next);
+  }
+}
+
+}  // namespace stoker::node

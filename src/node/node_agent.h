@@ -1,0 +1,66 @@
+#pragma once
+// The node loop: register with the server (agent token), heartbeat every interval with the
+// latest GPU samples, the state of every job in the runner's state directory and new log bytes;
+// start / cancel / forget jobs as the reply says. All state that matters lives in the runner's
+// files, so an agent restart loses nothing: it reports what it finds and the server reconciles.
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/gpu_source.h"
+#include "core/status.h"
+#include "runner/runner.h"
+#include "server/http.h"
+#include "server/model.h"
+
+namespace stoker::node {
+
+struct NodeOptions {
+  std::string server_url;
+  std::string token;
+  std::string ca_file;
+  std::string state_dir;                // job directories (runner)
+  std::vector<std::string> shim_argv;   // e.g. {"/usr/bin/stoker", "_job-shim"}
+  Duration heartbeat_interval = std::chrono::seconds(1);
+  Duration cancel_grace = std::chrono::seconds(10);
+  size_t max_log_chunk = 256 * 1024;    // per stream per heartbeat
+};
+
+// The GPU part of the inventory from a GpuSource (index, UUID, model, memory, MIG instances),
+// plus this host's CPUs and memory. `source` may be null (no GPUs).
+server::NodeInventory BuildInventory(const std::string& name, GpuSource* source);
+
+class NodeAgent {
+ public:
+  // `samples` returns the latest GPU samples as JSON (from the telemetry Sampler's cache).
+  NodeAgent(NodeOptions options, Clock* clock, server::NodeInventory inventory,
+            std::function<server::json()> samples);
+
+  // One round: register if needed, heartbeat, act on the reply. Unavailable when the server is
+  // unreachable (jobs keep running; the next round retries).
+  Status RunOnce();
+  // Rounds every heartbeat_interval until *stop.
+  void Run(const std::atomic<bool>* stop);
+
+  runner::Runner& runner() { return runner_; }
+
+ private:
+  server::JobReport ReportFor(const runner::JobStatus& st);
+
+  NodeOptions options_;
+  Clock* clock_;
+  server::NodeInventory inventory_;
+  std::function<server::json()> samples_;
+  runner::Runner runner_;
+  server::ApiClient client_;
+  bool registered_ = false;
+  std::map<int64_t, std::pair<int64_t, int64_t>> sent_;  // bytes of stdout/stderr the server holds
+  std::map<int64_t, std::string> launch_errors_;         // jobs that could not be launched
+};
+
+}  // namespace stoker::node

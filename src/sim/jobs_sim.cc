@@ -319,12 +319,13 @@ Status JobsSim::Schedule() {
         for (const auto& p : jobs_[v].placements) STOKER_RETURN_IF_ERROR(cluster_.Release(p));
         allocated_gpus_ -= jobs_[v].alloc_gpus;
       }
+      int plan_failed_from = std::numeric_limits<int>::max();  // as in the fill below
       for (queue::JobId s : plan.start) {
-        if (!waiting_.Contains(s)) continue;
+        if (!waiting_.Contains(s) || jobs_[s].spec.min_gpus >= plan_failed_from) continue;
         bool infeasible = false;
         STOKER_ASSIGN_OR_RETURN(const bool started, TryStart(s, &infeasible));
-        (void)started;
         if (infeasible) MarkInfeasible(s);
+        if (!started && !infeasible) plan_failed_from = jobs_[s].spec.min_gpus;
       }
       for (queue::JobId v : plan.preempt) {
         SimJob& j = jobs_[v];

@@ -81,8 +81,9 @@ struct State {
 };
 
 State& S() {
-  static State* state = new State();  // never destroyed: safe during process exit
-  return *state;
+  // Destroyed at dlclose (or exit), so each load of the library frees its scenario and handles.
+  static State state;
+  return state;
 }
 
 double NowLocked(const State& s) {

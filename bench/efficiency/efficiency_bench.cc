@@ -140,3 +140,5 @@ BENCHMARK(BM_IdleObserve);
 
 }  // namespace
 }  // namespace stoker::efficiency
+
+BENCHMARK_MAIN();

@@ -36,6 +36,10 @@ void AppendUint(std::string& out, uint64_t v) {
 }
 
 void AppendHelpText(std::string& out, std::string_view help) {
+  if (help.find_first_of("\\\n") == std::string_view::npos) {
+    out.append(help);
+    return;
+  }
   for (char c : help) {
     if (c == '\\') {
       out += "\\\\";
@@ -146,6 +150,10 @@ std::string_view JobLabel(const JobRef& job) { return job.known() ? job.id : std
 }  // namespace
 
 void AppendLabelValue(std::string* out, std::string_view value) {
+  if (value.find_first_of("\\\"\n") == std::string_view::npos) {  // the common case
+    out->append(value);
+    return;
+  }
   for (char c : value) {
     switch (c) {
       case '\\': *out += "\\\\"; break;

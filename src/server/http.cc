@@ -89,6 +89,8 @@ ApiClient::ApiClient(std::string base_url, std::string token, double timeout_s, 
       ca_file_(std::move(ca_file)), impl_(std::make_unique<Impl>()) {}
 
 ApiClient::~ApiClient() = default;
+ApiClient::ApiClient(ApiClient&&) noexcept = default;
+ApiClient& ApiClient::operator=(ApiClient&&) noexcept = default;
 
 Result<HttpResult> ApiClient::Do(const std::string& method, const std::string& path,
                                  const std::string& body) {

@@ -58,6 +58,8 @@ class ApiClient {
   ApiClient(std::string base_url, std::string token, double timeout_s = 10,
             std::string ca_file = "");
   ~ApiClient();
+  ApiClient(ApiClient&&) noexcept;
+  ApiClient& operator=(ApiClient&&) noexcept;
   // Unavailable when the server cannot be reached.
   Result<HttpResult> Get(const std::string& path);
   Result<HttpResult> Post(const std::string& path, const json& body);

@@ -1,0 +1,180 @@
+// `stoker up` in a temp data dir, driven by the CLI: CPU and (simulated) GPU jobs run, finish,
+// fail and get cancelled; a job that ends while the server is down is reconciled on restart.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "process_util.h"
+
+namespace stoker::e2e {
+namespace {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+class UpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (fs::temp_directory_path() / ("stoker_e2e_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+               .string();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ + "/config");
+    port_ = FreePort();
+    env_prefix_ = "env -u STOKER_SERVER -u STOKER_TOKEN XDG_CONFIG_HOME=" + dir_ + "/config ";
+  }
+  void TearDown() override {
+    Stop();
+    // Anything still running from the test's jobs belongs to the test's process groups.
+    fs::remove_all(dir_);
+  }
+
+  void Start() {
+    pid_ = Spawn({STOKER_BIN, "up", "--data-dir", dir_ + "/data", "--listen",
+                  "127.0.0.1:" + std::to_string(port_), "--node-timeout", "60"},
+                 {{"XDG_CONFIG_HOME", dir_ + "/config"}}, dir_ + "/up.log");
+    for (int i = 0; i < 300; ++i) {
+      CmdResult r = Cli("nodes --json");
+      if (r.exit_code == 0) {
+        json nodes = json::parse(r.out, nullptr, false);
+        if (nodes.is_array() && !nodes.empty()) return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    FAIL() << "stoker up did not come up; log:\n" << Log();
+  }
+  void Stop() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      EXPECT_EQ(WaitExit(pid_), 0) << Log();
+      pid_ = -1;
+    }
+  }
+  std::string Log() {
+    std::ifstream in(dir_ + "/up.log");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  CmdResult Cli(const std::string& args) {
+    return e2e::Run(env_prefix_ + STOKER_BIN + std::string(" ") + args + " 2>/dev/null");
+  }
+  int64_t Submit(const std::string& args) {
+    CmdResult r = Cli("submit --json " + args);
+    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.out;
+    json j = json::parse(r.out, nullptr, false);
+    return j.is_object() ? j["id"].get<int64_t>() : -1;
+  }
+  json Job(int64_t id) {
+    CmdResult r = Cli("job --json " + std::to_string(id));
+    return json::parse(r.out, nullptr, false);
+  }
+  json WaitState(int64_t id, const std::set<std::string>& states, int timeout_s = 30) {
+    json j;
+    for (int i = 0; i < timeout_s * 10; ++i) {
+      j = Job(id);
+      if (j.is_object() && states.count(j["state"].get<std::string>())) return j;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "job " << id << " never reached the expected state; last: " << j.dump() << "\n" << Log();
+    return j;
+  }
+
+  std::string dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+  std::string env_prefix_;
+};
+
+TEST_F(UpTest, JobsRunFinishFailAndGetCancelled) {
+  Start();
+  json nodes = json::parse(Cli("nodes --json").out);
+  ASSERT_EQ(nodes.size(), 1u);
+  const bool simulated = nodes[0]["simulated"].get<bool>();
+  if (simulated) {
+    EXPECT_EQ(nodes[0]["gpus"].size(), 8u);
+    EXPECT_NE(Log().find("SIMULATED"), std::string::npos);
+    EXPECT_NE(Cli("nodes").out.find("SIMULATED"), std::string::npos);
+  }
+  // The admin token was created with mode 0600.
+  struct stat st;
+  ASSERT_EQ(::stat((dir_ + "/data/admin.token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  const int64_t ok = Submit("--name hello -- sh -c 'echo hello; echo warn >&2'");
+  const int64_t bad = Submit("-- sh -c 'exit 3'");
+  const int64_t gpu = Submit("--gpus 2 --cpu 0.5 --mem 256M -- sh -c 'echo dev=$CUDA_VISIBLE_DEVICES job=$STOKER_JOB_ID'");
+  const int64_t longjob = Submit("-- sleep 300");
+  int64_t mig = -1;
+  if (simulated) mig = Submit("--mig 1g.10gb -- sh -c 'echo dev=$CUDA_VISIBLE_DEVICES'");
+
+  json j = WaitState(ok, {"succeeded", "failed"});
+  EXPECT_EQ(j["state"], "succeeded");
+  EXPECT_EQ(j["exit_code"], 0);
+  j = WaitState(bad, {"succeeded", "failed"});
+  EXPECT_EQ(j["state"], "failed");
+  EXPECT_EQ(j["exit_code"], 3);
+  j = WaitState(gpu, {"succeeded", "failed"});
+  EXPECT_EQ(j["state"], "succeeded");
+
+  // Logs arrive with the job's end.
+  for (int i = 0; i < 50 && Cli("logs " + std::to_string(ok)).out.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(Cli("logs " + std::to_string(ok)).out, "hello\n");
+  EXPECT_EQ(Cli("logs --stderr " + std::to_string(ok)).out, "warn\n");
+  const std::string gpu_out = Cli("logs -f " + std::to_string(gpu)).out;
+  EXPECT_EQ(gpu_out, "dev=" + j["assignment"]["cuda_visible_devices"].get<std::string>() +
+                         " job=" + std::to_string(gpu) + "\n");
+  if (simulated) {
+    json m = WaitState(mig, {"succeeded", "failed"});
+    EXPECT_EQ(m["state"], "succeeded");
+    EXPECT_NE(Cli("logs -f " + std::to_string(mig)).out.find("dev=MIG-"), std::string::npos);
+  }
+
+  WaitState(longjob, {"running"});
+  CmdResult c = Cli("cancel " + std::to_string(longjob));
+  EXPECT_EQ(c.exit_code, 0);
+  j = WaitState(longjob, {"cancelled"});
+  EXPECT_EQ(j["signal"], 15);
+
+  json failed = json::parse(Cli("jobs --json --state failed").out);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0]["id"], bad);
+  EXPECT_NE(Cli("jobs").out.find("hello"), std::string::npos);
+
+  // Documented exit codes.
+  EXPECT_EQ(Cli("job 999999").exit_code, 4);
+  EXPECT_EQ(Cli("jobs --token stk_bogus").exit_code, 5);
+  EXPECT_EQ(Cli("submit --gpus 99 -- true").exit_code, 2);
+  EXPECT_EQ(e2e::Run(env_prefix_ + STOKER_BIN + " jobs --server http://127.0.0.1:1 2>/dev/null").exit_code, 3);
+  // Users see only their own jobs.
+  const std::string alice = Cli("token create --role user --name alice").out;
+  ASSERT_FALSE(alice.empty());
+  const std::string tok = alice.substr(0, alice.find('\n'));
+  EXPECT_EQ(json::parse(Cli("jobs --json --token " + tok).out).size(), 0u);
+  EXPECT_EQ(Cli("cancel " + std::to_string(longjob) + " --token " + tok).exit_code, 4);
+  EXPECT_EQ(Cli("drain " + nodes[0]["name"].get<std::string>() + " --token " + tok).exit_code, 5);
+  EXPECT_EQ(Cli("drain " + nodes[0]["name"].get<std::string>()).exit_code, 0);
+  EXPECT_EQ(Cli("undrain " + nodes[0]["name"].get<std::string>()).exit_code, 0);
+}
+
+TEST_F(UpTest, JobThatEndsWhileTheServerIsDownIsReconciled) {
+  Start();
+  const int64_t id = Submit("-- sh -c 'sleep 3; echo finished; exit 7'");
+  WaitState(id, {"running"});
+  Stop();  // the server and the local agent go away; the job keeps running under its shim
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  Start();
+  json j = WaitState(id, {"failed", "succeeded"});
+  EXPECT_EQ(j["state"], "failed");
+  EXPECT_EQ(j["exit_code"], 7);
+  for (int i = 0; i < 50 && Cli("logs " + std::to_string(id)).out.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(Cli("logs " + std::to_string(id)).out, "finished\n");
+}
+
+}  // namespace
+}  // namespace stoker::e2e

@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0; [[ ${1:-} == --quick ]] && quick=1
 jobs=$(nproc)
+# Let ccache share objects between clones in different folders (CI builds a fresh clone).
+export CCACHE_BASEDIR=$PWD
 
 echo "== build (RelWithDebInfo) =="
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

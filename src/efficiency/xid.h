@@ -1,13 +1,11 @@
 #pragma once
-// XID grading (reference/telemetry.md 6.3): red = hardware or node action, amber = degradation,
-// blue = application fault. Only red XIDs raise the red "GpuFatalXid" alert.
+// The XID grading table lives in the core (core/xid.h); only red XIDs raise the red
+// "GpuFatalXid" alert.
 
-#include <cstdint>
+#include "core/xid.h"
 
 namespace stoker::efficiency {
-
-enum class XidGrade : uint8_t { kUngraded, kBlue, kAmber, kRed };
-const char* XidGradeName(XidGrade g);
-XidGrade GradeXid(uint64_t xid);
-
+using stoker::GradeXid;
+using stoker::XidGrade;
+using stoker::XidGradeName;
 }  // namespace stoker::efficiency

@@ -1,14 +1,10 @@
 #pragma once
-// XID grading (reference/telemetry.md §6.3): red = hardware or node action, amber =
-// degradation (schedule maintenance / restart the app), blue = application fault.
+// XID grading comes from the core table (core/xid.h), shared with the alert engine.
 
-#include <cstdint>
+#include "core/xid.h"
 
 namespace stoker::telemetry {
-
-enum class XidGrade : uint8_t { kRed, kAmber, kBlue, kUngraded };
-
-XidGrade GradeXid(uint64_t xid);
-const char* XidGradeName(XidGrade g);  // "red", "amber", "blue", "ungraded"
-
+using stoker::GradeXid;
+using stoker::XidGrade;
+using stoker::XidGradeName;
 }  // namespace stoker::telemetry

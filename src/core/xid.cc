@@ -1,6 +1,6 @@
-#include "efficiency/xid.h"
+#include "core/xid.h"
 
-namespace stoker::efficiency {
+namespace stoker {
 
 const char* XidGradeName(XidGrade g) {
   switch (g) {
@@ -33,4 +33,4 @@ XidGrade GradeXid(uint64_t xid) {
   return XidGrade::kUngraded;
 }
 
-}  // namespace stoker::efficiency
+}  // namespace stoker

@@ -35,8 +35,17 @@ void AppendUint(std::string& out, uint64_t v) {
   out.append(buf, r.ptr);
 }
 
+// A plain loop: string_view::find_first_of calls memchr on the set once per character, which
+// was a fifth of the render time.
+bool NeedsEscape(std::string_view s, bool quote) {
+  for (char c : s) {
+    if (c == '\\' || c == '\n' || (quote && c == '"')) return true;
+  }
+  return false;
+}
+
 void AppendHelpText(std::string& out, std::string_view help) {
-  if (help.find_first_of("\\\n") == std::string_view::npos) {
+  if (!NeedsEscape(help, false)) {
     out.append(help);
     return;
   }
@@ -150,7 +159,7 @@ std::string_view JobLabel(const JobRef& job) { return job.known() ? job.id : std
 }  // namespace
 
 void AppendLabelValue(std::string* out, std::string_view value) {
-  if (value.find_first_of("\\\"\n") == std::string_view::npos) {  // the common case
+  if (!NeedsEscape(value, true)) {  // the common case
     out->append(value);
     return;
   }

@@ -27,12 +27,29 @@ std::vector<Request> ShuffleAndInflate(const std::vector<Request>& pods, uint64_
     requested += r.TotalGpuMilli();
     any_gpu = any_gpu || r.TotalGpuMilli() > 0;
   }
+  // As the published tuneUpPods: draw a pod; stop (dropping it) when its per-GPU milli would
+  // take the total past the target, else append it. (The check uses the per-GPU amount, the
+  // total adds all GPUs: a published quirk kept so the arrived curve ends where theirs does.)
   const int64_t target = total_gpu_milli * inflate_permille / 1000;
-  while (any_gpu && !pods.empty() && requested < target) {
+  while (any_gpu && !pods.empty()) {
     const Request& r = pods[rng.Uniform(pods.size())];
+    if (requested + r.gpu_milli > target) break;
     requested += r.TotalGpuMilli();
     out.push_back(r);
   }
+  return out;
+}
+
+scheduler::ClusterState ShuffleNodes(const scheduler::ClusterState& cluster, uint64_t seed) {
+  std::vector<int32_t> order(static_cast<size_t>(cluster.num_nodes()));
+  for (int32_t n = 0; n < cluster.num_nodes(); ++n) order[static_cast<size_t>(n)] = n;
+  // A stream apart from the pod shuffle's (same seed, different purpose).
+  scheduler::Rng rng(seed ^ 0x6e6f64652d6f7264ULL);
+  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.Uniform(i)]);
+  scheduler::ClusterState out;
+  out.models() = cluster.models();
+  (void)out.SetBestEffortOversubscription(cluster.best_effort_cap_permille());
+  for (int32_t n : order) (void)out.AddNode(cluster.spec(n));
   return out;
 }
 
@@ -55,7 +72,7 @@ Result<PackingCurve> RunPacking(const ClusterState& empty, const std::vector<Req
   config.seed = run.seed;
   config.typical_shapes = typical;
   STOKER_ASSIGN_OR_RETURN(auto policy, scheduler::CreatePlacementPolicy(run.policy, config));
-  ClusterState cluster = empty;
+  ClusterState cluster = run.shuffle_nodes ? ShuffleNodes(empty, run.seed) : empty;
   const int64_t total = cluster.total_gpu_milli();
   if (total <= 0) return InvalidArgument("the node list has no GPUs");
   const std::vector<Request> seq = ShuffleAndInflate(pods, run.seed, run.inflate_permille, total);
@@ -90,7 +107,8 @@ Result<PackingCurve> RunPacking(const ClusterState& empty, const std::vector<Req
     const double arrived_pct = static_cast<double>(arrived) / total_d * 100.0;
     const int bin = static_cast<int>(std::nearbyint(arrived_pct));
     const double idle = static_cast<double>(total - cluster.allocated_gpu_milli());
-    records.push_back({bin, Round2(static_cast<double>(cluster.allocated_gpu_milli()) / total_d * 100.0),
+    records.push_back({bin,
+                       Round2(static_cast<double>(cluster.allocated_gpu_milli()) / total_d * 100.0),
                        frag_sum / total_d * 100.0, idle > 0 ? frag_sum / idle * 100.0 : 0.0});
   }
   for (int step = 0; step <= kMaxArrivedPct; ++step) {
@@ -189,10 +207,14 @@ std::string PackingSvg(const std::string& title,
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   std::string esc;
   for (char ch : title) {
-    if (ch == '<') esc += "&lt;";
-    else if (ch == '&') esc += "&amp;";
-    else if (ch == '>') esc += "&gt;";
-    else esc += ch;
+    if (ch == '<')
+      esc += "&lt;";
+    else if (ch == '&')
+      esc += "&amp;";
+    else if (ch == '>')
+      esc += "&gt;";
+    else
+      esc += ch;
   }
   std::snprintf(buf, sizeof buf, "<text x=\"%.0f\" y=\"24\" font-size=\"15\">", kL);
   svg += buf + esc + "</text>\n";
@@ -211,8 +233,10 @@ std::string PackingSvg(const std::string& title,
     svg += buf;
   }
   std::snprintf(buf, sizeof buf,
-                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">arrived GPU demand (%% of capacity)</text>\n"
-                "<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">GPU allocation (%%)</text>\n",
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">arrived GPU demand (%% of "
+                "capacity)</text>\n"
+                "<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">GPU "
+                "allocation (%%)</text>\n",
                 kL + pw / 2, kH - 12, kT + ph / 2);
   svg += buf;
   for (size_t i = 0; i < curves.size(); ++i) {
@@ -223,13 +247,15 @@ std::string PackingSvg(const std::string& title,
       std::snprintf(buf, sizeof buf, "%.1f,%.1f ", x(s), y(curves[i].second.alloc_pct[s]));
       pts += buf;
     }
-    svg += "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" + std::string(color) + "\" points=\"" + pts + "\"/>\n";
-    std::snprintf(buf, sizeof buf,
-                  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>"
-                  "<text x=\"%.1f\" y=\"%.1f\">",
-                  kL + pw + 12, kT + 10 + 18.0 * static_cast<double>(i), kL + pw + 32,
-                  kT + 10 + 18.0 * static_cast<double>(i), color, kL + pw + 38,
-                  kT + 14 + 18.0 * static_cast<double>(i));
+    svg += "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" + std::string(color) +
+           "\" points=\"" + pts + "\"/>\n";
+    std::snprintf(
+        buf, sizeof buf,
+        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>"
+        "<text x=\"%.1f\" y=\"%.1f\">",
+        kL + pw + 12, kT + 10 + 18.0 * static_cast<double>(i), kL + pw + 32,
+        kT + 10 + 18.0 * static_cast<double>(i), color, kL + pw + 38,
+        kT + 14 + 18.0 * static_cast<double>(i));
     svg += buf + curves[i].first + "</text>\n";
   }
   svg += "</svg>\n";

@@ -36,6 +36,9 @@ struct PackingRun {
   std::string policy;
   uint64_t seed = 42;
   int32_t inflate_permille = 1300;
+  // Published protocol: the node order that breaks score ties is a random permutation drawn
+  // from the seed (see ShuffleNodes). Off: ties go to the lowest index of the node list.
+  bool shuffle_nodes = true;
 };
 
 // One run. `cluster` is copied (the caller's stays empty). `typical` is the offline typical-shape
@@ -45,10 +48,17 @@ Result<PackingCurve> RunPacking(const scheduler::ClusterState& cluster,
                                 const scheduler::TypicalShapes& typical, const PackingRun& run);
 
 // The pod sequence of a run: shuffled with `seed`, then inflated by sampling with replacement
-// until the total GPU request reaches inflate_permille/1000 of `total_gpu_milli`.
+// while the total GPU request stays within inflate_permille/1000 of `total_gpu_milli` (the first
+// draw that would exceed it ends the inflation, as in the published simulator).
 std::vector<scheduler::Request> ShuffleAndInflate(const std::vector<scheduler::Request>& pods,
                                                   uint64_t seed, int32_t inflate_permille,
                                                   int64_t total_gpu_milli);
+
+// The cluster with its nodes re-added in a random order drawn from `seed`. The published
+// simulator prefixes every node name with its rank in a random permutation (rand.Perm) and its
+// scheduler gives score ties to the smallest name, so ties go to a random but fixed node order;
+// re-adding the nodes in that order makes "lowest node id wins" the same rule.
+scheduler::ClusterState ShuffleNodes(const scheduler::ClusterState& cluster, uint64_t seed);
 
 // Mean over seeds per step (published: mean of the per-seed binned values).
 PackingCurve MeanCurve(const std::vector<PackingCurve>& runs);

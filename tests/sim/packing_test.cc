@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "scheduler/registry.h"
 
 namespace stoker::sim {
@@ -12,7 +16,8 @@ using scheduler::Request;
 scheduler::ClusterState Cluster() {
   scheduler::ClusterState c;
   auto g = *c.models().Intern("G");
-  for (int i = 0; i < 8; ++i) EXPECT_TRUE(c.AddNode({"n" + std::to_string(i), 64000, 262144, 4, g, 0, false}).ok());
+  for (int i = 0; i < 8; ++i)
+    EXPECT_TRUE(c.AddNode({"n" + std::to_string(i), 64000, 262144, 4, g, 0, false}).ok());
   return c;
 }
 
@@ -38,14 +43,47 @@ TEST(ShuffleAndInflateTest, DeterministicAndReachesTarget) {
   auto other = ShuffleAndInflate(pods, 43, 1300, 32000);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].TotalGpuMilli(), b[i].TotalGpuMilli());
-  EXPECT_GE(GpuMilli(a), 32000 * 13 / 10);
-  // Removing the last appended pod drops below the target: inflation stops as soon as it is met.
-  EXPECT_LT(GpuMilli(a) - a.back().TotalGpuMilli(), 32000 * 13 / 10);
+  // Published rule: a draw is appended while the total plus its per-GPU milli stays within the
+  // target, and the first draw that would exceed it ends the inflation. So the total ends within
+  // one GPU below the target, and above it by at most a multi-GPU pod's extra GPUs (4 here).
+  const int64_t target = 32000 * 13 / 10;
+  EXPECT_GT(GpuMilli(a), target - 1000);
+  EXPECT_LE(GpuMilli(a), target + 3000);
+  EXPECT_GT(a.size(), pods.size());
   // The original pods come first (a permutation), then the samples.
-  EXPECT_EQ(GpuMilli(std::vector<Request>(a.begin(), a.begin() + static_cast<long>(pods.size()))), GpuMilli(pods));
+  EXPECT_EQ(GpuMilli(std::vector<Request>(a.begin(), a.begin() + static_cast<long>(pods.size()))),
+            GpuMilli(pods));
   bool differs = false;
-  for (size_t i = 0; i < pods.size(); ++i) differs |= a[i].TotalGpuMilli() != other[i].TotalGpuMilli();
+  for (size_t i = 0; i < pods.size(); ++i)
+    differs |= a[i].TotalGpuMilli() != other[i].TotalGpuMilli();
   EXPECT_TRUE(differs);
+}
+
+TEST(ShuffleNodesTest, SeededPermutationOfTheSameNodes) {
+  scheduler::ClusterState c;
+  auto g = *c.models().Intern("G");
+  for (int i = 0; i < 50; ++i)
+    ASSERT_TRUE(
+        c.AddNode({"n" + std::to_string(i), 1000 * (i + 1), 4096, i % 5, g, 0, false}).ok());
+  const auto a = ShuffleNodes(c, 42), b = ShuffleNodes(c, 42), other = ShuffleNodes(c, 43);
+  ASSERT_EQ(a.num_nodes(), c.num_nodes());
+  std::vector<std::string> names_a, names_c;
+  bool same_order = true, differs_from_other = false;
+  for (int32_t n = 0; n < c.num_nodes(); ++n) {
+    EXPECT_EQ(a.spec(n).name, b.spec(n).name);  // deterministic for a seed
+    same_order &= a.spec(n).name == c.spec(n).name;
+    differs_from_other |= a.spec(n).name != other.spec(n).name;
+    names_a.push_back(a.spec(n).name);
+    names_c.push_back(c.spec(n).name);
+    // Each node keeps its own spec.
+    EXPECT_EQ(a.spec(n).cpu_milli, 1000 * (std::stoi(a.spec(n).name.substr(1)) + 1));
+  }
+  EXPECT_FALSE(same_order);
+  EXPECT_TRUE(differs_from_other);
+  std::sort(names_a.begin(), names_a.end());
+  std::sort(names_c.begin(), names_c.end());
+  EXPECT_EQ(names_a, names_c);
+  EXPECT_EQ(a.total_gpu_milli(), c.total_gpu_milli());
 }
 
 TEST(RunPackingTest, CurveIsBinnedAndConsistent) {
@@ -55,7 +93,10 @@ TEST(RunPackingTest, CurveIsBinnedAndConsistent) {
   for (const std::string& policy : scheduler::PlacementPolicyNames()) {
     auto curve = RunPacking(cluster, pods, typical, {policy, 42, 1300});
     ASSERT_TRUE(curve.ok()) << curve.status().ToString();
-    EXPECT_TRUE(curve->present[130]) << policy;
+    // Inflation stops within one GPU (3.1 % here) below 130 %, so the last step is >= 126.
+    int last = kMaxArrivedPct;
+    while (last > 0 && !curve->present[last]) --last;
+    EXPECT_GE(last, 126) << policy;
     for (int s = 0; s <= kMaxArrivedPct; ++s) {
       if (!curve->present[s]) continue;
       // Allocation never exceeds arrival (one pod here is 3.1 % of the cluster, plus binning).
@@ -63,7 +104,7 @@ TEST(RunPackingTest, CurveIsBinnedAndConsistent) {
       EXPECT_GE(curve->frag_pct[s], 0.0);
       EXPECT_LE(curve->frag_ratio_pct[s], 100.0 + 1e-9);
     }
-    EXPECT_GT(curve->alloc_pct[130], 60.0) << policy;
+    EXPECT_GT(curve->alloc_pct[last], 60.0) << policy;
     EXPECT_GT(curve->pods_failed, 0) << policy;  // 130 % cannot all fit
   }
 }

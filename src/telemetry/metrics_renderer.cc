@@ -360,6 +360,40 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
         mem.AddUint(base_[i], scratch_, p.used_memory_bytes.value());
       }
     }
+    // Per-process utilization (nvmlDeviceGetProcessUtilization): NVML reports it only on some
+    // GPUs and never on MIG-enabled ones; processes without a reading get no series.
+    // One pass per family: a family's samples must be contiguous in the exposition.
+    struct ProcUtil {
+      std::string_view name, help;
+      Field<uint32_t> GpuProcess::*pct;
+    };
+    const ProcUtil kProcUtil[] = {
+        {"stoker_gpu_process_sm_utilization_ratio",
+         "Share of the last sample period in which the process ran kernels on the GPU "
+         "(per-process utilization, where NVML supports it).",
+         &GpuProcess::sm_util_pct},
+        {"stoker_gpu_process_memory_utilization_ratio",
+         "Share of the last sample period in which the process read or wrote GPU memory "
+         "(per-process utilization, where NVML supports it).",
+         &GpuProcess::mem_util_pct},
+    };
+    for (const ProcUtil& pu : kProcUtil) {
+      Family fam(o, pu.name, pu.help, "gauge");
+      for (size_t i = 0; i < n; ++i) {
+        if (!Fresh(snap.gpus[i])) continue;
+        for (const GpuProcess& p : snap.gpus[i].sample.processes) {
+          const Field<uint32_t>& pct = p.*pu.pct;
+          if (!pct.has_value()) continue;
+          scratch_.clear();
+          scratch_ += "pid=\"";
+          AppendUint(scratch_, p.pid);
+          scratch_ += '"';
+          AppendLabel(scratch_, "jobid", JobLabel(p.job));
+          AppendLabel(scratch_, "user", p.job.user);
+          fam.Add(base_[i], scratch_, pct.value() / 100.0);
+        }
+      }
+    }
     Family job_mem(o, "stoker_gpu_job_memory_used_bytes",
                    "GPU memory used by all processes of a job on this GPU.", "gauge");
     Family job_procs(o, "stoker_gpu_job_processes", "Processes of a job on this GPU.", "gauge");

@@ -155,6 +155,22 @@ TEST(MetricsRendererTest, ProcessAndJobSeriesFollowTheProcessList) {
   EXPECT_FALSE(Contains(out, "jobid=\"1234\""));
 }
 
+TEST(MetricsRendererTest, PerProcessUtilizationOnlyWhereReported) {
+  TelemetrySnapshot snap = TwoGpus();
+  auto& procs = snap.gpus[0].sample.processes;
+  procs[0].sm_util_pct = Field<uint32_t>::Of(37);
+  procs[0].mem_util_pct = Field<uint32_t>::Of(5);
+  procs[1].sm_util_pct = Field<uint32_t>::Unsupported();
+  const std::string out = Render(snap);
+  EXPECT_TRUE(Contains(out, "# TYPE stoker_gpu_process_sm_utilization_ratio gauge\n")) << out;
+  EXPECT_TRUE(Contains(out, ",pid=\"1000\",jobid=\"\",user=\"\"} 0.37\n")) << out;
+  EXPECT_TRUE(Contains(out, ",pid=\"1000\",jobid=\"\",user=\"\"} 0.05\n")) << out;
+  // The process whose utilization NVML does not report gets no utilization series.
+  const size_t pos = out.find("stoker_gpu_process_sm_utilization_ratio{");
+  ASSERT_NE(pos, std::string::npos);
+  EXPECT_FALSE(Contains(out.substr(pos, out.find("# HELP", pos) - pos), "pid=\"1001\""));
+}
+
 TEST(MetricsRendererTest, MigInstancesCarryMigLabels) {
   TelemetrySnapshot snap = TwoGpus();
   MigInstance m;
@@ -268,6 +284,43 @@ TEST(PromtoolTest, StokerExpositionPassesPromtoolLint) {
 
 TEST(PromtoolTest, DcgmCompatExpositionParses) {
   CheckWithPromtool(Render(RichSnapshot(), true), /*expect_clean_lint=*/false);
+}
+
+}  // namespace
+}  // namespace stoker::telemetry
+
+namespace stoker::telemetry {
+namespace {
+
+// docs/metrics.md is the users' reference: every family the agent can emit must be in it.
+TEST(MetricsRendererTest, EveryFamilyIsDocumented) {
+  TelemetrySnapshot snap = TwoGpus();
+  auto& g = snap.gpus[0];
+  g.xid_counts[79] = 1;
+  g.last_xid = 79;
+  g.field_errors_total[0] = 3;
+  g.sample.processes[0].job = JobRef{JobRef::Kind::kStoker, "7", "alice", ""};
+  g.sample.processes[0].sm_util_pct = Field<uint32_t>::Of(50);
+  g.sample.processes[0].mem_util_pct = Field<uint32_t>::Of(10);
+  MigInstance m;
+  m.profile = "1g.10gb";
+  m.uuid = "MIG-1";
+  m.slices = 1;
+  snap.gpus[1].sample.mig_instances.push_back(m);
+  const std::string out = Render(snap);
+  std::ifstream doc_file(std::string(STOKER_SOURCE_DIR) + "/docs/metrics.md");
+  ASSERT_TRUE(doc_file) << "docs/metrics.md missing";
+  std::stringstream doc;
+  doc << doc_file.rdbuf();
+  std::istringstream lines(out);
+  int families = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("# TYPE ", 0) != 0) continue;
+    const std::string name = line.substr(7, line.find(' ', 7) - 7);
+    ++families;
+    EXPECT_NE(doc.str().find("`" + name + "`"), std::string::npos) << name << " is not in docs/metrics.md";
+  }
+  EXPECT_GE(families, 50);  // the snapshot above exercises nearly all of them
 }
 
 }  // namespace

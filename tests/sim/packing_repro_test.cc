@@ -1,8 +1,8 @@
 // Reproduction of the published static packing results (FGD paper, ATC'23): every baseline must
 // land within 0.5 percentage points of the published mean GPU allocation at every arrived step
-// 50..130 % (1 point for random and clustering), on `default` and one GPU-sharing workload.
-// Runs fewer seeds than the paper (3 instead of 10) to stay within CI time. GpuPacking is held
-// to 1 point, not 0.5: it stays 0.7-0.9 below the published curve from 100 % on (docs/scheduling.md).
+// 50..130 % (1 point for random and clustering), on `default` and one GPU-sharing workload (gpushare80).
+// Runs fewer seeds than the paper (4 instead of 10) to stay within CI time (about 30 s on two
+// cores); the 10-seed table for every workload is in docs/scheduling.md.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -61,12 +61,12 @@ TEST_P(PackingReproTest, BaselinesMatchPublishedAllocation) {
   ASSERT_TRUE(pods.ok()) << pods.status().ToString();
   const scheduler::TypicalShapes typical = scheduler::ComputeTypicalShapes(pods->pods, 95);
   const std::vector<Case> cases = {{"random", "01-Random", 1.0},     {"dotprod", "02-DotProd", 0.5},
-                                   {"clustering", "03-GpuClustering", 1.0}, {"packing", "04-GpuPacking", 1.0},
+                                   {"clustering", "03-GpuClustering", 1.0}, {"packing", "04-GpuPacking", 0.5},
                                    {"bestfit", "05-BestFit", 0.5},   {"fgd", "06-FGD", 0.5},
                                    // Not a reproduction: Stoker's policy must allocate more than
                                    // the published FGD at 100 % and 130 % arrived.
                                    {"stoker", "06-FGD", -1.0}};
-  const std::vector<uint64_t> seeds = {42, 43, 44};
+  const std::vector<uint64_t> seeds = {42, 43, 44, 45};
   std::vector<PackingCurve> curves(cases.size() * seeds.size());
   std::vector<std::thread> pool;
   std::atomic<size_t> next{0};
@@ -109,7 +109,7 @@ TEST_P(PackingReproTest, BaselinesMatchPublishedAllocation) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Openb, PackingReproTest, ::testing::Values("default", "gpushare40"));
+INSTANTIATE_TEST_SUITE_P(Openb, PackingReproTest, ::testing::Values("default", "gpushare80"));
 
 }  // namespace
 }  // namespace stoker::sim

@@ -12,6 +12,21 @@ uint64_t NextVersion() { return g_next_version.fetch_add(1, std::memory_order_re
 
 }  // namespace
 
+ClusterState::HistoryId::HistoryId() : id(NextVersion()) {}
+ClusterState::HistoryId& ClusterState::HistoryId::operator=(const HistoryId&) {
+  id = NextVersion();
+  return *this;
+}
+
+void ClusterState::Journal(int32_t node) {
+  // Bounded: drop the older half when full (readers that far behind rebuild their index).
+  if (journal_.size() >= 2 * kJournalKeep) {
+    journal_.erase(journal_.begin(), journal_.begin() + static_cast<std::ptrdiff_t>(kJournalKeep));
+    journal_base_ += kJournalKeep;
+  }
+  journal_.push_back(node);
+}
+
 int GpuClassOf(const Placement& p) {
   if (p.num_gpus == 0) return -1;
   if (p.num_gpus == 1 && p.gpus[0].milli < kMilliPerGpu) return 0;
@@ -55,6 +70,7 @@ Result<int32_t> ClusterState::AddNode(const NodeSpec& s) {
   n.version = NextVersion();
   specs_.push_back(s);
   nodes_.push_back(n);
+  history_ = HistoryId();
   total_cpu_milli_ += s.cpu_milli;
   total_memory_mib_ += s.memory_mib;
   total_gpu_milli_ += static_cast<int64_t>(s.num_gpus) * kMilliPerGpu;
@@ -62,18 +78,24 @@ Result<int32_t> ClusterState::AddNode(const NodeSpec& s) {
   max_cpu_milli_ = std::max(max_cpu_milli_, s.cpu_milli);
   max_memory_mib_ = std::max(max_memory_mib_, s.memory_mib);
   max_gpus_ = std::max(max_gpus_, s.num_gpus);
-  Shape shape{s.cpu_milli, s.memory_mib, s.gpu_memory_mib, s.num_gpus,
-              s.num_gpus > 0 ? s.gpu_model : GpuModelId{0}, s.mig_enabled};
+  Shape shape{s.cpu_milli,
+              s.memory_mib,
+              s.gpu_memory_mib,
+              s.num_gpus,
+              s.num_gpus > 0 ? s.gpu_model : GpuModelId{0},
+              s.mig_enabled};
   if (std::find(shapes_.begin(), shapes_.end(), shape) == shapes_.end()) shapes_.push_back(shape);
   return static_cast<int32_t>(specs_.size() - 1);
 }
 
 Status ClusterState::SetBestEffortOversubscription(int32_t cap_permille) {
   if (cap_permille < 1000 || cap_permille > 1500) {
-    return InvalidArgument("best-effort oversubscription must be 1000..1500 permille (1:1..1.5:1), got " +
-                           std::to_string(cap_permille));
+    return InvalidArgument(
+        "best-effort oversubscription must be 1000..1500 permille (1:1..1.5:1), got " +
+        std::to_string(cap_permille));
   }
   be_cap_permille_ = cap_permille;
+  history_ = HistoryId();  // Fits() changes for best-effort requests everywhere
   return Status::Ok();
 }
 
@@ -168,7 +190,8 @@ Status ClusterState::Allocate(const Placement& p) {
     take_slices[g.gpu] += g.mig_slices;
   }
   for (int g = 0; g < n.num_gpus; ++g) {
-    if (s.mig_enabled ? take_slices[g] > n.gpu_free_slices[g] : take_milli[g] > n.gpu_free_milli[g]) {
+    if (s.mig_enabled ? take_slices[g] > n.gpu_free_slices[g]
+                      : take_milli[g] > n.gpu_free_milli[g]) {
       return FailedPrecondition("placement: GPU " + std::to_string(g) + " of node " + s.name +
                                 " has not enough free capacity");
     }
@@ -194,6 +217,7 @@ Status ClusterState::Allocate(const Placement& p) {
   if (n.pods < 255) ++n.pods;
   if (const int c = GpuClassOf(p); c >= 0) ++n.class_pods[c];
   n.version = NextVersion();
+  Journal(p.node);
   return Status::Ok();
 }
 
@@ -203,7 +227,8 @@ Status ClusterState::Release(const Placement& p) {
   }
   NodeState& n = nodes_[p.node];
   const NodeSpec& s = specs_[p.node];
-  if (n.free_cpu_milli + p.cpu_milli > s.cpu_milli || n.free_memory_mib + p.memory_mib > s.memory_mib) {
+  if (n.free_cpu_milli + p.cpu_milli > s.cpu_milli ||
+      n.free_memory_mib + p.memory_mib > s.memory_mib) {
     return FailedPrecondition("release: more CPU/memory than allocated on node " + s.name);
   }
   std::array<int32_t, kMaxGpusPerNode> give_milli{};
@@ -242,6 +267,7 @@ Status ClusterState::Release(const Placement& p) {
   if (n.pods > 0 && n.pods < 255) --n.pods;
   if (const int c = GpuClassOf(p); c >= 0 && n.class_pods[c] > 0) --n.class_pods[c];
   n.version = NextVersion();
+  Journal(p.node);
   return Status::Ok();
 }
 

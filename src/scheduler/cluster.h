@@ -28,9 +28,9 @@ struct NodeSpec {
 
 // What one GPU contributes to a placement.
 struct GpuShare {
-  uint8_t gpu = 0;          // index inside the node
-  int16_t milli = 0;        // milli-GPU taken (1000 for a whole GPU, 0 for MIG)
-  uint8_t mig_slices = 0;   // MIG slices taken
+  uint8_t gpu = 0;         // index inside the node
+  int16_t milli = 0;       // milli-GPU taken (1000 for a whole GPU, 0 for MIG)
+  uint8_t mig_slices = 0;  // MIG slices taken
   friend bool operator==(const GpuShare&, const GpuShare&) = default;
 };
 
@@ -54,9 +54,9 @@ struct NodeState {
   int64_t free_memory_mib = 0;  // likewise
   int32_t free_gpu_milli = 0;   // sum over GPUs (MIG GPUs count 1000/7 per free slice)
   uint8_t num_gpus = 0;
-  uint8_t full_free_gpus = 0;   // GPUs with nothing allocated
+  uint8_t full_free_gpus = 0;  // GPUs with nothing allocated
   GpuModelId gpu_model = 0;
-  uint8_t pods = 0;             // placements on the node (saturating)
+  uint8_t pods = 0;  // placements on the node (saturating)
   // Placements by GPU-request class: [0] GPU shares (and MIG), [n] n whole GPUs (1..8).
   std::array<uint16_t, kMaxGpusPerNode + 1> class_pods{};
   std::array<int16_t, kMaxGpusPerNode> gpu_free_milli{};
@@ -107,6 +107,19 @@ class ClusterState {
   // Could `r` ever run anywhere? O(distinct node shapes), not O(nodes).
   bool AnyNodeCouldEverFit(const Request& r) const;
 
+  // Change journal: the ids of nodes whose state changed, in order (one entry per successful
+  // Allocate/Release). A policy that keeps a per-node index reads the entries after the position
+  // it last saw, so a decision touches only the nodes that changed. history_id() names this
+  // object's history: it is new for every ClusterState (copies and moves included) and after
+  // AddNode/SetBestEffortOversubscription, so an index built against another cluster, or
+  // against an older layout of this one, is detected and rebuilt. The journal keeps at least the
+  // last kJournalKeep entries; journal_begin() is the oldest position still readable.
+  static constexpr size_t kJournalKeep = size_t{1} << 19;
+  uint64_t history_id() const { return history_.id; }
+  uint64_t journal_begin() const { return journal_base_; }
+  uint64_t journal_end() const { return journal_base_ + journal_.size(); }
+  int32_t journal_at(uint64_t pos) const { return journal_[pos - journal_base_]; }
+
   // Checks that the placement fits (node exists, CPU/memory/GPU free) and applies it.
   Status Allocate(const Placement& p);
   // Returns the placement's resources. FailedPrecondition if it would exceed capacity
@@ -114,6 +127,15 @@ class ClusterState {
   Status Release(const Placement& p);
 
  private:
+  // A fresh id from the version counter on construction, copy and move.
+  struct HistoryId {
+    uint64_t id;
+    HistoryId();
+    HistoryId(const HistoryId&) : HistoryId() {}
+    HistoryId& operator=(const HistoryId&);
+  };
+  void Journal(int32_t node);
+
   int64_t CpuLimit(int32_t node, bool best_effort) const;
   int64_t MemoryLimit(int32_t node, bool best_effort) const;
 
@@ -135,6 +157,9 @@ class ClusterState {
   int64_t allocated_cpu_milli_ = 0, allocated_memory_mib_ = 0, allocated_gpu_milli_ = 0;
   int64_t max_cpu_milli_ = 0, max_memory_mib_ = 0;
   int32_t max_gpus_ = 0;
+  HistoryId history_;
+  std::vector<int32_t> journal_;
+  uint64_t journal_base_ = 0;
 };
 
 // GPU-request class of a placement or request: 0 = share/MIG, n = n whole GPUs, -1 = CPU-only.

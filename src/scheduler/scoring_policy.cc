@@ -1,5 +1,6 @@
 #include "scheduler/scoring_policy.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace stoker::scheduler {
@@ -7,29 +8,21 @@ namespace stoker::scheduler {
 PlacementResult ScoringPolicy::Place(const Request& r, const ClusterState& cluster) {
   if (auto infeasible = CheckFeasible(r, cluster)) return *infeasible;
   BeginRequest(r, cluster);
+  if (cacheable_ && tie_break_ == TieBreak::kLowestNodeId) return PlaceIndexed(r, cluster);
+  return PlaceScan(r, cluster);
+}
+
+PlacementResult ScoringPolicy::PlaceScan(const Request& r, const ClusterState& cluster) {
   int32_t best_node = -1;
   int64_t best_score = std::numeric_limits<int64_t>::min();
   uint64_t ties = 0;
   uint8_t gpus[kMaxGpusPerNode];
   uint8_t best_gpus[kMaxGpusPerNode] = {};
   const int32_t n = cluster.num_nodes();
-  std::vector<Entry>* cache = cacheable_ ? CacheFor(r, n) : nullptr;
   for (int32_t node = 0; node < n; ++node) {
     if (!cluster.Fits(node, r)) continue;
     int64_t score = 0;
-    if (cache != nullptr) {
-      Entry& e = (*cache)[node];
-      const uint64_t v = cluster.node(node).version;
-      if (e.version != v) {
-        e.version = v;
-        e.ok = ScoreNode(r, cluster, node, &e.score, e.gpus);
-      }
-      if (!e.ok) continue;
-      score = e.score;
-      std::copy(e.gpus, e.gpus + r.num_gpu, gpus);
-    } else if (!ScoreNode(r, cluster, node, &score, gpus)) {
-      continue;
-    }
+    if (!ScoreNode(r, cluster, node, &score, gpus)) continue;
     bool take = false;
     if (best_node < 0 || score > best_score) {
       take = true;
@@ -51,35 +44,93 @@ PlacementResult ScoringPolicy::Place(const Request& r, const ClusterState& clust
   return PlacementResult{PlacementStatus::kPlaced, MakePlacement(r, best_node, best_gpus), {}};
 }
 
-std::vector<ScoringPolicy::Entry>* ScoringPolicy::CacheFor(const Request& r, int32_t num_nodes) {
-  // Memory and the best-effort flag only decide feasibility (checked before the cache), so they
-  // are not part of the key: fewer distinct shapes, fewer evictions.
-  ShapeKey key{r.cpu_milli, r.num_gpu, r.gpu_milli, r.gpu_memory_mib, r.allowed_models,
-               MigSlices(r.mig), r.job_class};
-  auto it = shape_ids_.find(key);
+void ScoringPolicy::Refresh(ShapeIndex& idx, const Request& shape, const ClusterState& cluster,
+                            int32_t node) {
+  if (idx.listed[node]) {
+    idx.order.erase({-idx.score[node], node});
+    idx.listed[node] = 0;
+  }
+  int64_t score = 0;
+  if (cluster.Fits(node, shape) && ScoreNode(shape, cluster, node, &score, idx.gpus[node].data())) {
+    idx.score[node] = score;
+    idx.listed[node] = 1;
+    idx.order.emplace_hint(idx.order.end(), -score, node);
+  }
+}
+
+PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState& cluster) {
+  ShapeIndex& idx = IndexFor(r);
+  // The index lists nodes where the shape fits with any memory: memory varies per request and
+  // is checked while walking (it rarely binds, so the walk is short).
+  Request shape = r;
+  shape.memory_mib = 0;
+  const int32_t n = cluster.num_nodes();
+  const uint64_t end = cluster.journal_end();
+  // Rebuild when the index is for another cluster history, or catching up would cost about as
+  // much as rescoring every node.
+  if (idx.history != cluster.history_id() || idx.journal_pos < cluster.journal_begin() ||
+      idx.score.size() != static_cast<size_t>(n) ||
+      end - idx.journal_pos > static_cast<uint64_t>(n)) {
+    idx.history = cluster.history_id();
+    idx.score.assign(n, 0);
+    idx.listed.assign(n, 0);
+    idx.gpus.assign(n, {});
+    idx.seen.assign(n, 0);
+    idx.order.clear();
+    for (int32_t node = 0; node < n; ++node) Refresh(idx, shape, cluster, node);
+  } else {
+    // A node changed several times since is rescored once.
+    if (++idx.stamp == 0) {  // wrapped: forget old rounds
+      std::fill(idx.seen.begin(), idx.seen.end(), 0);
+      idx.stamp = 1;
+    }
+    for (uint64_t pos = idx.journal_pos; pos < end; ++pos) {
+      const int32_t node = cluster.journal_at(pos);
+      if (idx.seen[node] == idx.stamp) continue;
+      idx.seen[node] = idx.stamp;
+      Refresh(idx, shape, cluster, node);
+    }
+  }
+  idx.journal_pos = end;
+  for (const auto& entry : idx.order) {
+    const int32_t node = entry.second;
+    if (r.memory_mib > 0 && !cluster.Fits(node, r)) continue;
+    return PlacementResult{
+        PlacementStatus::kPlaced, MakePlacement(r, node, idx.gpus[node].data()), {}};
+  }
+  return PlacementResult{PlacementStatus::kNoCapacityNow, {}, "no node has room now"};
+}
+
+ScoringPolicy::ShapeIndex& ScoringPolicy::IndexFor(const Request& r) {
+  // Memory is checked per request (see PlaceIndexed), so it is not part of the key: fewer
+  // distinct shapes.
+  ShapeKey key{r.cpu_milli,      r.num_gpu,        r.gpu_milli,   r.gpu_memory_mib,
+               r.allowed_models, MigSlices(r.mig), r.best_effort, r.job_class};
+  ++tick_;
+  if (auto it = shape_ids_.find(key); it != shape_ids_.end()) {
+    last_used_[it->second] = tick_;
+    return slots_[it->second];
+  }
   size_t slot;
-  if (it != shape_ids_.end()) {
-    slot = it->second;
-  } else if (slots_.size() < kMaxCachedShapes) {
+  if (slots_.size() < kMaxCachedShapes) {
     slot = slots_.size();
     slots_.emplace_back();
-    shape_ids_.emplace(std::move(key), slot);
+    last_used_.push_back(tick_);
   } else {
-    // Evict round-robin: reuse a slot for the new shape.
-    slot = next_evict_;
-    next_evict_ = (next_evict_ + 1) % kMaxCachedShapes;
+    // Evict the least recently used shape and reuse its memory.
+    slot = static_cast<size_t>(std::min_element(last_used_.begin(), last_used_.end()) -
+                               last_used_.begin());
     for (auto i = shape_ids_.begin(); i != shape_ids_.end(); ++i) {
       if (i->second == slot) {
         shape_ids_.erase(i);
         break;
       }
     }
-    std::fill(slots_[slot].begin(), slots_[slot].end(), Entry{});
-    shape_ids_.emplace(std::move(key), slot);
+    slots_[slot].history = 0;
+    last_used_[slot] = tick_;
   }
-  std::vector<Entry>& v = slots_[slot];
-  if (v.size() != static_cast<size_t>(num_nodes)) v.assign(num_nodes, Entry{});
-  return &v;
+  shape_ids_.emplace(std::move(key), slot);
+  return slots_[slot];
 }
 
 int BestFitShareGpu(const NodeState& n, int32_t gpu_milli) {

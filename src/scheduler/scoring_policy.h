@@ -4,13 +4,18 @@
 // published baselines, to a uniformly random one among the tied (as the Kubernetes scheduler the
 // published simulator runs on does), drawn from the policy's seeded Rng.
 //
-// Score cache: a policy whose node score depends only on (node state, request shape) can enable
-// it. Scores are kept per (request shape, node) together with the node's version; a placement
-// changes one node's version, so the next request of the same shape rescores only that node.
-// Results are identical with and without the cache (tested).
+// Score index: a policy whose node score depends only on (node state, request shape) can enable
+// it. Per request shape the policy keeps every node's score and an ordered set of (score, node
+// id) over the nodes where the shape fits (memory aside); ClusterState's change journal says
+// which nodes changed since the shape was last placed, so a decision rescores only those and
+// then walks the set from the best entry to the first node that also has the memory. The
+// decision is the exhaustive scan's (highest score, lowest node id; tested with the index off).
+// An index that has fallen too far behind (or belongs to another cluster) is rebuilt.
 
+#include <array>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -31,7 +36,7 @@ class ScoringPolicy : public PlacementPolicy {
   std::string_view Name() const override { return name_; }
   PlacementResult Place(const Request& r, const ClusterState& cluster) override;
 
-  // Turns the score cache off (tests compare cached and uncached results).
+  // Turns the score index off: every decision scans every node (tests compare both).
   void DisableCache() { cacheable_ = false; }
 
  protected:
@@ -43,27 +48,43 @@ class ScoringPolicy : public PlacementPolicy {
   virtual void BeginRequest(const Request& /*r*/, const ClusterState& /*cluster*/) {}
   // Drops every cached score (call when the scoring function itself changes, e.g. a new
   // typical-shape distribution).
-  void InvalidateCache() { shape_ids_.clear(); slots_.clear(); }
+  void InvalidateCache() {
+    shape_ids_.clear();
+    slots_.clear();
+    last_used_.clear();
+  }
   Rng& rng() { return rng_; }
 
  private:
-  struct Entry {
-    uint64_t version = 0;  // 0 = empty
-    int64_t score = 0;
-    bool ok = false;
-    uint8_t gpus[kMaxGpusPerNode] = {};
+  // One request shape's index over the nodes of one cluster history.
+  struct ShapeIndex {
+    uint64_t history = 0;        // ClusterState::history_id() it reflects; 0 = empty
+    uint64_t journal_pos = 0;    // journal entries before this are applied
+    std::vector<int64_t> score;  // per node, meaningful where listed
+    std::vector<uint8_t> listed;
+    std::vector<std::array<uint8_t, kMaxGpusPerNode>> gpus;
+    std::vector<uint32_t> seen;  // catch-up round that last rescored the node
+    uint32_t stamp = 0;
+    std::set<std::pair<int64_t, int32_t>> order;  // (-score, node): best first, lowest id on ties
   };
-  using ShapeKey = std::tuple<int64_t, int32_t, int32_t, int64_t, uint64_t, int, std::string>;
-  std::vector<Entry>* CacheFor(const Request& r, int32_t num_nodes);
+  using ShapeKey = std::tuple<int64_t, int32_t, int32_t, int64_t, uint64_t, int, bool, std::string>;
+  PlacementResult PlaceScan(const Request& r, const ClusterState& cluster);
+  PlacementResult PlaceIndexed(const Request& r, const ClusterState& cluster);
+  ShapeIndex& IndexFor(const Request& r);
+  void Refresh(ShapeIndex& idx, const Request& shape, const ClusterState& cluster, int32_t node);
 
   std::string name_;
   TieBreak tie_break_;
   Rng rng_;
   bool cacheable_;
-  static constexpr size_t kMaxCachedShapes = 128;
+  // Shapes seen recently; least recently used evicted beyond this. Each costs ~100 bytes per
+  // node, so 64 shapes x 10,000 nodes stay near 64 MB; openb's default workload has 91 shapes,
+  // 64 of them cover 99.4 % of its pods.
+  static constexpr size_t kMaxCachedShapes = 64;
   std::map<ShapeKey, size_t> shape_ids_;
-  std::vector<std::vector<Entry>> slots_;
-  size_t next_evict_ = 0;
+  std::vector<ShapeIndex> slots_;
+  std::vector<uint64_t> last_used_;
+  uint64_t tick_ = 0;
 };
 
 // Helpers used by several policies.

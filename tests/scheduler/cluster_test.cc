@@ -45,6 +45,30 @@ TEST(ClusterStateTest, AllocateAndReleaseKeepAggregatesExact) {
   EXPECT_EQ(c.node(0).gpu_free_milli[3], 1000);
 }
 
+TEST(ClusterStateTest, JournalListsChangedNodesAndHistoryIdMarksCopies) {
+  ClusterState c = TwoNodes();
+  const uint64_t start = c.journal_end();
+  const uint64_t id = c.history_id();
+  Placement p = Share(1, 0, 500, 1000);
+  ASSERT_TRUE(c.Allocate(p).ok());
+  ASSERT_TRUE(c.Allocate(Share(0, 2, 100, 1000)).ok());
+  ASSERT_TRUE(c.Release(p).ok());
+  // A refused change is not journaled.
+  EXPECT_FALSE(c.Release(p).ok());
+  ASSERT_EQ(c.journal_end(), start + 3);
+  EXPECT_EQ(c.journal_at(start), 1);
+  EXPECT_EQ(c.journal_at(start + 1), 0);
+  EXPECT_EQ(c.journal_at(start + 2), 1);
+  EXPECT_EQ(c.history_id(), id);  // allocations do not start a new history
+  ClusterState copy = c;
+  EXPECT_NE(copy.history_id(), c.history_id());
+  ClusterState assigned;
+  assigned = c;
+  EXPECT_NE(assigned.history_id(), c.history_id());
+  ASSERT_TRUE(c.SetBestEffortOversubscription(1200).ok());
+  EXPECT_NE(c.history_id(), id);  // feasibility changed everywhere
+}
+
 TEST(ClusterStateTest, RefusesOverAllocationAtomically) {
   ClusterState c = TwoNodes();
   ASSERT_TRUE(c.Allocate(Share(1, 0, 800, 1000)).ok());

@@ -133,5 +133,69 @@ TEST(ScoreCacheTest, CachedAndUncachedPoliciesAgree) {
   }
 }
 
+
+// The per-shape score index must give the exhaustive scan's decision under churn: releases,
+// memory that binds on some nodes (the index walks past them), best-effort oversubscription,
+// more shapes than the index keeps (eviction), and a copied cluster (a new history).
+TEST(ScoreCacheTest, IndexMatchesExhaustiveScanUnderChurn) {
+  for (const std::string name : {"dotprod", "bestfit", "packing", "clustering", "fgd", "stoker", "weighted"}) {
+    ClusterState a, b;
+    for (ClusterState* c : {&a, &b}) {
+      GpuModelId g = *c->models().Intern("G");
+      for (int i = 0; i < 40; ++i) {
+        ASSERT_TRUE(c->AddNode({"n" + std::to_string(i), 32000 + 8000 * (i % 4), 8192 * (1 + i % 5), 1 << (i % 4), g, 0, false}).ok());
+      }
+      ASSERT_TRUE(c->SetBestEffortOversubscription(1500).ok());
+    }
+    Rng rng(11);
+    std::vector<Request> pods;
+    for (int i = 0; i < 1500; ++i) {
+      // 100 distinct CPU amounts: more shapes than the index keeps.
+      const int64_t cpu = 500 * (1 + static_cast<int64_t>(rng.Uniform(100)));
+      const int64_t mem = 1024 * (1 + static_cast<int64_t>(rng.Uniform(12)));
+      Request r;
+      switch (rng.Uniform(4)) {
+        case 0: r = Request::CpuOnly(cpu, mem); break;
+        case 1: r = Request::GpuShare(250 * (1 + static_cast<int32_t>(rng.Uniform(3))), cpu, mem); break;
+        default: r = Request::WholeGpus(1 << rng.Uniform(3), cpu, mem); break;
+      }
+      r.best_effort = rng.Uniform(5) == 0;
+      pods.push_back(r);
+    }
+    PolicyConfig config;
+    config.typical_shapes = ComputeTypicalShapes(pods, 95);
+    auto indexed = std::move(CreatePlacementPolicy(name, config).value());
+    auto scan = std::move(CreatePlacementPolicy(name, config).value());
+    static_cast<ScoringPolicy*>(scan.get())->DisableCache();
+    std::vector<Placement> live;
+    int placed = 0;
+    for (size_t i = 0; i < pods.size(); ++i) {
+      const Request& r = pods[i];
+      if (i == 700) a = ClusterState(a);  // a copy: the index must notice and rebuild
+      indexed->Observe(r);
+      scan->Observe(r);
+      PlacementResult x = indexed->Place(r, a);
+      PlacementResult y = scan->Place(r, b);
+      ASSERT_EQ(x.status, y.status) << name << " request " << i;
+      if (x.placed()) {
+        ASSERT_EQ(x.placement, y.placement) << name << " request " << i;
+        ASSERT_TRUE(a.Allocate(x.placement).ok());
+        ASSERT_TRUE(b.Allocate(y.placement).ok());
+        live.push_back(x.placement);
+        ++placed;
+      }
+      // Churn: release a random live placement now and then.
+      if (!live.empty() && rng.Uniform(3) == 0) {
+        const size_t k = rng.Uniform(live.size());
+        ASSERT_TRUE(a.Release(live[k]).ok());
+        ASSERT_TRUE(b.Release(live[k]).ok());
+        live[k] = live.back();
+        live.pop_back();
+      }
+    }
+    EXPECT_GT(placed, 300) << name;
+  }
+}
+
 }  // namespace
 }  // namespace stoker::scheduler

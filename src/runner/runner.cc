@@ -99,16 +99,21 @@ bool ProcessAlive(int pid, std::optional<uint64_t> start_time) {
 
 std::string JobPhaseName(JobPhase p) {
   switch (p) {
-    case JobPhase::kStarting: return "starting";
-    case JobPhase::kRunning: return "running";
-    case JobPhase::kExited: return "exited";
+    case JobPhase::kStarting:
+      return "starting";
+    case JobPhase::kRunning:
+      return "running";
+    case JobPhase::kExited:
+      return "exited";
   }
   return "unknown";
 }
 
 Runner::Runner(std::string state_dir, std::vector<std::string> shim_argv, Clock* clock,
                Duration grace)
-    : state_dir_(std::move(state_dir)), shim_argv_(std::move(shim_argv)), clock_(clock),
+    : state_dir_(std::move(state_dir)),
+      shim_argv_(std::move(shim_argv)),
+      clock_(clock),
       grace_(grace) {
   std::error_code ec;
   fs::create_directories(state_dir_, ec);
@@ -151,6 +156,11 @@ Status Runner::Launch(const LaunchSpec& spec) {
     const pid_t shim = ::fork();
     if (shim == 0) {
       ::setsid();
+      // A caller that blocks signals for sigwait() (stoker agent) must not pass the mask on:
+      // the job would ignore the SIGTERM of a cancel.
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
       const int devnull = ::open("/dev/null", O_RDWR);
       if (devnull >= 0) {
         ::dup2(devnull, 0);
@@ -170,7 +180,8 @@ Status Runner::Launch(const LaunchSpec& spec) {
   int status = 0;
   while (::waitpid(mid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return Internal("fork of the job shim failed");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return Internal("fork of the job shim failed");
   return Status::Ok();
 }
 
@@ -189,7 +200,8 @@ JobStatus Runner::Read(const std::string& job_id) const {
       if (j.contains("exit_code") && j["exit_code"].is_number_integer()) {
         st.exit_code = j["exit_code"].get<int>();
       }
-      if (j.contains("signal") && j["signal"].is_number_integer()) st.signal = j["signal"].get<int>();
+      if (j.contains("signal") && j["signal"].is_number_integer())
+        st.signal = j["signal"].get<int>();
       if (j.contains("error") && j["error"].is_string()) st.error = j["error"].get<std::string>();
     } else {
       st.error = "unreadable exit.json";

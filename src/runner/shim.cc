@@ -154,6 +154,9 @@ int ShimMain(const std::string& dir) {
     };
     ::setpgid(0, 0);
     for (int sig : {SIGHUP, SIGINT, SIGPIPE, SIGTERM}) ::signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     const int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, 0);
     ::dup2(out_fd, 1);
@@ -183,8 +186,8 @@ int ShimMain(const std::string& dir) {
     exec_error.append(buf, static_cast<size_t>(n));
   }
   ::close(err_pipe[0]);
-  WriteAtomic(dir + "/pid", std::to_string(child) + " " + std::to_string(child) + " " +
-                                StartTime(child) + "\n");
+  WriteAtomic(dir + "/pid",
+              std::to_string(child) + " " + std::to_string(child) + " " + StartTime(child) + "\n");
 
   int status = 0;
   while (::waitpid(child, &status, 0) < 0) {

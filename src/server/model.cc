@@ -17,7 +17,8 @@ Status GetString(const json& o, const char* key, std::string* out, size_t max_le
   if (it == o.end() || it->is_null()) return Status::Ok();
   if (!it->is_string()) return FieldError(key, "must be a string");
   const auto& s = it->get_ref<const std::string&>();
-  if (s.size() > max_len) return FieldError(key, "longer than " + std::to_string(max_len) + " bytes");
+  if (s.size() > max_len)
+    return FieldError(key, "longer than " + std::to_string(max_len) + " bytes");
   *out = s;
   return Status::Ok();
 }
@@ -52,7 +53,8 @@ Status GetStringList(const json& o, const char* key, std::vector<std::string>* o
   auto it = o.find(key);
   if (it == o.end() || it->is_null()) return Status::Ok();
   if (!it->is_array()) return FieldError(key, "must be an array of strings");
-  if (it->size() > max_items) return FieldError(key, "more than " + std::to_string(max_items) + " items");
+  if (it->size() > max_items)
+    return FieldError(key, "more than " + std::to_string(max_items) + " items");
   out->clear();
   for (size_t i = 0; i < it->size(); ++i) {
     const auto& v = (*it)[i];
@@ -94,21 +96,28 @@ void PutOptional(json& j, const char* key, const std::optional<T>& v) {
 
 const char* JobStateName(JobState s) {
   switch (s) {
-    case JobState::kQueued: return "queued";
-    case JobState::kAssigned: return "assigned";
-    case JobState::kRunning: return "running";
-    case JobState::kCancelling: return "cancelling";
-    case JobState::kSucceeded: return "succeeded";
-    case JobState::kFailed: return "failed";
-    case JobState::kCancelled: return "cancelled";
+    case JobState::kQueued:
+      return "queued";
+    case JobState::kAssigned:
+      return "assigned";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kCancelling:
+      return "cancelling";
+    case JobState::kSucceeded:
+      return "succeeded";
+    case JobState::kFailed:
+      return "failed";
+    case JobState::kCancelled:
+      return "cancelled";
   }
   return "unknown";
 }
 
 std::optional<JobState> ParseJobState(std::string_view s) {
-  for (JobState st : {JobState::kQueued, JobState::kAssigned, JobState::kRunning,
-                      JobState::kCancelling, JobState::kSucceeded, JobState::kFailed,
-                      JobState::kCancelled}) {
+  for (JobState st :
+       {JobState::kQueued, JobState::kAssigned, JobState::kRunning, JobState::kCancelling,
+        JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
     if (s == JobStateName(st)) return st;
   }
   return std::nullopt;
@@ -123,9 +132,12 @@ bool IsActive(JobState s) {
 
 const char* RoleName(Role r) {
   switch (r) {
-    case Role::kAdmin: return "admin";
-    case Role::kAgent: return "agent";
-    case Role::kUser: return "user";
+    case Role::kAdmin:
+      return "admin";
+    case Role::kAgent:
+      return "agent";
+    case Role::kUser:
+      return "user";
   }
   return "unknown";
 }
@@ -139,10 +151,10 @@ std::optional<Role> ParseRole(std::string_view s) {
 
 Result<JobSpec> ParseJobSpec(const json& body) {
   STOKER_RETURN_IF_ERROR(CheckObject(body, "job"));
-  STOKER_RETURN_IF_ERROR(CheckKnownFields(
-      body, {"name", "command", "env", "workdir", "gpus", "min_gpus", "gpu_milli",
-             "gpu_memory_mib", "gpu_models", "mig", "cpu_milli", "memory_mib", "class",
-             "priority", "preemptible", "on_node_loss", "user"}));
+  STOKER_RETURN_IF_ERROR(
+      CheckKnownFields(body, {"name", "command", "env", "workdir", "gpus", "min_gpus", "gpu_milli",
+                              "gpu_memory_mib", "gpu_models", "mig", "cpu_milli", "memory_mib",
+                              "class", "priority", "preemptible", "on_node_loss", "user"}));
   JobSpec s;
   STOKER_RETURN_IF_ERROR(GetString(body, "name", &s.name, 128));
   if (!body.contains("command")) return FieldError("command", "required (argv array)");
@@ -156,12 +168,14 @@ Result<JobSpec> ParseJobSpec(const json& body) {
     for (const auto& [k, v] : it->items()) {
       if (!ValidEnvName(k)) return FieldError("env." + k, "invalid variable name");
       if (!v.is_string()) return FieldError("env." + k, "must be a string");
-      if (v.get_ref<const std::string&>().size() > 64 * 1024) return FieldError("env." + k, "too long");
+      if (v.get_ref<const std::string&>().size() > 64 * 1024)
+        return FieldError("env." + k, "too long");
       s.env[k] = v.get<std::string>();
     }
   }
   STOKER_RETURN_IF_ERROR(GetString(body, "workdir", &s.workdir));
-  if (!s.workdir.empty() && s.workdir[0] != '/') return FieldError("workdir", "must be an absolute path");
+  if (!s.workdir.empty() && s.workdir[0] != '/')
+    return FieldError("workdir", "must be an absolute path");
   STOKER_RETURN_IF_ERROR(GetInt(body, "gpus", &s.gpus, 0, scheduler::kMaxGpusPerNode));
   STOKER_RETURN_IF_ERROR(GetInt(body, "min_gpus", &s.min_gpus, 0, scheduler::kMaxGpusPerNode));
   STOKER_RETURN_IF_ERROR(GetInt(body, "gpu_milli", &s.gpu_milli, 0, 999));
@@ -183,7 +197,8 @@ Result<JobSpec> ParseJobSpec(const json& body) {
   }
   if (!s.mig.empty()) {
     auto p = scheduler::ParseMigProfile(s.mig);
-    if (!p.ok()) return FieldError("mig", "unknown MIG profile '" + s.mig + "' (e.g. 1g.10gb, 3g.40gb)");
+    if (!p.ok())
+      return FieldError("mig", "unknown MIG profile '" + s.mig + "' (e.g. 1g.10gb, 3g.40gb)");
   }
   if (s.min_gpus > 0) {
     if (s.gpus == 0) return FieldError("min_gpus", "needs gpus (the elastic maximum)");
@@ -249,6 +264,8 @@ json JobToJson(const Job& job) {
   j["start_ms"] = job.start_ms;
   j["end_ms"] = job.end_ms;
   j["requeues"] = job.requeues;
+  j["preemptions"] = job.preemptions;
+  if (job.preempted_by != 0) j["preempted_by"] = job.preempted_by;
   return j;
 }
 
@@ -272,7 +289,8 @@ Result<Job> JobFromJson(const json& j) {
       a.mig_uuid = aj.at("mig_uuid").get<std::string>();
       a.cuda_visible_devices = aj.at("cuda_visible_devices").get<std::string>();
       a.env = aj.at("env").get<std::map<std::string, std::string>>();
-      for (const auto& s : aj.at("shares")) a.shares.emplace_back(s.at(0).get<uint8_t>(), s.at(1).get<int16_t>());
+      for (const auto& s : aj.at("shares"))
+        a.shares.emplace_back(s.at(0).get<uint8_t>(), s.at(1).get<int16_t>());
       job.assignment = std::move(a);
     }
     if (j.contains("exit_code")) job.exit_code = j["exit_code"].get<int>();
@@ -282,6 +300,8 @@ Result<Job> JobFromJson(const json& j) {
     job.start_ms = j.value("start_ms", int64_t{0});
     job.end_ms = j.value("end_ms", int64_t{0});
     job.requeues = j.value("requeues", 0);
+    job.preemptions = j.value("preemptions", 0);
+    job.preempted_by = j.value("preempted_by", int64_t{0});
     return job;
   } catch (const json::exception& e) {
     return InvalidArgument(std::string("job document: ") + e.what());
@@ -305,7 +325,8 @@ Result<NodeInventory> ParseNodeInventory(const json& body) {
   if (auto it = body.find("gpus"); it != body.end() && !it->is_null()) {
     if (!it->is_array()) return FieldError("gpus", "must be an array");
     if (it->size() > static_cast<size_t>(scheduler::kMaxGpusPerNode)) {
-      return FieldError("gpus", "at most " + std::to_string(scheduler::kMaxGpusPerNode) + " GPUs per node");
+      return FieldError("gpus",
+                        "at most " + std::to_string(scheduler::kMaxGpusPerNode) + " GPUs per node");
     }
     for (size_t i = 0; i < it->size(); ++i) {
       const json& g = (*it)[i];
@@ -346,10 +367,14 @@ json NodeInventoryToJson(const NodeInventory& n) {
   j["memory_mib"] = n.memory_mib;
   json gpus = json::array();
   for (const GpuInfo& g : n.gpus) {
-    json gj{{"index", g.index}, {"uuid", g.uuid}, {"model", g.model},
-            {"memory_mib", g.memory_mib}, {"mig_enabled", g.mig_enabled}};
+    json gj{{"index", g.index},
+            {"uuid", g.uuid},
+            {"model", g.model},
+            {"memory_mib", g.memory_mib},
+            {"mig_enabled", g.mig_enabled}};
     json mig = json::array();
-    for (const MigInfo& m : g.mig) mig.push_back({{"uuid", m.uuid}, {"profile", m.profile}, {"slices", m.slices}});
+    for (const MigInfo& m : g.mig)
+      mig.push_back({{"uuid", m.uuid}, {"profile", m.profile}, {"slices", m.slices}});
     gj["mig"] = mig;
     gpus.push_back(gj);
   }
@@ -419,15 +444,20 @@ json HeartbeatToJson(const Heartbeat& h) {
 json HeartbeatReplyToJson(const HeartbeatReply& r) {
   json start = json::array();
   for (const LaunchOrder& o : r.start) {
-    start.push_back({{"id", o.id}, {"user", o.user}, {"command", o.command}, {"env", o.env},
-                     {"workdir", o.workdir}, {"cuda_visible_devices", o.cuda_visible_devices},
+    start.push_back({{"id", o.id},
+                     {"user", o.user},
+                     {"command", o.command},
+                     {"env", o.env},
+                     {"workdir", o.workdir},
+                     {"cuda_visible_devices", o.cuda_visible_devices},
                      {"has_gpu", o.has_gpu}});
   }
   json offsets = json::object();
   for (const auto& [id, off] : r.log_offsets) {
     offsets[std::to_string(id)] = {off.first, off.second};
   }
-  return json{{"start", start}, {"cancel", r.cancel}, {"forget", r.forget}, {"log_offsets", offsets}};
+  return json{
+      {"start", start}, {"cancel", r.cancel}, {"forget", r.forget}, {"log_offsets", offsets}};
 }
 
 Result<HeartbeatReply> ParseHeartbeatReply(const json& j) {

@@ -60,7 +60,7 @@ struct Assignment {
   int32_t gpu_milli = 0;              // per GPU (1000 = whole)
   uint8_t mig_slices = 0;
   std::string mig_uuid;
-  std::string cuda_visible_devices;   // what the job sees
+  std::string cuda_visible_devices;        // what the job sees
   std::map<std::string, std::string> env;  // limits for shared GPUs (MPS variables)
   // Scheduler bookkeeping: which of the node's GPUs (position in the node's GPU list) and how
   // much of each, so the scheduler can rebuild the cluster's free capacity.
@@ -78,6 +78,10 @@ struct Job {
   std::string reason;  // why queued/failed/cancelled
   int64_t submit_ms = 0, start_ms = 0, end_ms = 0;
   int32_t requeues = 0;
+  int32_t preemptions = 0;
+  // Set while a preemptible job is being stopped (state cancelling) to make room for this job:
+  // when the node reports its exit it goes back to the queue instead of ending.
+  int64_t preempted_by = 0;
 };
 
 json JobToJson(const Job& j);

@@ -199,6 +199,14 @@ const std::string& OpenApiDocument() {
      },
      "requeues": {
       "type": "integer"
+     },
+     "preemptions": {
+      "type": "integer",
+      "description": "times this preemptible job was stopped and requeued for guaranteed work"
+     },
+     "preempted_by": {
+      "type": "integer",
+      "description": "while being preempted: the queued job it makes room for"
      }
     }
    },

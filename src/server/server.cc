@@ -46,8 +46,9 @@ Result<std::unique_ptr<Server>> Server::Create(store::Store* store, Clock* clock
       s->options_.placement_policy = "bestfit";
     }
   }
-  STOKER_ASSIGN_OR_RETURN(s->placement_, scheduler::CreatePlacementPolicy(
-                                             s->options_.placement_policy, scheduler::PolicyConfig{}));
+  STOKER_ASSIGN_OR_RETURN(
+      s->placement_,
+      scheduler::CreatePlacementPolicy(s->options_.placement_policy, scheduler::PolicyConfig{}));
   STOKER_ASSIGN_OR_RETURN(s->queue_policy_, queue::CreateQueuePolicy(s->options_.queue_policy));
   if (!s->options_.data_dir.empty()) {
     std::error_code ec;
@@ -71,6 +72,7 @@ Status Server::Load() {
     auto job = JobFromJson(doc);
     if (!job.ok()) return job.status().WithContext("stored job " + std::to_string(row.id));
     if (job->state == JobState::kQueued) queued_.insert(job->id);
+    Reindex(*job);
     jobs_[job->id] = std::move(*job);
   }
   const MonoTime now = clock_->Now();
@@ -168,15 +170,17 @@ Result<std::vector<Job>> Server::ListJobs(const Principal& who, const JobFilter&
   if (who.role == Role::kAgent) return Denied("agents cannot list jobs");
   std::vector<Job> out;
   std::lock_guard lock(mu_);
-  for (const auto& [id, j] : jobs_) {
+  // The newest `limit` matches, walking back from the newest, so a short listing does not copy
+  // (or hold the lock over) the whole history.
+  for (auto it = jobs_.rbegin(); it != jobs_.rend() && out.size() < f.limit; ++it) {
+    const Job& j = it->second;
     if (!CanSee(who, j)) continue;
     if (!f.states.empty() && !f.states.count(j.state)) continue;
     if (!f.user.empty() && j.user != f.user) continue;
     if (!f.node.empty() && (!j.assignment || j.assignment->node != f.node)) continue;
     out.push_back(j);
   }
-  // Newest last; keep the last `limit`.
-  if (out.size() > f.limit) out.erase(out.begin(), out.end() - static_cast<ptrdiff_t>(f.limit));
+  std::reverse(out.begin(), out.end());  // newest last
   return out;
 }
 
@@ -200,6 +204,44 @@ void Server::EndJob(Job& j, JobState state, const std::string& reason) {
   j.end_ms = NowMs();
   queued_.erase(j.id);
   queue_reasons_.erase(j.id);
+  Reindex(j);
+}
+
+void Server::RequeuePreempted(Job& j) {
+  j.state = JobState::kQueued;
+  j.reason = "requeued: preempted for job " + std::to_string(j.preempted_by);
+  j.preempted_by = 0;
+  j.assignment.reset();
+  j.start_ms = 0;
+  j.exit_code.reset();
+  j.signal.reset();
+  j.requeues++;
+  queued_.insert(j.id);
+  Reindex(j);
+  // The next run writes its logs from offset 0: keep this run's as <id>.<stream>.<run>.
+  if (!options_.data_dir.empty()) {
+    std::lock_guard lock(log_mu_);
+    for (const char* stream : {"stdout", "stderr"}) {
+      std::error_code ec;
+      fs::rename(LogPath(j.id, stream), LogPath(j.id, stream) + "." + std::to_string(j.requeues),
+                 ec);
+    }
+  }
+}
+
+void Server::Reindex(const Job& j) {
+  if (auto it = job_node_.find(j.id); it != job_node_.end()) {
+    auto n = node_jobs_.find(it->second);
+    if (n != node_jobs_.end()) {
+      n->second.erase(j.id);
+      if (n->second.empty()) node_jobs_.erase(n);
+    }
+    job_node_.erase(it);
+  }
+  if (IsActive(j.state) && j.assignment) {
+    job_node_[j.id] = j.assignment->node;
+    node_jobs_[j.assignment->node].insert(j.id);
+  }
 }
 
 Result<Job> Server::Cancel(const Principal& who, int64_t id) {
@@ -218,6 +260,11 @@ Result<Job> Server::Cancel(const Principal& who, int64_t id) {
     if (j.state == JobState::kRunning) {
       // The node stops it (TERM, grace, KILL); the job ends when the node reports the exit.
       j.state = JobState::kCancelling;
+      j.reason = "cancel requested by " + who.name;
+      Event(&b, j, "cancel", j.reason);
+    } else if (j.state == JobState::kCancelling && j.preempted_by != 0) {
+      // Being preempted: the exit now ends the job instead of requeueing it.
+      j.preempted_by = 0;
       j.reason = "cancel requested by " + who.name;
       Event(&b, j, "cancel", j.reason);
     } else if (j.state == JobState::kCancelling) {
@@ -262,7 +309,8 @@ void Server::AppendLog(int64_t id, const std::string& stream, int64_t offset,
   // (offset past the end) means the node's offsets are ahead; it resyncs from log_offsets.
   if (offset > size || offset + static_cast<int64_t>(data.size()) <= size) return;
   std::ofstream out(LogPath(id, stream), std::ios::app | std::ios::binary);
-  out.write(data.data() + (size - offset), static_cast<std::streamsize>(data.size() - (size - offset)));
+  out.write(data.data() + (size - offset),
+            static_cast<std::streamsize>(data.size() - (size - offset)));
 }
 
 Result<LogChunk> Server::ReadLog(const Principal& who, int64_t id, const std::string& stream,
@@ -325,7 +373,7 @@ Result<json> Server::RegisterNode(const Principal& who, const NodeInventory& inv
 }
 
 Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string& node,
-                                         const server::Heartbeat& hb) {
+                                         server::Heartbeat hb) {
   if (who.role == Role::kUser) return Denied("only agents and admins send heartbeats");
   if (who.role == Role::kAgent && who.name != node) {
     return Denied("this agent token may only report for node '" + who.name + "'");
@@ -339,6 +387,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
   std::vector<Job> changed;
   std::shared_future<Status> done;
   bool persist = false;
+  auto samples = std::make_shared<const json>(std::move(hb.samples));
   {
     std::lock_guard lock(mu_);
     auto nit = nodes_.find(node);
@@ -352,15 +401,15 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
     }
     n.last_heartbeat = clock_->Now();
     n.last_heartbeat_ms = NowMs();
-    n.samples = hb.samples;
+    n.samples = samples;
 
     std::set<int64_t> reported;
     for (const JobReport& r : hb.jobs) {
       reported.insert(r.id);
       reply.log_offsets[r.id] = {LogSize(r.id, "stdout"), LogSize(r.id, "stderr")};
       auto it = jobs_.find(r.id);
-      const bool mine = it != jobs_.end() && it->second.assignment &&
-                        it->second.assignment->node == node;
+      const bool mine =
+          it != jobs_.end() && it->second.assignment && it->second.assignment->node == node;
       if (!mine || IsTerminal(it->second.state) || it->second.state == JobState::kQueued) {
         // Not (or no longer) this node's job: stop it; once it exited, let the node forget it
         // (for a recorded job, after its logs arrived).
@@ -372,6 +421,19 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
         continue;
       }
       Job& j = it->second;
+      if (r.phase == "exited" && j.preempted_by != 0) {
+        // Stopped to make room for a guaranteed job: back to the queue.
+        const std::string why = "preempted for job " + std::to_string(j.preempted_by);
+        RequeuePreempted(j);
+        Event(&b, j, "requeued",
+              why + (r.signal ? ", stopped by signal " + std::to_string(*r.signal)
+                              : ", exit code " + std::to_string(r.exit_code.value_or(-1))));
+        b.PutJob(Row(j));
+        changed.push_back(j);
+        // Its logs so far stay on the server; a later run appends after them.
+        reply.forget.push_back(r.id);
+        continue;
+      }
       if (r.phase == "exited") {
         if (j.state == JobState::kCancelling) {
           EndJob(j, JobState::kCancelled, j.reason);
@@ -405,8 +467,12 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
       }
     }
     // Jobs the server placed on this node that the node does not report.
-    for (auto& [id, j] : jobs_) {
-      if (!IsActive(j.state) || !j.assignment || j.assignment->node != node) continue;
+    std::vector<int64_t> active;
+    if (auto it = node_jobs_.find(node); it != node_jobs_.end()) {
+      active.assign(it->second.begin(), it->second.end());
+    }
+    for (int64_t id : active) {
+      Job& j = jobs_.at(id);
       if (reported.count(id)) continue;
       if (j.state == JobState::kAssigned) {
         LaunchOrder o;
@@ -434,7 +500,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
   if (persist) STOKER_RETURN_IF_ERROR(Wait(done));
   {
     std::lock_guard lock(observers_mu_);
-    for (ServerObserver* o : observers_) o->OnHeartbeat(node, hb.samples, clock_->WallNow());
+    for (ServerObserver* o : observers_) o->OnHeartbeat(node, *samples, clock_->WallNow());
   }
   Notify(changed);
   if (!changed.empty()) Kick();
@@ -458,18 +524,15 @@ Status Server::SetDrained(const Principal& who, const std::string& node, bool dr
   return Status::Ok();
 }
 
-json Server::NodeJson(const NodeEntry& n) const {
+json Server::NodeJson(const NodeEntry& n, bool with_samples) const {
   json j = NodeInventoryToJson(n.inv);
   j["state"] = n.lost ? "lost" : (n.drained ? "drained" : "ready");
   j["drained"] = n.drained;
   j["last_heartbeat_ms"] = n.last_heartbeat_ms;
   j["registered_ms"] = n.registered_ms;
-  int running = 0;
-  for (const auto& [id, job] : jobs_) {
-    if (IsActive(job.state) && job.assignment && job.assignment->node == n.inv.name) ++running;
-  }
-  j["active_jobs"] = running;
-  j["samples"] = n.samples;
+  auto active = node_jobs_.find(n.inv.name);
+  j["active_jobs"] = active == node_jobs_.end() ? 0 : active->second.size();
+  if (with_samples) j["samples"] = *n.samples;
   return j;
 }
 
@@ -478,9 +541,7 @@ Result<json> Server::ListNodes(const Principal& who) const {
   std::lock_guard lock(mu_);
   json out = json::array();
   for (const auto& [name, n] : nodes_) {
-    json j = NodeJson(n);
-    j.erase("samples");
-    out.push_back(std::move(j));
+    out.push_back(NodeJson(n, /*with_samples=*/false));
   }
   return out;
 }
@@ -519,8 +580,10 @@ Result<json> Server::Queue(const Principal& who) const {
   queue::JobQueue q(*queue_policy_);
   for (int64_t id : queued_) {
     const Job& j = jobs_.at(id);
-    q.Push(queue::JobView{.id = static_cast<queue::JobId>(id), .submit_ms = j.submit_ms,
-                          .gpus = std::max(j.spec.gpus, 1), .min_gpus = j.spec.min_gpus,
+    q.Push(queue::JobView{.id = static_cast<queue::JobId>(id),
+                          .submit_ms = j.submit_ms,
+                          .gpus = std::max(j.spec.gpus, 1),
+                          .min_gpus = j.spec.min_gpus,
                           .priority = j.spec.priority});
   }
   json out = json::array();
@@ -674,8 +737,13 @@ PassStats Server::RunSchedulingPass() {
       }
     }
     // Applies `p` (GPUs on p.node) and its CPU/memory on the sibling scheduler nodes.
-    auto allocate_on_node = [&](const scheduler::Placement& p, const std::string& name) {
+    // What each active job holds in `cluster` (its placement and the CPU/memory on sibling
+    // scheduler nodes), so preemption can try releasing it.
+    std::unordered_map<int64_t, std::vector<scheduler::Placement>> held;
+    auto allocate_on_node = [&](const scheduler::Placement& p, const std::string& name,
+                                std::vector<scheduler::Placement>* applied) {
       STOKER_RETURN_IF_ERROR(cluster.Allocate(p));
+      if (applied) applied->push_back(p);
       for (int32_t other : node_vnodes[name]) {
         if (other == p.node) continue;
         scheduler::Placement cpu_only;
@@ -684,7 +752,11 @@ PassStats Server::RunSchedulingPass() {
         cpu_only.memory_mib = p.memory_mib;
         cpu_only.best_effort = p.best_effort;
         Status s = cluster.Allocate(cpu_only);
-        if (!s.ok()) spdlog::warn("node {}: CPU/memory over-committed: {}", name, s.ToString());
+        if (!s.ok()) {
+          spdlog::warn("node {}: CPU/memory over-committed: {}", name, s.ToString());
+        } else if (applied) {
+          applied->push_back(cpu_only);
+        }
       }
       return Status::Ok();
     };
@@ -703,12 +775,13 @@ PassStats Server::RunSchedulingPass() {
           auto it = std::find(positions.begin(), positions.end(), pos);
           if (it == positions.end()) continue;
           p.node = v;
-          p.gpus[p.num_gpus++] = scheduler::GpuShare{static_cast<uint8_t>(it - positions.begin()), milli,
-                                                     j.assignment->mig_slices};
+          p.gpus[p.num_gpus++] = scheduler::GpuShare{static_cast<uint8_t>(it - positions.begin()),
+                                                     milli, j.assignment->mig_slices};
         }
       }
-      if (!j.assignment->mig_uuid.empty()) used_mig[j.assignment->node].insert(j.assignment->mig_uuid);
-      Status s = allocate_on_node(p, j.assignment->node);
+      if (!j.assignment->mig_uuid.empty())
+        used_mig[j.assignment->node].insert(j.assignment->mig_uuid);
+      Status s = allocate_on_node(p, j.assignment->node, &held[id]);
       if (!s.ok()) spdlog::warn("job {}: cannot account its allocation: {}", id, s.ToString());
     }
     // A model name nobody has: requests naming only unknown models can never be placed.
@@ -717,14 +790,106 @@ PassStats Server::RunSchedulingPass() {
     queue::JobQueue q(*queue_policy_);
     for (int64_t id : queued_) {
       const Job& j = jobs_.at(id);
-      q.Push(queue::JobView{.id = static_cast<queue::JobId>(id), .submit_ms = j.submit_ms,
-                            .gpus = std::max(j.spec.gpus, 1), .min_gpus = j.spec.min_gpus,
+      q.Push(queue::JobView{.id = static_cast<queue::JobId>(id),
+                            .submit_ms = j.submit_ms,
+                            .gpus = std::max(j.spec.gpus, 1),
+                            .min_gpus = j.spec.min_gpus,
                             .priority = j.spec.priority});
     }
+    // Guaranteed (non-preemptible) jobs first, each tier in the queue policy's order: the GPUs
+    // a preemption frees go to the guaranteed job that asked for them, not back to a
+    // best-effort job that sorts earlier.
+    std::vector<int64_t> order;
+    order.reserve(queued_.size());
+    for (const auto& entry : q) order.push_back(static_cast<int64_t>(entry.key.id));
+    std::stable_partition(order.begin(), order.end(),
+                          [&](int64_t id) { return !jobs_.at(id).spec.preemptible; });
+    // Preemption victims: active preemptible jobs, lowest priority first, then latest started.
+    std::vector<int64_t> victims;
+    for (const auto& [id, h] : held) {
+      const Job& v = jobs_.at(id);
+      if (v.spec.preemptible && v.state != JobState::kCancelling) victims.push_back(id);
+    }
+    std::sort(victims.begin(), victims.end(), [&](int64_t a, int64_t b) {
+      const Job& x = jobs_.at(a);
+      const Job& y = jobs_.at(b);
+      if (x.spec.priority != y.spec.priority) return x.spec.priority < y.spec.priority;
+      if (x.start_ms != y.start_ms) return x.start_ms > y.start_ms;
+      return a > b;
+    });
+    bool preempting_any = false;
+    for (const auto& [id, h] : held) preempting_any |= jobs_.at(id).preempted_by != 0;
     std::set<std::string> failed_shapes;  // capacity only shrinks during a pass
     store::WriteBatch b;
-    for (const auto& entry : q) {
-      Job& j = jobs_.at(static_cast<int64_t>(entry.key.id));
+    // For a guaranteed job that does not fit now: on a copy of the cluster, release what jobs
+    // already being preempted hold, then victims one by one until the placement policy finds
+    // room; the victims on the node it picks are stopped (the rest stay). Returns whether the
+    // job will fit once they are gone.
+    auto try_preempt = [&](Job& j, const scheduler::Request& r) -> bool {
+      if (victims.empty() && !preempting_any) return false;
+      scheduler::ClusterState trial = cluster;
+      auto release = [&](int64_t id) {
+        for (const scheduler::Placement& p : held[id]) (void)trial.Release(p);
+      };
+      for (const auto& [id, h] : held) {
+        if (jobs_.at(id).preempted_by != 0) release(id);
+      }
+      if (placement_->Place(r, trial).placed()) {
+        queue_reasons_[j.id] = "waiting for preempted jobs to stop";
+        return true;
+      }
+      std::vector<int64_t> released;
+      for (int64_t v : victims) {
+        const Job& vj = jobs_.at(v);
+        if (vj.preempted_by != 0 || vj.spec.priority > j.spec.priority) continue;
+        release(v);
+        released.push_back(v);
+        scheduler::PlacementResult pr = placement_->Place(r, trial);
+        if (!pr.placed()) continue;
+        const std::string& node = vnodes[pr.placement.node].node->inv.name;
+        int stopped = 0;
+        for (int64_t id : released) {
+          Job& victim = jobs_.at(id);
+          if (!victim.assignment || victim.assignment->node != node) continue;
+          ++stopped;
+          victim.preemptions++;
+          const std::string why = "preempted for job " + std::to_string(j.id);
+          if (victim.state == JobState::kRunning) {
+            // The node stops it like a cancel (TERM, grace, KILL); its exit requeues it.
+            victim.state = JobState::kCancelling;
+            victim.preempted_by = j.id;
+            victim.reason = why;
+            Event(&b, victim, "preempt", why + " (stopping)");
+            preempting_any = true;
+          } else {
+            // Assigned, not started yet: back to the queue now. Should the node have started
+            // it meanwhile, its next report is answered with a cancel.
+            victim.state = JobState::kQueued;
+            victim.assignment.reset();
+            victim.requeues++;
+            victim.reason = "requeued: " + why;
+            queued_.insert(id);
+            Reindex(victim);
+            Event(&b, victim, "requeued", why);
+          }
+          b.PutJob(Row(victim));
+          changed.push_back(victim);
+        }
+        victims.erase(std::remove_if(victims.begin(), victims.end(),
+                                     [&](int64_t id) {
+                                       return jobs_.at(id).preempted_by != 0 ||
+                                              jobs_.at(id).state == JobState::kQueued;
+                                     }),
+                      victims.end());
+        queue_reasons_[j.id] =
+            "waiting for " + std::to_string(stopped) + " preempted job(s) to stop";
+        spdlog::info("job {}: preempting {} job(s) on {}", j.id, stopped, node);
+        return true;
+      }
+      return false;
+    };
+    for (int64_t queued_id : order) {
+      Job& j = jobs_.at(queued_id);
       const JobSpec& s = j.spec;
       scheduler::Request r;
       r.cpu_milli = s.cpu_milli;
@@ -744,18 +909,19 @@ PassStats Server::RunSchedulingPass() {
       for (const std::string& want : s.gpu_models) {
         for (int m = 0; m < cluster.models().size(); ++m) {
           if (ContainsNoCase(cluster.models().Name(static_cast<scheduler::GpuModelId>(m)), want)) {
-            r.allowed_models |= scheduler::GpuModelTable::Bit(static_cast<scheduler::GpuModelId>(m));
+            r.allowed_models |=
+                scheduler::GpuModelTable::Bit(static_cast<scheduler::GpuModelId>(m));
           }
         }
       }
       if (!s.gpu_models.empty() && r.allowed_models == 0 && no_model.ok()) {
         r.allowed_models = scheduler::GpuModelTable::Bit(*no_model);
       }
-      const std::string shape = std::to_string(r.cpu_milli) + "/" + std::to_string(r.memory_mib) +
-                                "/" + std::to_string(r.num_gpu) + "/" + std::to_string(r.gpu_milli) +
-                                "/" + std::to_string(r.gpu_memory_mib) + "/" +
-                                std::to_string(r.allowed_models) + "/" +
-                                std::to_string(static_cast<int>(r.mig)) + "/" + r.job_class;
+      const std::string shape =
+          std::to_string(r.cpu_milli) + "/" + std::to_string(r.memory_mib) + "/" +
+          std::to_string(r.num_gpu) + "/" + std::to_string(r.gpu_milli) + "/" +
+          std::to_string(r.gpu_memory_mib) + "/" + std::to_string(r.allowed_models) + "/" +
+          std::to_string(static_cast<int>(r.mig)) + "/" + r.job_class;
       if (failed_shapes.count(shape)) {
         ++stats.blocked;
         queue_reasons_[j.id] = "waiting for resources";
@@ -764,8 +930,9 @@ PassStats Server::RunSchedulingPass() {
       }
       scheduler::PlacementResult pr = placement_->Place(r, cluster);
       // Elastic jobs: fewer GPUs (down to min_gpus) rather than waiting.
-      for (int32_t g = s.gpus - 1; !pr.placed() && pr.status == scheduler::PlacementStatus::kNoCapacityNow &&
-                                   s.min_gpus > 0 && g >= s.min_gpus;
+      for (int32_t g = s.gpus - 1;
+           !pr.placed() && pr.status == scheduler::PlacementStatus::kNoCapacityNow &&
+           s.min_gpus > 0 && g >= s.min_gpus;
            --g) {
         scheduler::Request smaller = r;
         smaller.num_gpu = g;
@@ -778,8 +945,14 @@ PassStats Server::RunSchedulingPass() {
       }
       if (!pr.placed()) {
         ++stats.blocked;
+        if (!s.preemptible && try_preempt(j, r)) {
+          ++stats.preempting;
+          if (!options_.backfill) break;
+          continue;
+        }
         failed_shapes.insert(shape);
-        queue_reasons_[j.id] = "waiting for resources" + (pr.reason.empty() ? "" : ": " + pr.reason);
+        queue_reasons_[j.id] =
+            "waiting for resources" + (pr.reason.empty() ? "" : ": " + pr.reason);
         if (!options_.backfill) break;
         continue;
       }
@@ -828,7 +1001,7 @@ PassStats Server::RunSchedulingPass() {
           a.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=" + std::to_string(r.gpu_memory_mib) + "M";
         }
       }
-      Status s2 = allocate_on_node(p, a.node);
+      Status s2 = allocate_on_node(p, a.node, nullptr);
       if (!s2.ok()) {
         spdlog::error("job {}: placement rejected by the cluster: {}", j.id, s2.ToString());
         continue;
@@ -836,6 +1009,7 @@ PassStats Server::RunSchedulingPass() {
       j.state = JobState::kAssigned;
       j.assignment = std::move(a);
       j.reason.clear();
+      Reindex(j);
       queue_reasons_.erase(j.id);
       Event(&b, j, "assigned",
             "to " + j.assignment->node +
@@ -846,7 +1020,9 @@ PassStats Server::RunSchedulingPass() {
       changed.push_back(j);
       ++stats.placed;
     }
-    for (const Job& j : changed) queued_.erase(j.id);
+    for (const Job& j : changed) {
+      if (j.state != JobState::kQueued) queued_.erase(j.id);
+    }
     persist = !b.empty();
     if (persist) done = store_->ApplyAsync(std::move(b));
   }
@@ -872,11 +1048,18 @@ int Server::CheckNodeTimeouts() {
       if (n.lost || now - n.last_heartbeat <= options_.node_timeout) continue;
       n.lost = true;
       ++lost;
-      spdlog::warn("node {} lost: no heartbeat for {:.0f} s", name, ToSeconds(now - n.last_heartbeat));
+      spdlog::warn("node {} lost: no heartbeat for {:.0f} s", name,
+                   ToSeconds(now - n.last_heartbeat));
       b.PutNode(Row(n));
-      for (auto& [id, j] : jobs_) {
-        if (!IsActive(j.state) || !j.assignment || j.assignment->node != name) continue;
-        if (j.state == JobState::kCancelling) {
+      std::vector<int64_t> active;
+      if (auto it = node_jobs_.find(name); it != node_jobs_.end()) {
+        active.assign(it->second.begin(), it->second.end());
+      }
+      for (int64_t id : active) {
+        Job& j = jobs_.at(id);
+        if (j.preempted_by != 0) {
+          RequeuePreempted(j);
+        } else if (j.state == JobState::kCancelling) {
           EndJob(j, JobState::kCancelled, j.reason + " (node " + name + " lost)");
         } else if (j.spec.on_node_loss == "requeue") {
           j.state = JobState::kQueued;
@@ -885,6 +1068,7 @@ int Server::CheckNodeTimeouts() {
           j.requeues++;
           j.reason = "requeued: node " + name + " lost";
           queued_.insert(id);
+          Reindex(j);
         } else {
           EndJob(j, JobState::kFailed, "node " + name + " lost");
         }
@@ -931,7 +1115,8 @@ void Server::Loop(bool scheduler) {
     if (scheduler) {
       PassStats st = RunSchedulingPass();
       if (st.placed > 0) {
-        spdlog::debug("scheduling pass: {} queued, {} placed in {:.3f} s", st.queued, st.placed, st.seconds);
+        spdlog::debug("scheduling pass: {} queued, {} placed in {:.3f} s", st.queued, st.placed,
+                      st.seconds);
       }
       // Batch bursts of submissions into one pass.
       std::this_thread::sleep_for(std::chrono::milliseconds(20));

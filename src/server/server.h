@@ -34,11 +34,11 @@
 namespace stoker::server {
 
 struct ServerOptions {
-  std::string data_dir;                   // job logs live in <data_dir>/logs
+  std::string data_dir;  // job logs live in <data_dir>/logs
   // scheduler::CreatePlacementPolicy names; empty: the library's default (kDefaultPolicyName),
   // or "bestfit" while a library build lacks it.
   std::string placement_policy;
-  std::string queue_policy = "fifo";      // queue::CreateQueuePolicy names
+  std::string queue_policy = "fifo";  // queue::CreateQueuePolicy names
   // true: a job that does not fit now does not block later jobs that do (greedy backfill);
   // false: strict queue order (the first blocked job stops the pass).
   bool backfill = true;
@@ -81,6 +81,7 @@ struct PassStats {
   int placed = 0;
   int blocked = 0;     // no capacity now
   int infeasible = 0;  // no node could ever host it
+  int preempting = 0;  // blocked guaranteed jobs that preemptible jobs are making room for
   double seconds = 0;
 };
 
@@ -111,8 +112,9 @@ class Server final : public JobActions {
 
   // Nodes.
   Result<json> RegisterNode(const Principal& who, const NodeInventory& inv);
+  // Takes the heartbeat by value: its samples are kept as the node's latest without a copy.
   Result<HeartbeatReply> Heartbeat(const Principal& who, const std::string& node,
-                                   const server::Heartbeat& hb);
+                                   server::Heartbeat hb);
   Status SetDrained(const Principal& who, const std::string& node, bool drained);
   Result<json> ListNodes(const Principal& who) const;
   Result<json> GetNode(const Principal& who, const std::string& node) const;
@@ -148,13 +150,14 @@ class Server final : public JobActions {
     MonoTime last_heartbeat{};
     int64_t last_heartbeat_ms = 0;
     int64_t registered_ms = 0;
-    json samples = json::array();
+    // Shared, immutable: a heartbeat swaps the pointer under mu_ (no deep copy of ~20 KB of JSON).
+    std::shared_ptr<const json> samples = std::make_shared<const json>(json::array());
   };
 
   Server(store::Store* store, Clock* clock, ServerOptions options);
   Status Load();
   int64_t NowMs() const;
-  json NodeJson(const NodeEntry& n) const;
+  json NodeJson(const NodeEntry& n, bool with_samples = true) const;
   store::JobRow Row(const Job& j) const;
   store::NodeRow Row(const NodeEntry& n) const;
   void Event(store::WriteBatch* b, const Job& j, const std::string& kind, const std::string& msg);
@@ -166,6 +169,10 @@ class Server final : public JobActions {
   int64_t LogSize(int64_t id, const std::string& stream) const;
   void AppendLog(int64_t id, const std::string& stream, int64_t offset, const std::string& data);
   void EndJob(Job& j, JobState state, const std::string& reason);
+  // Keeps node_jobs_ in step with j's state and assignment; call after every such change.
+  void Reindex(const Job& j);
+  // A preempted job whose process stopped (or whose node was lost) goes back to the queue.
+  void RequeuePreempted(Job& j);
   void Loop(bool scheduler);
 
   store::Store* store_;
@@ -175,12 +182,16 @@ class Server final : public JobActions {
   std::atomic<int64_t> next_id_{1};
 
   mutable std::mutex mu_;
-  std::map<int64_t, Job> jobs_;                      // guarded by mu_
-  std::set<int64_t> queued_;                         // guarded by mu_
-  std::map<std::string, NodeEntry> nodes_;           // guarded by mu_
+  std::map<int64_t, Job> jobs_;                            // guarded by mu_
+  std::set<int64_t> queued_;                               // guarded by mu_
+  std::map<std::string, NodeEntry> nodes_;                 // guarded by mu_
   std::unique_ptr<scheduler::PlacementPolicy> placement_;  // guarded by mu_
   std::unique_ptr<queue::QueuePolicy> queue_policy_;       // guarded by mu_
-  std::map<int64_t, std::string> queue_reasons_;     // guarded by mu_: why still queued
+  std::map<int64_t, std::string> queue_reasons_;           // guarded by mu_: why still queued
+  // Active (assigned/running/cancelling) jobs per node, so a heartbeat or a node listing costs
+  // the node's jobs, not every job ever submitted.
+  std::unordered_map<std::string, std::set<int64_t>> node_jobs_;  // guarded by mu_
+  std::unordered_map<int64_t, std::string> job_node_;             // guarded by mu_
 
   std::mutex log_mu_;
   std::mutex observers_mu_;

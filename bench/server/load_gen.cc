@@ -1,0 +1,627 @@
+// stoker-loadgen: an HTTP load generator for the Stoker server on loopback.
+//
+// Mode `agents`: registers N simulated nodes (an agent token each, 8 GPUs each), then every
+// node heartbeats once per period on its own keep-alive connection with a real agent sample
+// payload (the "gpus" array of `stoker smi --json`), while a few user connections list jobs and
+// submit jobs at a fixed rate. Reports p50/p95/p99/max latency per request kind.
+// Mode `submit`: C keep-alive connections submit jobs back to back (closed loop); reports the
+// rate of acknowledged (201, durable) submissions and their latency.
+//
+// One thread drives every connection with epoll, so the generator takes little of the CPU the
+// server needs when both share a small machine. Latency is measured from the moment a request
+// was due (not when it was sent), so a generator or server that falls behind shows it.
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <queue>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using json = nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+using TimePoint = SteadyClock::time_point;
+
+struct Options {
+  std::string mode = "agents";
+  std::string host = "127.0.0.1";
+  int port = 8470;
+  std::string admin_token;
+  std::string samples_file;
+  int agents = 1000;
+  double period_s = 1.0;
+  double duration_s = 60;
+  double warmup_s = 10;
+  int user_conns = 4;
+  double user_rate = 20;  // user requests per second over all user connections
+  int submit_conns = 32;
+  std::string node_prefix = "load-node-";
+  bool json_out = false;
+};
+
+[[noreturn]] void Die(const std::string& msg) {
+  std::fprintf(stderr, "stoker-loadgen: %s\n", msg.c_str());
+  std::exit(2);
+}
+
+// Latencies in microseconds of one request kind.
+struct Series {
+  std::vector<uint32_t> us;
+  int64_t errors = 0;
+  std::map<int, int64_t> statuses;
+
+  double Pct(double p) const {
+    if (us.empty()) return 0;
+    std::vector<uint32_t> s = us;
+    const size_t k = std::min(s.size() - 1, static_cast<size_t>(p * static_cast<double>(s.size())));
+    std::nth_element(s.begin(), s.begin() + static_cast<ptrdiff_t>(k), s.end());
+    return s[k] / 1000.0;
+  }
+  double Max() const { return us.empty() ? 0 : *std::max_element(us.begin(), us.end()) / 1000.0; }
+};
+
+struct Response {
+  int status = 0;
+  std::string body;
+};
+
+// One keep-alive HTTP/1.1 connection, driven by the event loop.
+struct Conn {
+  int fd = -1;
+  bool connected = false;
+  std::string out;
+  size_t out_off = 0;
+  std::string in;
+  bool busy = false;
+  TimePoint due{};  // when the current request was due (latency origin)
+  std::function<void(const Response&, double ms)> on_done;
+  std::function<void()> on_error;
+};
+
+class Loop {
+ public:
+  Loop(std::string host, int port) : host_(std::move(host)), port_(port) {
+    ep_ = epoll_create1(EPOLL_CLOEXEC);
+    if (ep_ < 0) Die(std::string("epoll_create1: ") + std::strerror(errno));
+  }
+
+  size_t NewConn() {
+    conns_.emplace_back();
+    return conns_.size() - 1;
+  }
+  Conn& conn(size_t i) { return conns_[i]; }
+
+  // Sends a request on connection `i` (connecting first if needed). `due`: latency origin.
+  void Send(size_t i, const std::string& method, const std::string& path, const std::string& token,
+            const std::string& body, TimePoint due,
+            std::function<void(const Response&, double)> done, std::function<void()> error) {
+    Conn& c = conns_[i];
+    c.out.clear();
+    c.out += method + " " + path + " HTTP/1.1\r\nHost: " + host_ +
+             "\r\nConnection: keep-alive\r\nContent-Type: application/json\r\n";
+    if (!token.empty()) c.out += "Authorization: Bearer " + token + "\r\n";
+    c.out += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+    c.out += body;
+    c.out_off = 0;
+    c.in.clear();
+    c.busy = true;
+    c.due = due;
+    c.on_done = std::move(done);
+    c.on_error = std::move(error);
+    if (c.fd < 0) {
+      Connect(i);
+    } else {
+      Flush(i);
+    }
+  }
+
+  // Runs timers and I/O until `until` or until `stop()` returns true.
+  void Run(TimePoint until, const std::function<bool()>& stop = nullptr) {
+    epoll_event evs[256];
+    while (SteadyClock::now() < until && !(stop && stop())) {
+      int timeout_ms = 50;
+      if (!timers_.empty()) {
+        auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(timers_.top().at -
+                                                                          SteadyClock::now());
+        timeout_ms = static_cast<int>(std::clamp<int64_t>(wait.count(), 0, 50));
+      }
+      const int n = epoll_wait(ep_, evs, 256, timeout_ms);
+      for (int k = 0; k < n; ++k) {
+        const size_t i = evs[k].data.u64;
+        if (evs[k].events & (EPOLLERR | EPOLLHUP)) {
+          Fail(i);
+          continue;
+        }
+        if (evs[k].events & EPOLLOUT) OnWritable(i);
+        if (evs[k].events & EPOLLIN) OnReadable(i);
+      }
+      const TimePoint now = SteadyClock::now();
+      while (!timers_.empty() && timers_.top().at <= now) {
+        Timer t = timers_.top();
+        timers_.pop();
+        t.fn();
+      }
+    }
+  }
+
+  void At(TimePoint at, std::function<void()> fn) {
+    timers_.push(Timer{at, seq_++, std::move(fn)});
+  }
+
+ private:
+  struct Timer {
+    TimePoint at;
+    uint64_t seq;
+    std::function<void()> fn;
+    bool operator<(const Timer& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+
+  void Connect(size_t i) {
+    Conn& c = conns_[i];
+    c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c.fd < 0) Die(std::string("socket: ") + std::strerror(errno) + " (raise ulimit -n?)");
+    int one = 1;
+    ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port_));
+    if (::inet_pton(AF_INET, host_.c_str(), &addr.sin_addr) != 1)
+      Die("host: not an IPv4 address: " + host_);
+    c.connected = false;
+    const int r = ::connect(c.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    if (r != 0 && errno != EINPROGRESS) {
+      Fail(i);
+      return;
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLOUT;
+    ev.data.u64 = i;
+    epoll_ctl(ep_, EPOLL_CTL_ADD, c.fd, &ev);
+  }
+
+  void Close(size_t i) {
+    Conn& c = conns_[i];
+    if (c.fd >= 0) {
+      epoll_ctl(ep_, EPOLL_CTL_DEL, c.fd, nullptr);
+      ::close(c.fd);
+    }
+    c.fd = -1;
+    c.connected = false;
+  }
+
+  void Fail(size_t i) {
+    Conn& c = conns_[i];
+    const bool busy = c.busy;
+    Close(i);
+    c.busy = false;
+    if (busy && c.on_error) {
+      auto cb = std::move(c.on_error);
+      cb();
+    }
+  }
+
+  void OnWritable(size_t i) {
+    Conn& c = conns_[i];
+    if (!c.connected) {
+      int err = 0;
+      socklen_t len = sizeof(err);
+      getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err != 0) {
+        Fail(i);
+        return;
+      }
+      c.connected = true;
+    }
+    Flush(i);
+  }
+
+  void Flush(size_t i) {
+    Conn& c = conns_[i];
+    if (!c.connected) return;
+    while (c.out_off < c.out.size()) {
+      const ssize_t w =
+          ::send(c.fd, c.out.data() + c.out_off, c.out.size() - c.out_off, MSG_NOSIGNAL);
+      if (w < 0) {
+        if (errno == EAGAIN) break;
+        Fail(i);
+        return;
+      }
+      c.out_off += static_cast<size_t>(w);
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN | (c.out_off < c.out.size() ? EPOLLOUT : 0u);
+    ev.data.u64 = i;
+    epoll_ctl(ep_, EPOLL_CTL_MOD, c.fd, &ev);
+  }
+
+  void OnReadable(size_t i) {
+    Conn& c = conns_[i];
+    char buf[16384];
+    while (true) {
+      const ssize_t r = ::recv(c.fd, buf, sizeof(buf), 0);
+      if (r > 0) {
+        c.in.append(buf, static_cast<size_t>(r));
+        continue;
+      }
+      if (r == 0) {  // closed by the server (keep-alive limit or error)
+        Fail(i);
+        return;
+      }
+      if (errno == EAGAIN) break;
+      Fail(i);
+      return;
+    }
+    if (!c.busy) return;
+    const size_t hdr_end = c.in.find("\r\n\r\n");
+    if (hdr_end == std::string::npos) return;
+    std::string head = c.in.substr(0, hdr_end);
+    std::string lower = head;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char ch) { return std::tolower(ch); });
+    size_t length = 0;
+    if (auto p = lower.find("content-length:"); p != std::string::npos) {
+      length = std::strtoul(lower.c_str() + p + 15, nullptr, 10);
+    }
+    if (c.in.size() < hdr_end + 4 + length) return;
+    Response resp;
+    if (head.size() > 12) resp.status = std::atoi(head.c_str() + 9);
+    resp.body = c.in.substr(hdr_end + 4, length);
+    const bool close = lower.find("connection: close") != std::string::npos;
+    const double ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - c.due).count();
+    c.busy = false;
+    c.in.clear();
+    if (close) Close(i);
+    auto cb = std::move(c.on_done);
+    cb(resp, ms);
+  }
+
+  std::string host_;
+  int port_;
+  int ep_;
+  std::deque<Conn> conns_;
+  std::priority_queue<Timer> timers_;
+  uint64_t seq_ = 0;
+};
+
+// A one-shot request (setup): runs the loop until done.
+Response Call(Loop& loop, size_t conn, const std::string& method, const std::string& path,
+              const std::string& token, const std::string& body) {
+  Response out;
+  bool done = false;
+  loop.Send(
+      conn, method, path, token, body, SteadyClock::now(),
+      [&](const Response& r, double) {
+        out = r;
+        done = true;
+      },
+      [&] { done = true; });
+  loop.Run(SteadyClock::now() + std::chrono::seconds(30), [&] { return done; });
+  if (out.status == 0) Die(method + " " + path + ": no answer from the server");
+  return out;
+}
+
+json Inventory(const std::string& name) {
+  json gpus = json::array();
+  for (int g = 0; g < 8; ++g) {
+    gpus.push_back({{"index", g},
+                    {"uuid", "GPU-" + name + "-" + std::to_string(g)},
+                    {"model", "NVIDIA H100 80GB HBM3"},
+                    {"memory_mib", 81559},
+                    {"mig_enabled", false},
+                    {"mig", json::array()}});
+  }
+  return {{"name", name},        {"simulated", true},     {"source", "stoker-loadgen"},
+          {"cpu_milli", 192000}, {"memory_mib", 2 << 20}, {"gpus", gpus}};
+}
+
+std::string SubmitBody(int i) {
+  // Mixed shapes like a real queue: CPU-only, shares and whole GPUs. Long sleeps: the load
+  // generator's nodes never run them; they only have to be accepted durably.
+  json spec = {{"command", {"sleep", "3600"}}, {"name", "load-" + std::to_string(i)}};
+  switch (i % 4) {
+    case 0:
+      spec["gpus"] = 1;
+      break;
+    case 1:
+      spec["gpu_milli"] = 250;
+      break;
+    case 2:
+      spec["gpus"] = 2;
+      break;
+    default:
+      break;
+  }
+  return spec.dump();
+}
+
+void Report(const std::string& title, const std::map<std::string, Series>& series, double seconds,
+            bool as_json) {
+  json out = {{"run", title}, {"seconds", seconds}, {"kinds", json::object()}};
+  for (const auto& [kind, s] : series) {
+    json st = json::object();
+    for (const auto& [code, n] : s.statuses) st[std::to_string(code)] = n;
+    out["kinds"][kind] = {
+        {"requests", s.us.size()}, {"per_second", static_cast<double>(s.us.size()) / seconds},
+        {"errors", s.errors},      {"status", st},
+        {"p50_ms", s.Pct(0.50)},   {"p95_ms", s.Pct(0.95)},
+        {"p99_ms", s.Pct(0.99)},   {"max_ms", s.Max()}};
+  }
+  if (as_json) {
+    std::printf("%s\n", out.dump(2).c_str());
+    return;
+  }
+  std::printf("%s over %.1f s\n", title.c_str(), seconds);
+  std::printf("%-12s %9s %9s %7s %9s %9s %9s %9s\n", "kind", "requests", "per_s", "errors",
+              "p50_ms", "p95_ms", "p99_ms", "max_ms");
+  for (const auto& [kind, s] : series) {
+    std::string codes;
+    for (const auto& [code, n] : s.statuses)
+      codes += " " + std::to_string(code) + "x" + std::to_string(n);
+    std::printf("%-12s %9zu %9.1f %7lld %9.2f %9.2f %9.2f %9.2f  HTTP%s\n", kind.c_str(),
+                s.us.size(), static_cast<double>(s.us.size()) / seconds,
+                static_cast<long long>(s.errors), s.Pct(0.50), s.Pct(0.95), s.Pct(0.99), s.Max(),
+                codes.c_str());
+  }
+}
+
+std::string CreateToken(Loop& loop, size_t conn, const Options& o, const std::string& role,
+                        const std::string& name) {
+  Response r = Call(loop, conn, "POST", "/api/v1/tokens", o.admin_token,
+                    json{{"role", role}, {"name", name}}.dump());
+  if (r.status != 201)
+    Die("create " + role + " token " + name + ": HTTP " + std::to_string(r.status) + " " + r.body);
+  return json::parse(r.body).at("token").get<std::string>();
+}
+
+int RunAgents(const Options& o) {
+  std::ifstream in(o.samples_file);
+  if (!in) Die("--samples: cannot read " + o.samples_file);
+  json snap = json::parse(in, nullptr, false);
+  if (snap.is_discarded() || !snap.contains("gpus")) {
+    Die("--samples " + o.samples_file +
+        ": expected `stoker smi --json` output with a \"gpus\" array");
+  }
+  const std::string hb_body = json{{"jobs", json::array()}, {"samples", snap["gpus"]}}.dump();
+
+  Loop loop(o.host, o.port);
+  const size_t setup = loop.NewConn();
+  std::printf("setup: %d agent tokens and registrations (heartbeat body %zu bytes)\n", o.agents,
+              hb_body.size());
+  std::fflush(stdout);
+  std::vector<std::string> names, tokens;
+  for (int i = 0; i < o.agents; ++i) {
+    names.push_back(o.node_prefix + std::to_string(i));
+    tokens.push_back(CreateToken(loop, setup, o, "agent", names.back()));
+    Response r = Call(loop, setup, "POST", "/api/v1/nodes/register", tokens.back(),
+                      Inventory(names.back()).dump());
+    if (r.status != 200)
+      Die("register " + names.back() + ": HTTP " + std::to_string(r.status) + " " + r.body);
+  }
+  const std::string user_token = CreateToken(loop, setup, o, "user", "loaduser");
+
+  std::map<std::string, Series> series;
+  bool measuring = false;
+  int64_t late = 0;
+  auto record = [&](const std::string& kind, const Response& r, double ms) {
+    if (!measuring) return;
+    Series& s = series[kind];
+    s.us.push_back(static_cast<uint32_t>(ms * 1000));
+    s.statuses[r.status]++;
+  };
+  auto error = [&](const std::string& kind) {
+    if (measuring) series[kind].errors++;
+  };
+
+  const auto period =
+      std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(o.period_s));
+  const TimePoint t0 = SteadyClock::now();
+  // Agents: spread evenly over the period, each on its own connection, on an absolute schedule.
+  std::vector<size_t> agent_conn(o.agents);
+  std::function<void(int, TimePoint)> beat = [&](int a, TimePoint due) {
+    const size_t c = agent_conn[a];
+    loop.At(due + period, [&, a, due] { beat(a, due + period); });
+    if (loop.conn(c).busy) {  // the previous heartbeat has not been answered: one is skipped
+      if (measuring) ++late;
+      return;
+    }
+    loop.Send(
+        c, "POST", "/api/v1/nodes/" + names[a] + "/heartbeat", tokens[a], hb_body, due,
+        [&](const Response& r, double ms) { record("heartbeat", r, ms); },
+        [&] { error("heartbeat"); });
+  };
+  for (int a = 0; a < o.agents; ++a) {
+    agent_conn[a] = loop.NewConn();
+    const TimePoint first = t0 + period * a / std::max(1, o.agents);
+    loop.At(first, [&, a, first] { beat(a, first); });
+  }
+  // Users: alternate GET /jobs (newest 50) and a submission, at user_rate in total.
+  const auto user_gap = std::chrono::duration_cast<SteadyClock::duration>(
+      std::chrono::duration<double>(o.user_conns / std::max(0.001, o.user_rate)));
+  int submitted = 0;
+  std::vector<size_t> user_conn(o.user_conns);
+  for (size_t& c : user_conn) c = loop.NewConn();
+  std::function<void(int, TimePoint, int)> user = [&](int u, TimePoint due, int k) {
+    const size_t c = user_conn[u];
+    loop.At(due + user_gap, [&, u, due, k] { user(u, due + user_gap, k + 1); });
+    if (loop.conn(c).busy) {
+      if (measuring) ++late;
+      return;
+    }
+    if (k % 2 == 0) {
+      loop.Send(
+          c, "GET", "/api/v1/jobs?limit=50", user_token, "", due,
+          [&](const Response& r, double ms) { record("list_jobs", r, ms); },
+          [&] { error("list_jobs"); });
+    } else {
+      loop.Send(
+          c, "POST", "/api/v1/jobs", user_token, SubmitBody(submitted++), due,
+          [&](const Response& r, double ms) { record("submit", r, ms); }, [&] { error("submit"); });
+    }
+  };
+  for (int u = 0; u < o.user_conns; ++u) {
+    const TimePoint first = t0 + user_gap * u / std::max(1, o.user_conns);
+    loop.At(first, [&, u, first] { user(u, first, u); });
+  }
+  std::printf("warm-up %.0f s, then measuring %.0f s: %d agents every %.2f s, users %.0f req/s\n",
+              o.warmup_s, o.duration_s, o.agents, o.period_s, o.user_rate);
+  std::fflush(stdout);
+  loop.Run(t0 + std::chrono::duration_cast<SteadyClock::duration>(
+                    std::chrono::duration<double>(o.warmup_s)));
+  measuring = true;
+  const TimePoint m0 = SteadyClock::now();
+  loop.Run(m0 + std::chrono::duration_cast<SteadyClock::duration>(
+                    std::chrono::duration<double>(o.duration_s)));
+  const double secs = std::chrono::duration<double>(SteadyClock::now() - m0).count();
+  Report("agents=" + std::to_string(o.agents) + " skipped_heartbeats=" + std::to_string(late),
+         series, secs, o.json_out);
+  return 0;
+}
+
+int RunSubmit(const Options& o) {
+  Loop loop(o.host, o.port);
+  const size_t setup = loop.NewConn();
+  const std::string user_token = CreateToken(loop, setup, o, "user", "loadsubmitter");
+  std::map<std::string, Series> series;
+  bool measuring = false;
+  int next = 0;
+  std::function<void(size_t)> submit = [&](size_t c) {
+    loop.Send(
+        c, "POST", "/api/v1/jobs", user_token, SubmitBody(next++), SteadyClock::now(),
+        [&, c](const Response& r, double ms) {
+          if (measuring) {
+            Series& s = series["submit"];
+            s.us.push_back(static_cast<uint32_t>(ms * 1000));
+            s.statuses[r.status]++;
+          }
+          submit(c);
+        },
+        [&, c] {
+          if (measuring) series["submit"].errors++;
+          loop.At(SteadyClock::now() + std::chrono::milliseconds(10), [&, c] { submit(c); });
+        });
+  };
+  for (int i = 0; i < o.submit_conns; ++i) submit(loop.NewConn());
+  loop.Run(SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                    std::chrono::duration<double>(o.warmup_s)));
+  measuring = true;
+  const TimePoint m0 = SteadyClock::now();
+  loop.Run(m0 + std::chrono::duration_cast<SteadyClock::duration>(
+                    std::chrono::duration<double>(o.duration_s)));
+  const double secs = std::chrono::duration<double>(SteadyClock::now() - m0).count();
+  int64_t ok = series["submit"].statuses[201];
+  Report("submit connections=" + std::to_string(o.submit_conns) +
+             " acknowledged=" + std::to_string(ok) + " (" +
+             std::to_string(static_cast<int64_t>(static_cast<double>(ok) / secs)) + "/s)",
+         series, secs, o.json_out);
+  return 0;
+}
+
+void Usage() {
+  std::printf(
+      "Usage: stoker-loadgen --mode agents|submit --server HOST:PORT --admin-token-file FILE "
+      "[options]\n"
+      "  --samples FILE        agents: `stoker smi --json` output whose \"gpus\" each heartbeat "
+      "carries\n"
+      "  --agents N            agents: simulated nodes (default 1000)\n"
+      "  --period S            agents: heartbeat period in seconds (default 1)\n"
+      "  --user-conns N        agents: user connections (default 4)\n"
+      "  --user-rate R         agents: user requests/s in total, half GET /jobs, half submit "
+      "(default 20)\n"
+      "  --node-prefix P       agents: node names P0, P1, ... (default load-node-)\n"
+      "  --conns N             submit: concurrent connections (default 32)\n"
+      "  --duration S          measured seconds (default 60)\n"
+      "  --warmup S            seconds before measuring (default 10)\n"
+      "  --json                print the report as JSON\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  std::string server = "127.0.0.1:8470", token_file;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto val = [&]() -> std::string {
+      if (i + 1 >= argc) Die(a + ": needs a value");
+      return argv[++i];
+    };
+    auto num = [&]() -> double {
+      const std::string v = val();
+      char* end = nullptr;
+      const double d = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end || d < 0)
+        Die(a + ": expected a non-negative number, got '" + v + "'");
+      return d;
+    };
+    if (a == "--mode")
+      o.mode = val();
+    else if (a == "--server")
+      server = val();
+    else if (a == "--admin-token-file")
+      token_file = val();
+    else if (a == "--samples")
+      o.samples_file = val();
+    else if (a == "--agents")
+      o.agents = static_cast<int>(num());
+    else if (a == "--period")
+      o.period_s = num();
+    else if (a == "--duration")
+      o.duration_s = num();
+    else if (a == "--warmup")
+      o.warmup_s = num();
+    else if (a == "--user-conns")
+      o.user_conns = static_cast<int>(num());
+    else if (a == "--user-rate")
+      o.user_rate = num();
+    else if (a == "--conns")
+      o.submit_conns = static_cast<int>(num());
+    else if (a == "--node-prefix")
+      o.node_prefix = val();
+    else if (a == "--json")
+      o.json_out = true;
+    else if (a == "-h" || a == "--help") {
+      Usage();
+      return 0;
+    } else {
+      Die("unknown option '" + a + "' (see --help)");
+    }
+  }
+  if (auto p = server.find("://"); p != std::string::npos) server = server.substr(p + 3);
+  const size_t colon = server.rfind(':');
+  if (colon == std::string::npos) Die("--server: expected HOST:PORT, got '" + server + "'");
+  o.host = server.substr(0, colon);
+  o.port = std::atoi(server.c_str() + colon + 1);
+  if (o.port <= 0 || o.port > 65535) Die("--server: bad port in '" + server + "'");
+  if (token_file.empty()) Die("--admin-token-file: required (DATA_DIR/admin.token of the server)");
+  std::ifstream tf(token_file);
+  if (!(tf >> o.admin_token)) Die("--admin-token-file: cannot read a token from " + token_file);
+  if (o.period_s <= 0) Die("--period: must be > 0");
+  if (o.mode == "agents") {
+    if (o.samples_file.empty()) Die("--samples: required in agents mode");
+    if (o.agents < 1 || o.user_conns < 1) Die("--agents and --user-conns must be >= 1");
+    return RunAgents(o);
+  }
+  if (o.mode == "submit") {
+    if (o.submit_conns < 1) Die("--conns: must be >= 1");
+    return RunSubmit(o);
+  }
+  Die("--mode: must be agents or submit, got '" + o.mode + "'");
+}

@@ -1,0 +1,185 @@
+// The node agent end to end: an in-process server over HTTP on loopback, a node whose GPUs come
+// from the fake NVML (loaded through the real dlopen path, scenario h100-mig-node), and jobs
+// that run as real processes. The test drives the rounds itself (scheduling pass, node round),
+// so nothing depends on timing beyond generous upper bounds for processes to start and end.
+
+#include "node/node_agent.h"
+
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "nvml/simulated.h"
+#include "server/api.h"
+#include "server/http.h"
+#include "server/server.h"
+#include "store/store.h"
+#include "telemetry/sampler.h"
+#include "telemetry/snapshot_json.h"
+
+namespace stoker::node {
+namespace {
+namespace fs = std::filesystem;
+using server::JobState;
+using server::Principal;
+using server::Role;
+
+// Jobs run as their submitting user when the agent is root: submit as whoever runs the test.
+std::string Me() {
+  const passwd* pw = ::getpwuid(::geteuid());
+  return pw ? pw->pw_name : "root";
+}
+
+struct World {
+  World(const std::string& name, Duration grace = std::chrono::seconds(1)) {
+    dir = (fs::temp_directory_path() / ("stoker_node_" + name + "_" + std::to_string(::getpid())))
+              .string();
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    store = store::OpenSqliteStore(dir + "/stoker.db", {.synchronous_full = false}).value();
+    server::ServerOptions so;
+    so.data_dir = dir + "/server";
+    core = server::Server::Create(store.get(), &clock, so).value();
+    api = std::make_unique<server::Api>(core.get());
+    http = std::make_unique<server::HttpServer>(
+        api.get(), server::HttpOptions{.host = "127.0.0.1", .port = 0, .threads = 8});
+    EXPECT_TRUE(http->Start().ok());
+    const std::string node_token = core->CreateToken(admin, Role::kAgent, "sim-node").value();
+
+    auto src = nvml::OpenSimulatedGpuSource("h100-mig-node");
+    EXPECT_TRUE(src.ok()) << src.status().ToString();
+    source = std::move(*src);
+    sampler = std::make_unique<telemetry::Sampler>(source.get(), &clock, nullptr,
+                                                   telemetry::SamplerOptions{});
+    for (uint32_t i = 0; i < sampler->gpu_count(); ++i) sampler->SampleOnce(i);
+
+    NodeOptions no;
+    no.server_url = http->url();
+    no.token = node_token;
+    no.state_dir = dir + "/node";
+    no.shim_argv = {STOKER_TEST_SHIM};
+    no.cancel_grace = grace;
+    agent =
+        std::make_unique<NodeAgent>(no, &clock, BuildInventory("sim-node", source.get()), [this] {
+          telemetry::TelemetrySnapshot snap;
+          sampler->Snapshot(&snap);
+          server::json j = telemetry::SnapshotToJson(snap, "sim-node");
+          return j["gpus"];
+        });
+  }
+  ~World() {
+    http->Stop();
+    agent.reset();
+    api.reset();
+    core.reset();
+    store.reset();
+    fs::remove_all(dir);
+  }
+
+  // Scheduling pass + node round until `done` holds (or ~30 s pass: the test fails).
+  bool RunUntil(const std::function<bool()>& done) {
+    for (int i = 0; i < 600; ++i) {
+      core->RunSchedulingPass();
+      Status s = agent->RunOnce();
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+  JobState State(int64_t id) { return core->GetJob(admin, id)->state; }
+
+  std::string dir;
+  SystemClock clock;
+  Principal admin{"admin", Role::kAdmin};
+  Principal alice{Me(), Role::kUser};
+  std::unique_ptr<store::Store> store;
+  std::unique_ptr<server::Server> core;
+  std::unique_ptr<server::Api> api;
+  std::unique_ptr<server::HttpServer> http;
+  std::unique_ptr<GpuSource> source;
+  std::unique_ptr<telemetry::Sampler> sampler;
+  std::unique_ptr<NodeAgent> agent;
+};
+
+server::JobSpec Spec(std::vector<std::string> cmd, int gpus = 0) {
+  server::JobSpec s;
+  s.command = std::move(cmd);
+  s.gpus = gpus;
+  return s;
+}
+
+std::string Log(World& w, int64_t id) { return w.core->ReadLog(w.admin, id, "stdout", 0)->data; }
+
+TEST(NodeAgent, RegistersASimulatedNodeAndRunsAGpuJob) {
+  World w("gpu");
+  auto job = w.core->Submit(
+      w.alice, Spec({"sh", "-c", "echo devices=$CUDA_VISIBLE_DEVICES job=$STOKER_JOB_ID"}, 2));
+  ASSERT_TRUE(job.ok());
+  ASSERT_TRUE(w.RunUntil([&] {
+    return w.State(job->id) == JobState::kSucceeded && !Log(w, job->id).empty();
+  })) << "state "
+      << server::JobStateName(w.State(job->id)) << " reason "
+      << w.core->GetJob(w.admin, job->id)->reason;
+
+  // The inventory and the samples came through the fake NVML: 8 H100s, one in MIG mode.
+  auto node = w.core->GetNode(w.admin, "sim-node");
+  ASSERT_TRUE(node.ok());
+  EXPECT_TRUE((*node)["simulated"].get<bool>());
+  EXPECT_EQ((*node)["gpus"].size(), 8u);
+  EXPECT_EQ((*node)["samples"].size(), 8u);
+  EXPECT_EQ((*node)["state"], "ready");
+
+  const auto done = w.core->GetJob(w.admin, job->id);
+  EXPECT_EQ(done->exit_code, 0);
+  EXPECT_EQ(Log(w, job->id), "devices=" + done->assignment->cuda_visible_devices +
+                                 " job=" + std::to_string(job->id) + "\n");
+  EXPECT_EQ(done->assignment->gpu_indices.size(), 2u);
+}
+
+TEST(NodeAgent, FailingJobAndCancelReportExitStatus) {
+  World w("cancel");
+  auto fails = w.core->Submit(w.alice, Spec({"sh", "-c", "echo oops >&2; exit 3"}));
+  auto sleeper = w.core->Submit(w.alice, Spec({"sleep", "300"}, 1));
+  ASSERT_TRUE(fails.ok() && sleeper.ok());
+  ASSERT_TRUE(w.RunUntil([&] {
+    return IsTerminal(w.State(fails->id)) && w.State(sleeper->id) == JobState::kRunning;
+  }));
+  auto f = w.core->GetJob(w.admin, fails->id);
+  EXPECT_EQ(f->state, JobState::kFailed);
+  EXPECT_EQ(f->exit_code, 3);
+  ASSERT_TRUE(w.RunUntil(
+      [&] { return w.core->ReadLog(w.admin, fails->id, "stderr", 0)->data == "oops\n"; }));
+
+  ASSERT_TRUE(w.core->Cancel(w.alice, sleeper->id).ok());
+  ASSERT_TRUE(w.RunUntil([&] { return IsTerminal(w.State(sleeper->id)); }));
+  auto c = w.core->GetJob(w.admin, sleeper->id);
+  EXPECT_EQ(c->state, JobState::kCancelled);
+  EXPECT_EQ(c->signal, 15);  // SIGTERM reached the job (sleep dies of it)
+}
+
+TEST(NodeAgent, PreemptedJobIsStoppedRequeuedAndRunsAgain) {
+  World w("preempt");
+  // A best-effort job on every plain GPU (7 of 8: GPU 3 is in MIG mode).
+  server::JobSpec be = Spec({"sleep", "300"}, 7);
+  be.preemptible = true;
+  auto victim = w.core->Submit(w.alice, be);
+  ASSERT_TRUE(victim.ok());
+  ASSERT_TRUE(w.RunUntil([&] { return w.State(victim->id) == JobState::kRunning; }));
+  auto guaranteed = w.core->Submit(w.alice, Spec({"sh", "-c", "echo guaranteed"}, 4));
+  ASSERT_TRUE(guaranteed.ok());
+  ASSERT_TRUE(w.RunUntil([&] { return w.State(guaranteed->id) == JobState::kSucceeded; }));
+  auto v = w.core->GetJob(w.admin, victim->id);
+  EXPECT_GE(v->preemptions, 1);
+  EXPECT_GE(v->requeues, 1);
+  // Requeued, then placed again once the guaranteed job finished.
+  ASSERT_TRUE(w.RunUntil([&] { return w.State(victim->id) == JobState::kRunning; }));
+  ASSERT_TRUE(w.core->Cancel(w.alice, victim->id).ok());
+  ASSERT_TRUE(w.RunUntil([&] { return IsTerminal(w.State(victim->id)); }));
+}
+
+}  // namespace
+}  // namespace stoker::node

@@ -1,4 +1,5 @@
-// `stoker agent` (the node exporter) and `stoker smi` (a one-node status table).
+// `stoker agent` (the node exporter; with --server also the node that runs a server's jobs) and
+// `stoker smi` (a one-node status table).
 
 #include <pthread.h>
 #include <signal.h>
@@ -6,9 +7,15 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
+
+#include <yaml-cpp/yaml.h>
 
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
@@ -19,6 +26,7 @@
 #include "cli/cli.h"
 #include "core/clock.h"
 #include "fakenvml/scenario.h"
+#include "node/node_agent.h"
 #include "nvml/nvml_gpu_source.h"
 #include "nvml/simulated.h"
 #include "telemetry/attribution.h"
@@ -111,7 +119,64 @@ struct AgentFlags {
   std::string xid_hold = "5m";
   std::string hostname;
   bool dcgm_compat = false;
+  // Scale-out: with a server, the agent also registers this node, heartbeats with its samples
+  // and runs the jobs the server places here (src/node).
+  std::string server;
+  std::string token;
+  std::string ca_file;
+  std::string state_dir;
 };
+
+std::string ConfigHome() {
+  if (const char* x = getenv("XDG_CONFIG_HOME"); x && *x) return std::string(x) + "/stoker";
+  const char* home = getenv("HOME");
+  return std::string(home && *home ? home : "/root") + "/.config/stoker";
+}
+
+std::string StateHome() {
+  if (const char* x = getenv("XDG_STATE_HOME"); x && *x) return std::string(x) + "/stoker";
+  const char* home = getenv("HOME");
+  return std::string(home && *home ? home : "/root") + "/.local/state/stoker";
+}
+
+// Server URL and agent token, first match wins: flags, STOKER_SERVER / STOKER_TOKEN, then
+// ~/.config/stoker/config.yaml (server:, token: or token_file:), as for the other commands.
+// An empty URL means: no server, exporter only.
+Result<std::pair<std::string, std::string>> ResolveServer(const AgentFlags& f) {
+  std::string url = f.server, token = f.token, token_file;
+  if (url.empty()) {
+    if (const char* e = getenv("STOKER_SERVER"); e && *e) url = e;
+  }
+  if (url.empty()) return std::make_pair(std::string(), std::string());
+  if (token.empty()) {
+    if (const char* e = getenv("STOKER_TOKEN"); e && *e) token = e;
+  }
+  const std::string file = ConfigHome() + "/config.yaml";
+  if (token.empty() && std::filesystem::exists(file)) {
+    try {
+      YAML::Node y = YAML::LoadFile(file);
+      if (y["token"]) token = y["token"].as<std::string>();
+      else if (y["token_file"]) token_file = y["token_file"].as<std::string>();
+    } catch (const std::exception& e) {
+      return InvalidArgument(file + ": " + e.what());
+    }
+  }
+  if (token.empty() && !token_file.empty()) {
+    std::ifstream in(token_file);
+    if (!(in >> token)) return PermissionDenied("cannot read token file " + token_file);
+  }
+  if (token.empty()) {
+    return InvalidArgument("--token: an agent token is needed with --server (or STOKER_TOKEN)");
+  }
+  if (url.find("://") == std::string::npos) url = "http://" + url;
+  return std::make_pair(url, token);
+}
+
+std::string SelfExecutable() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "stoker" : p.string();
+}
 
 int RunAgent(const AgentFlags& flags) {
   if (ListScenarios(flags.source)) return kExitOk;
@@ -127,6 +192,11 @@ int RunAgent(const AgentFlags& flags) {
   if (*interval < telemetry::kMinSampleInterval) {
     std::cerr << "stoker agent: --interval " << flags.interval << " is below the minimum 100ms\n";
     return kExitUsage;
+  }
+  auto upstream = ResolveServer(flags);
+  if (!upstream.ok()) {
+    std::cerr << "stoker agent: " << upstream.status().message() << "\n";
+    return ExitCodeFor(upstream.status());
   }
   auto opened = OpenSource(flags.source);
   if (!opened.ok()) {
@@ -176,11 +246,41 @@ int RunAgent(const AgentFlags& flags) {
                listen->host, server.port(), sampler.gpu_count(),
                opened->source ? opened->source->Describe() : "no NVML",
                simulated ? ", SIMULATED" : "");
+  // The node loop (server mode): same sampler, so the server sees what /metrics shows.
+  std::unique_ptr<node::NodeAgent> node_agent;
+  std::atomic<bool> stop_node{false};
+  std::thread node_thread;
+  if (!upstream->first.empty()) {
+    // The agent token's name is the node name; --hostname sets both.
+    const std::string node_name = !flags.hostname.empty() ? flags.hostname : LocalHostname();
+    node::NodeOptions no;
+    no.server_url = upstream->first;
+    no.token = upstream->second;
+    no.ca_file = flags.ca_file;
+    no.state_dir = !flags.state_dir.empty() ? flags.state_dir : StateHome() + "/node/jobs";
+    no.shim_argv = {SelfExecutable(), "_job-shim"};
+    server::NodeInventory inv = node::BuildInventory(node_name, opened->source.get());
+    node_agent = std::make_unique<node::NodeAgent>(
+        no, &clock, inv, [&sampler, hostname]() -> nlohmann::json {
+          TelemetrySnapshot snap;
+          sampler.Snapshot(&snap);
+          nlohmann::json j = telemetry::SnapshotToJson(snap, hostname);
+          return j.contains("gpus") ? j["gpus"] : nlohmann::json::array();
+        });
+    node_thread = std::thread([&] { node_agent->Run(&stop_node); });
+    spdlog::info("stoker agent: node '{}' ({} GPUs{}) reporting to {}, jobs in {}", node_name, inv.gpus.size(),
+                 inv.simulated ? ", SIMULATED" : "", no.server_url, no.state_dir);
+  }
   int sig = 0;
   sigwait(&signals, &sig);
   // A second Ctrl-C during shutdown (e.g. a GPU read hung in the driver) kills the process.
   pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
   spdlog::info("stoker agent: signal {}, shutting down", sig);
+  if (node_thread.joinable()) {
+    stop_node = true;
+    clock.Wake();
+    node_thread.join();  // running jobs keep running; the next start reconciles them
+  }
   server.Stop();
   sampler.Stop();
   return kExitOk;
@@ -367,6 +467,13 @@ void RegisterAgentCommands(CLI::App& app, int& exit_code) {
   agent->add_option("--hostname", agent_flags->hostname, "hostname label (default: this host)");
   agent->add_flag("--dcgm-compat", agent_flags->dcgm_compat,
                   "Also emit dcgm-exporter's DCGM_FI_* metrics (names, labels, units)");
+  agent->add_option("--server", agent_flags->server,
+                    "Stoker server URL: also register this node and run its jobs (env STOKER_SERVER)");
+  agent->add_option("--token", agent_flags->token,
+                    "Agent token for --server, named like this node (env STOKER_TOKEN)");
+  agent->add_option("--ca-file", agent_flags->ca_file, "CA certificate for an HTTPS server");
+  agent->add_option("--state-dir", agent_flags->state_dir,
+                    "Job state directory with --server (default ~/.local/state/stoker/node/jobs)");
   AddSourceFlags(agent, agent_flags->source);
   agent->callback([agent_flags, &exit_code] { exit_code = RunAgent(*agent_flags); });
 

@@ -59,7 +59,7 @@ void ScoringPolicy::Refresh(ShapeIndex& idx, const Request& shape, const Cluster
 }
 
 PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState& cluster) {
-  ShapeIndex& idx = IndexFor(r);
+  ShapeIndex& idx = IndexFor(r, cluster.history_id());
   // The index lists nodes where the shape fits with any memory: memory varies per request and
   // is checked while walking (it rarely binds, so the walk is short).
   Request shape = r;
@@ -101,11 +101,12 @@ PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState
   return PlacementResult{PlacementStatus::kNoCapacityNow, {}, "no node has room now"};
 }
 
-ScoringPolicy::ShapeIndex& ScoringPolicy::IndexFor(const Request& r) {
+ScoringPolicy::ShapeIndex& ScoringPolicy::IndexFor(const Request& r, uint64_t history) {
   // Memory is checked per request (see PlaceIndexed), so it is not part of the key: fewer
-  // distinct shapes.
-  ShapeKey key{r.cpu_milli,      r.num_gpu,        r.gpu_milli,   r.gpu_memory_mib,
-               r.allowed_models, MigSlices(r.mig), r.best_effort, r.job_class};
+  // distinct shapes. The cluster history is: a caller that alternates between a cluster and a
+  // trial copy of it (preemption, backfill) keeps an index for each instead of rebuilding.
+  ShapeKey key{r.cpu_milli,      r.num_gpu,     r.gpu_milli, r.gpu_memory_mib, r.allowed_models,
+               MigSlices(r.mig), r.best_effort, r.job_class, history};
   ++tick_;
   if (auto it = shape_ids_.find(key); it != shape_ids_.end()) {
     last_used_[it->second] = tick_;

@@ -67,10 +67,11 @@ class ScoringPolicy : public PlacementPolicy {
     uint32_t stamp = 0;
     std::set<std::pair<int64_t, int32_t>> order;  // (-score, node): best first, lowest id on ties
   };
-  using ShapeKey = std::tuple<int64_t, int32_t, int32_t, int64_t, uint64_t, int, bool, std::string>;
+  using ShapeKey =
+      std::tuple<int64_t, int32_t, int32_t, int64_t, uint64_t, int, bool, std::string, uint64_t>;
   PlacementResult PlaceScan(const Request& r, const ClusterState& cluster);
   PlacementResult PlaceIndexed(const Request& r, const ClusterState& cluster);
-  ShapeIndex& IndexFor(const Request& r);
+  ShapeIndex& IndexFor(const Request& r, uint64_t history);
   void Refresh(ShapeIndex& idx, const Request& shape, const ClusterState& cluster, int32_t node);
 
   std::string name_;

@@ -98,20 +98,31 @@ TEST(StokerPolicyTest, CpuOnlyWorkGoesWhereGpusAreTaken) {
 
 // The per-shape score cache must not change any decision.
 TEST(ScoreCacheTest, CachedAndUncachedPoliciesAgree) {
-  for (const std::string name : {"dotprod", "bestfit", "packing", "clustering", "fgd", "stoker", "weighted"}) {
+  for (const std::string name :
+       {"dotprod", "bestfit", "packing", "clustering", "fgd", "stoker", "weighted"}) {
     ClusterState a, b;
     for (ClusterState* c : {&a, &b}) {
       GpuModelId g = *c->models().Intern("G");
-      for (int i = 0; i < 30; ++i) ASSERT_TRUE(c->AddNode({"n" + std::to_string(i), 32000 + 8000 * (i % 4), 262144, 1 << (i % 4), g, 0, false}).ok());
+      for (int i = 0; i < 30; ++i)
+        ASSERT_TRUE(c->AddNode({"n" + std::to_string(i), 32000 + 8000 * (i % 4), 262144,
+                                1 << (i % 4), g, 0, false})
+                        .ok());
     }
     PolicyConfig config;
     std::vector<Request> pods;
     Rng rng(3);
     for (int i = 0; i < 300; ++i) {
       switch (rng.Uniform(4)) {
-        case 0: pods.push_back(Request::CpuOnly(2000 * (1 + static_cast<int64_t>(rng.Uniform(4))), 1)); break;
-        case 1: pods.push_back(Request::GpuShare(250 * (1 + static_cast<int32_t>(rng.Uniform(3))), 2000, 1)); break;
-        default: pods.push_back(Request::WholeGpus(1 << rng.Uniform(3), 4000, 1)); break;
+        case 0:
+          pods.push_back(Request::CpuOnly(2000 * (1 + static_cast<int64_t>(rng.Uniform(4))), 1));
+          break;
+        case 1:
+          pods.push_back(
+              Request::GpuShare(250 * (1 + static_cast<int32_t>(rng.Uniform(3))), 2000, 1));
+          break;
+        default:
+          pods.push_back(Request::WholeGpus(1 << rng.Uniform(3), 4000, 1));
+          break;
       }
     }
     config.typical_shapes = ComputeTypicalShapes(pods, 95);
@@ -133,17 +144,20 @@ TEST(ScoreCacheTest, CachedAndUncachedPoliciesAgree) {
   }
 }
 
-
 // The per-shape score index must give the exhaustive scan's decision under churn: releases,
 // memory that binds on some nodes (the index walks past them), best-effort oversubscription,
-// more shapes than the index keeps (eviction), and a copied cluster (a new history).
+// more shapes than the index keeps (eviction), a copied cluster (a new history) and trial copies
+// placed on between decisions on the original.
 TEST(ScoreCacheTest, IndexMatchesExhaustiveScanUnderChurn) {
-  for (const std::string name : {"dotprod", "bestfit", "packing", "clustering", "fgd", "stoker", "weighted"}) {
+  for (const std::string name :
+       {"dotprod", "bestfit", "packing", "clustering", "fgd", "stoker", "weighted"}) {
     ClusterState a, b;
     for (ClusterState* c : {&a, &b}) {
       GpuModelId g = *c->models().Intern("G");
       for (int i = 0; i < 40; ++i) {
-        ASSERT_TRUE(c->AddNode({"n" + std::to_string(i), 32000 + 8000 * (i % 4), 8192 * (1 + i % 5), 1 << (i % 4), g, 0, false}).ok());
+        ASSERT_TRUE(c->AddNode({"n" + std::to_string(i), 32000 + 8000 * (i % 4), 8192 * (1 + i % 5),
+                                1 << (i % 4), g, 0, false})
+                        .ok());
       }
       ASSERT_TRUE(c->SetBestEffortOversubscription(1500).ok());
     }
@@ -155,9 +169,15 @@ TEST(ScoreCacheTest, IndexMatchesExhaustiveScanUnderChurn) {
       const int64_t mem = 1024 * (1 + static_cast<int64_t>(rng.Uniform(12)));
       Request r;
       switch (rng.Uniform(4)) {
-        case 0: r = Request::CpuOnly(cpu, mem); break;
-        case 1: r = Request::GpuShare(250 * (1 + static_cast<int32_t>(rng.Uniform(3))), cpu, mem); break;
-        default: r = Request::WholeGpus(1 << rng.Uniform(3), cpu, mem); break;
+        case 0:
+          r = Request::CpuOnly(cpu, mem);
+          break;
+        case 1:
+          r = Request::GpuShare(250 * (1 + static_cast<int32_t>(rng.Uniform(3))), cpu, mem);
+          break;
+        default:
+          r = Request::WholeGpus(1 << rng.Uniform(3), cpu, mem);
+          break;
       }
       r.best_effort = rng.Uniform(5) == 0;
       pods.push_back(r);
@@ -183,6 +203,19 @@ TEST(ScoreCacheTest, IndexMatchesExhaustiveScanUnderChurn) {
         ASSERT_TRUE(b.Allocate(y.placement).ok());
         live.push_back(x.placement);
         ++placed;
+      }
+      // A trial copy (as the server's preemption check makes), used between decisions on the
+      // original: both must keep agreeing with the scan.
+      if (i % 10 == 5 && !live.empty()) {
+        ClusterState ta = a, tb = b;
+        ASSERT_TRUE(ta.Release(live.front()).ok());
+        ASSERT_TRUE(tb.Release(live.front()).ok());
+        PlacementResult tx = indexed->Place(r, ta);
+        PlacementResult ty = scan->Place(r, tb);
+        ASSERT_EQ(tx.status, ty.status) << name << " trial " << i;
+        if (tx.placed()) {
+          ASSERT_EQ(tx.placement, ty.placement) << name << " trial " << i;
+        }
       }
       // Churn: release a random live placement now and then.
       if (!live.empty() && rng.Uniform(3) == 0) {

@@ -3,6 +3,9 @@
 // the action runs after parsing and sets the process exit code (see docs/cli.md).
 
 #include <CLI/CLI.hpp>
+#include <string>
+
+#include "core/status.h"
 
 namespace stoker::cli {
 
@@ -21,5 +24,15 @@ void RegisterAgentCommands(CLI::App& app, int& exit_code);  // agent, smi
 void RegisterSimCommands(CLI::App& app, int& exit_code);    // sim ...
 void RegisterServerCommands(CLI::App& app, int& exit_code);  // server, up, submit, jobs, ...
 void RegisterEfficiencyCommands(CLI::App& app, int& exit_code);  // zones, alerts, report, ...
+
+// A request to the server, addressed as for `stoker jobs` (flags, STOKER_SERVER/STOKER_TOKEN,
+// config files, the local `stoker up`); defined in server_commands.cc. Returns the response
+// body; transport and HTTP errors come back as a Status (ExitCodeFor maps them).
+struct ServerAccess {
+  std::string server, token, ca_file;
+};
+Result<std::string> ServerRequest(const ServerAccess& access, const std::string& method,
+                                  const std::string& path, const std::string& json_body = "");
+int ExitCodeFor(const Status& s);
 
 }  // namespace stoker::cli

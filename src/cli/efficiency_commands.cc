@@ -1,6 +1,7 @@
-// `stoker zones`, `stoker alerts`, `stoker reclaim`, `stoker report`: the efficiency engine on
-// recorded samples (--input FILE.jsonl, format in src/efficiency/records.h). The server does not
-// expose recorded samples yet, so these commands work offline only.
+// `stoker zones`, `stoker alerts`, `stoker reclaim`, `stoker report`, `stoker budgets`,
+// `stoker silence`: the efficiency engine of the running server (its /api/v1 routes), or, with
+// --input FILE.jsonl, the same engine replayed offline over recorded samples (format in
+// src/efficiency/records.h). Both paths print the same JSON shapes (efficiency/api_json.h).
 
 #include <fstream>
 #include <iostream>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
+#include "efficiency/api_json.h"
 #include "efficiency/http_poster.h"
 #include "efficiency/replay.h"
 #include "efficiency/report.h"
@@ -27,11 +29,98 @@ struct CommonFlags {
   std::string input;
   std::string config;
   bool json = false;
+  ServerAccess server;
 };
 
+void AddServerAccess(CLI::App* cmd, ServerAccess& a) {
+  cmd->add_option("--server", a.server, "Server URL (env STOKER_SERVER; default: the local `stoker up`)");
+  cmd->add_option("--token", a.token, "API token (env STOKER_TOKEN)");
+  cmd->add_option("--ca-file", a.ca_file, "CA certificate for an HTTPS server");
+}
+
 void AddCommon(CLI::App* cmd, CommonFlags& f) {
-  cmd->add_option("--input,-i", f.input, "recorded samples and jobs (JSON lines)")->required();
-  cmd->add_option("--config,-c", f.config, "efficiency configuration (YAML)");
+  cmd->add_option("--input,-i", f.input, "offline: recorded samples and jobs (JSON lines) instead of the server");
+  cmd->add_option("--config,-c", f.config, "offline: efficiency configuration (YAML)");
+  AddServerAccess(cmd, f.server);
+}
+
+// GET from the server; prints the error and sets *rc on failure.
+std::optional<std::string> Fetch(const ServerAccess& a, const std::string& path, int* rc) {
+  auto r = ServerRequest(a, "GET", path);
+  if (!r.ok()) {
+    std::cerr << "stoker: " << r.status().message() << "\n";
+    *rc = ExitCodeFor(r.status());
+    return std::nullopt;
+  }
+  return std::move(r).value();
+}
+
+std::optional<nlohmann::json> FetchJson(const ServerAccess& a, const std::string& path, int* rc) {
+  auto text = Fetch(a, path, rc);
+  if (!text) return std::nullopt;
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded()) {
+    std::cerr << "stoker: " << path << ": the server's answer is not JSON\n";
+    *rc = kExitFailure;
+    return std::nullopt;
+  }
+  return j;
+}
+
+std::string Str(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+double Num(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+void PrintZones(const nlohmann::json& z) {
+  for (const char* list : {"gpus", "jobs"}) {
+    std::printf("%-40s  %-7s %6s  %6s  %7s  %s\n", std::string(list) == "gpus" ? "GPU" : "JOB", "ZONE", "MEAN%",
+                "PEAK%", "SAMPLES", "METRIC");
+    for (const auto& s : z.value(list, nlohmann::json::array())) {
+      std::printf("%-40s  %-7s %6.1f  %6.1f  %7lld  %s\n", Str(s, "key").c_str(), Str(s, "zone").c_str(),
+                  Num(s, "mean_pct"), Num(s, "peak_pct"), static_cast<long long>(Num(s, "samples")),
+                  Str(s, "metric").c_str());
+    }
+    std::printf("\n");
+  }
+  std::printf("Consolidation plan (window %s): %lld GPU(s) freed\n", Str(z, "window").c_str(),
+              static_cast<long long>(Num(z, "gpus_freed")));
+  for (const auto& g : z.value("consolidation", nlohmann::json::array())) {
+    std::string jobs;
+    for (const auto& j : g.value("jobs", nlohmann::json::array())) jobs += " " + j.get<std::string>();
+    const std::string layout = Str(g, "mig_layout");
+    std::printf("  pack%s -> %s%s, %.1f %% combined, %s: %s\n", jobs.c_str(), Str(g, "mode").c_str(),
+                layout.empty() ? "" : (" " + layout).c_str(), Num(g, "combined_pct"),
+                g.value("apply_now", false) ? "now (movable)" : "at next start", Str(g, "reason").c_str());
+  }
+}
+
+void PrintAlertsTable(const nlohmann::json& alerts) {
+  std::printf("%-9s %-7s %-24s %-28s %-22s %s\n", "STATE", "GRADE", "RULE", "SUBJECT", "SINCE", "SUMMARY");
+  for (const auto& a : alerts) {
+    std::string state = Str(a, "state");
+    if (a.value("inhibited", false)) state += "(inh)";
+    if (a.value("silenced", false)) state += "(sil)";
+    std::printf("%-9s %-7s %-24s %-28s %-22s %s\n", state.c_str(), Str(a, "grade").c_str(), Str(a, "rule").c_str(),
+                Str(a, "subject").c_str(), Str(a, "starts_at").c_str(), Str(a, "summary").c_str());
+  }
+  if (alerts.empty()) std::printf("no active alerts\n");
+}
+
+void PrintReclaimTable(const nlohmann::json& log) {
+  for (const auto& r : log) {
+    const auto& e = r["evidence"];
+    std::printf("%s  %s%s  %s  %s  %s  [%lld/%lld GPUs idle, %lld samples, max %.1f %%, since %s]\n",
+                Str(r, "at").c_str(), Str(r, "action").c_str(), r.value("dry_run", false) ? " (dry run)" : "",
+                Str(r, "job").c_str(), Str(r, "user").c_str(), Str(r, "reason").c_str(),
+                static_cast<long long>(Num(e, "idle_gpus")), static_cast<long long>(Num(e, "gpus")),
+                static_cast<long long>(Num(e, "samples")), Num(e, "max_activity_pct"),
+                Str(e, "window_start").c_str());
+  }
 }
 
 // Loads config and records; prints the error and returns the exit code on failure.
@@ -59,50 +148,41 @@ std::string Pct(int64_t milli) {
 }
 
 int RunZones(const CommonFlags& f) {
+  if (f.input.empty()) {
+    int rc = kExitOk;
+    auto z = FetchJson(f.server, "/api/v1/zones", &rc);
+    if (!z) return rc;
+    if (f.json) std::cout << z->dump(2) << "\n";
+    else PrintZones(*z);
+    return kExitOk;
+  }
   eff::EfficiencyConfig cfg;
   eff::RecordSet recs;
   if (int rc = Load(f, &cfg, &recs); rc != kExitOk) return rc;
   const eff::ZoneReplay z = eff::ReplayZones(recs, cfg);
+  const nlohmann::json j = eff::ZonesToJson(z.gpus, z.jobs, z.plan, cfg.zones);
   if (f.json) {
-    nlohmann::json j;
-    for (const auto* list : {&z.gpus, &z.jobs}) {
-      auto& arr = j[list == &z.gpus ? "gpus" : "jobs"] = nlohmann::json::array();
-      for (const auto& s : *list) {
-        arr.push_back({{"key", s.key}, {"zone", eff::ZoneName(s.zone)}, {"mean_pct", s.mean_milli / 1000.0},
-                       {"peak_pct", s.peak_milli / 1000.0}, {"samples", s.samples},
-                       {"metric", eff::ActivityMetricName(s.metric)}});
-      }
-    }
-    j["consolidation"] = nlohmann::json::array();
-    for (const auto& g : z.plan.groups) {
-      j["consolidation"].push_back({{"jobs", g.jobs}, {"mode", eff::ShareModeName(g.mode)},
-                                    {"mig_layout", g.mig_layout}, {"combined_pct", g.combined_milli / 1000.0},
-                                    {"apply_now", g.apply_now}, {"gpus_freed", g.gpus_freed}, {"reason", g.reason}});
-    }
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
-  for (const auto* list : {&z.gpus, &z.jobs}) {
-    std::cout << (list == &z.gpus ? "GPU" : "JOB") << "                                       ZONE     MEAN%   PEAK%  SAMPLES  METRIC\n";
-    for (const auto& s : *list) {
-      std::printf("%-40s  %-7s %6s  %6s  %7lld  %s\n", s.key.c_str(), eff::ZoneName(s.zone), Pct(s.mean_milli).c_str(),
-                  Pct(s.peak_milli).c_str(), static_cast<long long>(s.samples), eff::ActivityMetricName(s.metric));
-    }
-    std::cout << "\n";
-  }
-  std::cout << "Consolidation plan (window " << eff::FormatDuration(cfg.zones.window) << "): "
-            << z.plan.gpus_freed << " GPU(s) freed\n";
-  for (const auto& g : z.plan.groups) {
-    std::cout << "  pack";
-    for (const auto& j : g.jobs) std::cout << " " << j;
-    std::cout << " -> " << eff::ShareModeName(g.mode) << (g.mig_layout.empty() ? "" : " " + g.mig_layout) << ", "
-              << Pct(g.combined_milli) << " % combined, " << (g.apply_now ? "now (movable)" : "at next start") << ": "
-              << g.reason << "\n";
-  }
+  PrintZones(j);
   return kExitOk;
 }
 
 int RunAlerts(const CommonFlags& f, const std::string& alertmanager) {
+  if (f.input.empty()) {
+    if (!alertmanager.empty()) {
+      std::cerr << "stoker alerts: --alertmanager replays recorded samples (--input); the server sends its own "
+                   "alerts (stoker server --alertmanager)\n";
+      return kExitUsage;
+    }
+    int rc = kExitOk;
+    auto a = FetchJson(f.server, "/api/v1/alerts", &rc);
+    if (!a) return rc;
+    if (f.json) std::cout << a->dump(2) << "\n";
+    else PrintAlertsTable(*a);
+    return kExitOk;
+  }
   eff::EfficiencyConfig cfg;
   eff::RecordSet recs;
   if (int rc = Load(f, &cfg, &recs); rc != kExitOk) return rc;
@@ -120,12 +200,7 @@ int RunAlerts(const CommonFlags& f, const std::string& alertmanager) {
     nlohmann::json j;
     for (const auto* list : {&r.fired, &r.active}) {
       auto& arr = j[list == &r.fired ? "fired" : "active"] = nlohmann::json::array();
-      for (const auto& a : *list) {
-        arr.push_back({{"rule", a.rule}, {"grade", eff::GradeName(a.grade)}, {"state", eff::AlertStateName(a.state)},
-                       {"labels", a.labels}, {"starts_at", eff::FormatRfc3339(a.starts_at)},
-                       {"summary", a.annotations.count("summary") ? a.annotations.at("summary") : ""},
-                       {"silenced", a.silenced}, {"inhibited", a.inhibited}});
-      }
+      for (const auto& a : *list) arr.push_back(eff::AlertToJson(a));
     }
     std::cout << j.dump(2) << "\n";
   } else {
@@ -145,6 +220,15 @@ int RunAlerts(const CommonFlags& f, const std::string& alertmanager) {
 }
 
 int RunReclaim(const CommonFlags& f) {
+  if (f.input.empty()) {
+    int rc = kExitOk;
+    auto log = FetchJson(f.server, "/api/v1/reclaim", &rc);
+    if (!log) return rc;
+    if (f.json) std::cout << log->dump(2) << "\n";
+    else if (log->empty()) std::cout << "no idle-reclaim records\n";
+    else PrintReclaimTable(*log);
+    return kExitOk;
+  }
   eff::EfficiencyConfig cfg;
   eff::RecordSet recs;
   if (int rc = Load(f, &cfg, &recs); rc != kExitOk) return rc;
@@ -152,16 +236,7 @@ int RunReclaim(const CommonFlags& f) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& r : log) {
     if (f.json) {
-      arr.push_back({{"at", eff::FormatRfc3339(r.at)}, {"job", r.job}, {"user", r.user},
-                     {"action", eff::ReclaimActionName(r.action)}, {"dry_run", r.dry_run}, {"reason", r.reason},
-                     {"evidence", {{"window_start", eff::FormatRfc3339(r.evidence.window_start)},
-                                   {"window_end", eff::FormatRfc3339(r.evidence.window_end)},
-                                   {"samples", r.evidence.samples},
-                                   {"max_activity_pct", r.evidence.max_activity_milli / 1000.0},
-                                   {"gpus", r.evidence.gpus}, {"idle_gpus", r.evidence.idle_gpus},
-                                   {"idle_threshold_pct", r.evidence.idle_threshold_milli / 1000.0},
-                                   {"warn_after", eff::FormatDuration(r.evidence.warn_after)},
-                                   {"act_after", eff::FormatDuration(r.evidence.act_after)}}}});
+      arr.push_back(eff::ReclaimRecordToJson(r));
     } else {
       std::cout << eff::FormatRfc3339(r.at) << "  " << eff::ReclaimActionName(r.action) << " (dry run)  " << r.job
                 << "  " << r.user << "  " << r.reason << "  [" << r.evidence.idle_gpus << "/" << r.evidence.gpus
@@ -175,6 +250,26 @@ int RunReclaim(const CommonFlags& f) {
 }
 
 int RunReport(const CommonFlags& f, bool csv, const std::string& html, const std::string& bucket) {
+  if (f.input.empty()) {
+    const std::string format = !html.empty() ? "html" : f.json ? "json" : csv ? "csv" : "text";
+    std::string path = "/api/v1/report?format=" + format;
+    if (!bucket.empty()) path += "&bucket=" + bucket;
+    int rc = kExitOk;
+    auto body = Fetch(f.server, path, &rc);
+    if (!body) return rc;
+    if (html.empty()) {
+      std::cout << *body;
+      return kExitOk;
+    }
+    std::ofstream out(html);
+    out << *body;
+    if (!out) {
+      std::cerr << "error: cannot write " << html << "\n";
+      return kExitFailure;
+    }
+    std::cerr << "wrote " << html << "\n";
+    return kExitOk;
+  }
   eff::EfficiencyConfig cfg;
   eff::RecordSet recs;
   if (int rc = Load(f, &cfg, &recs); rc != kExitOk) return rc;
@@ -302,6 +397,84 @@ void RegisterEfficiencyCommands(CLI::App& app, int& exit_code) {
   csv_flag->excludes(html_opt);
   report->add_option("--bucket", bucket, "time bucket of the cluster series (e.g. 1h; default: span/48)");
   report->callback([&exit_code] { exit_code = RunReport(report_flags, csv, html, bucket); });
+
+  // stoker budgets / stoker ledger [--team T]: the compute market of the server.
+  static ServerAccess market_access;
+  static bool market_json = false;
+  static std::string ledger_team;
+  CLI::App* budgets = app.add_subcommand("budgets", "compute-market balance per team (server)");
+  AddServerAccess(budgets, market_access);
+  budgets->add_flag("--json", market_json, "JSON output");
+  budgets->callback([&exit_code] {
+    int rc = kExitOk;
+    auto b = FetchJson(market_access, "/api/v1/budgets", &rc);
+    exit_code = rc;
+    if (!b) return;
+    if (market_json) {
+      std::cout << b->dump(2) << "\n";
+      return;
+    }
+    std::printf("%-16s %12s %12s %12s %12s %12s  %s\n", "TEAM", "BALANCE", "GRANTED", "CHARGED", "IDLE", "RECLAIMED",
+                "TIER");
+    for (const auto& a : *b) {
+      std::printf("%-16s %12.2f %12.2f %12.2f %12.2f %12.2f  %s\n", Str(a, "team").c_str(), Num(a, "balance"),
+                  Num(a, "granted"), Num(a, "charged"), Num(a, "idle_charged"), Num(a, "reclaimed_charged"),
+                  Str(a, "allowed_tier").c_str());
+    }
+  });
+  CLI::App* ledger = app.add_subcommand("ledger", "compute-market ledger entries (server)");
+  AddServerAccess(ledger, market_access);
+  ledger->add_flag("--json", market_json, "JSON output");
+  ledger->add_option("--team", ledger_team, "only this team (admins; users see their own)");
+  ledger->callback([&exit_code] {
+    int rc = kExitOk;
+    auto l = FetchJson(market_access, "/api/v1/ledger" + (ledger_team.empty() ? "" : "?team=" + ledger_team), &rc);
+    exit_code = rc;
+    if (!l) return;
+    if (market_json) {
+      std::cout << l->dump(2) << "\n";
+      return;
+    }
+    std::printf("%5s  %-20s %-12s %-11s %12s %-8s %-11s %9s %s\n", "SEQ", "AT", "TEAM", "KIND", "CREDITS", "JOB", "TIER",
+                "GPU-H", "NOTE");
+    for (const auto& e : *l) {
+      std::printf("%5lld  %-20s %-12s %-11s %12.4f %-8s %-11s %9.3f %s%s\n", static_cast<long long>(Num(e, "seq")),
+                  Str(e, "at").c_str(), Str(e, "team").c_str(), Str(e, "kind").c_str(), Num(e, "credits"),
+                  Str(e, "job").c_str(), Str(e, "tier").c_str(), Num(e, "gpu_hours"), Str(e, "note").c_str(),
+                  e.value("reclaimed", false) ? " (reclaimed capacity)" : "");
+    }
+  });
+
+  // stoker silence --match uuid=GPU-1 [--match ...] --duration 2h --comment "RMA" (admin)
+  static ServerAccess silence_access;
+  static std::vector<std::string> silence_match;
+  static std::string silence_duration = "2h", silence_comment;
+  CLI::App* silence = app.add_subcommand("silence", "silence matching alerts on the server (admin)");
+  AddServerAccess(silence, silence_access);
+  silence->add_option("--match", silence_match, "LABEL=VALUE (repeatable; all must match)")->required();
+  silence->add_option("--duration", silence_duration, "how long (e.g. 90m, 2h)")->capture_default_str();
+  silence->add_option("--comment", silence_comment, "why");
+  silence->callback([&exit_code] {
+    nlohmann::json body = {{"matchers", nlohmann::json::object()}, {"duration", silence_duration},
+                           {"comment", silence_comment}};
+    for (const std::string& m : silence_match) {
+      const size_t eq = m.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        std::cerr << "stoker silence: --match: expected LABEL=VALUE, got '" << m << "'\n";
+        exit_code = kExitUsage;
+        return;
+      }
+      body["matchers"][m.substr(0, eq)] = m.substr(eq + 1);
+    }
+    auto r = ServerRequest(silence_access, "POST", "/api/v1/silences", body.dump());
+    if (!r.ok()) {
+      std::cerr << "stoker: " << r.status().message() << "\n";
+      exit_code = ExitCodeFor(r.status());
+      return;
+    }
+    std::cout << *r << "\n";
+    exit_code = kExitOk;
+  });
 
 #ifdef STOKER_HAVE_EFFICIENCY_SIM
   // `stoker sim efficiency`, under the simulator's command group when it is registered.

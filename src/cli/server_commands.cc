@@ -24,6 +24,8 @@
 
 #include "cli/cli.h"
 #include "core/clock.h"
+#include "efficiency/http_poster.h"
+#include "efficiency/server_bridge.h"
 #include "node/node_agent.h"
 #include "nvml/nvml_gpu_source.h"
 #include "nvml/simulated.h"
@@ -266,9 +268,14 @@ struct ServerFlags {
   bool no_backfill = false;
   double node_timeout_s = 30;
   std::string sync = "full";
+  std::string efficiency_config;  // YAML (docs/efficiency.md); empty: defaults
+  std::string alertmanager;       // base URL: efficiency alerts are also posted there
 };
 
 void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
+  cmd->add_option("--efficiency-config", f->efficiency_config,
+                  "Efficiency engine configuration (zones, alerts, idle reclaim, market; YAML)");
+  cmd->add_option("--alertmanager", f->alertmanager, "Also send efficiency alerts to this Alertmanager (http://host:9093)");
   cmd->add_option("--data-dir", f->data_dir, "Data directory (default $XDG_STATE_HOME/stoker or ~/.local/state/stoker)");
   cmd->add_option("--listen", f->listen, "HOST:PORT to serve the API on")->capture_default_str();
   cmd->add_option("--tls-cert", f->tls_cert, "PEM certificate: serve HTTPS");
@@ -289,7 +296,45 @@ struct RunningServer {
   std::unique_ptr<server::Api> api;
   std::unique_ptr<server::HttpServer> http;
   SystemClock clock;
+  // Efficiency engine: server observer + API extension; stopped before the clock goes.
+  std::unique_ptr<efficiency::StoreLedgerStore> ledger;
+  efficiency::LogNotifier log_notifier;
+  std::unique_ptr<efficiency::HttplibPoster> poster;
+  std::unique_ptr<efficiency::AlertmanagerNotifier> alertmanager;
+  std::unique_ptr<efficiency::EfficiencyService> efficiency;
 };
+
+// Loads --efficiency-config and plugs the engine into the server, its API and /metrics.
+Status StartEfficiency(RunningServer& rs, const ServerFlags& f) {
+  auto cfg = f.efficiency_config.empty() ? efficiency::LoadConfigYaml("")
+                                         : efficiency::LoadConfigFile(f.efficiency_config);
+  if (!cfg.ok()) return InvalidArgument("--efficiency-config: " + cfg.status().message());
+  for (const Status& e : cfg->rule_errors) {
+    std::cerr << "stoker: --efficiency-config: rule rejected: " << e.message() << "\n";
+  }
+  rs.ledger = std::make_unique<efficiency::StoreLedgerStore>(rs.store.get());
+  rs.efficiency = std::make_unique<efficiency::EfficiencyService>(*cfg, rs.core.get(), rs.ledger.get());
+  STOKER_RETURN_IF_ERROR(rs.efficiency->Init(rs.clock.WallNow()));
+  rs.efficiency->AddNotifier(&rs.log_notifier);
+  if (!f.alertmanager.empty()) {
+    rs.poster = std::make_unique<efficiency::HttplibPoster>();
+    rs.alertmanager = std::make_unique<efficiency::AlertmanagerNotifier>(
+        *rs.poster, f.alertmanager, cfg->alerting.repeat_interval + std::chrono::minutes(15));
+    rs.efficiency->AddNotifier(rs.alertmanager.get());
+  }
+  // Jobs already running (a restart) join the engine's directory.
+  server::JobFilter active;
+  active.states = {server::JobState::kAssigned, server::JobState::kRunning, server::JobState::kCancelling,
+                   server::JobState::kQueued};
+  active.limit = 100000;
+  auto jobs = rs.core->ListJobs(server::Principal{"efficiency", server::Role::kAdmin}, active);
+  if (jobs.ok()) {
+    for (const server::Job& j : *jobs) rs.efficiency->OnJobChanged(j);
+  }
+  rs.core->AddObserver(rs.efficiency.get());
+  rs.api->AddExtension(rs.efficiency.get());
+  return Status::Ok();
+}
 
 Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   if (f.data_dir.empty()) f.data_dir = DefaultDataDir();
@@ -314,9 +359,11 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   ho.port = hp.second;
   ho.tls_cert = f.tls_cert;
   ho.tls_key = f.tls_key;
+  STOKER_RETURN_IF_ERROR(StartEfficiency(*rs, f));
   rs->http = std::make_unique<server::HttpServer>(rs->api.get(), ho);
   STOKER_RETURN_IF_ERROR(rs->http->Start());
   rs->core->Start();
+  rs->efficiency->Start(&rs->clock);
   return rs;
 }
 
@@ -409,6 +456,7 @@ int RunServer(ServerFlags f) {
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   fmt::print("stopping (running jobs keep running on their nodes)\n");
   (*rs)->http->Stop();
+  (*rs)->efficiency->Stop();
   (*rs)->core->Stop();
   return kExitOk;
 }
@@ -456,6 +504,7 @@ int RunUp(ServerFlags f, GpuFlags g, std::string node_name) {
   node_thread.join();
   if (gpus->sampler) gpus->sampler->Stop();
   server.http->Stop();
+  server.efficiency->Stop();
   server.core->Stop();
   fmt::print("stopped (running jobs keep running and are reconciled at the next start)\n");
   return kExitOk;
@@ -609,6 +658,26 @@ int RunLogs(const ClientFlags& c, int64_t id, bool follow, bool stderr_stream) {
 }
 
 }  // namespace
+
+Result<std::string> ServerRequest(const ServerAccess& access, const std::string& method,
+                                  const std::string& path, const std::string& json_body) {
+  ClientFlags f;
+  f.server = access.server;
+  f.token = access.token;
+  f.ca_file = access.ca_file;
+  STOKER_ASSIGN_OR_RETURN(auto client, MakeClient(f));
+  json body = json::object();
+  if (!json_body.empty()) {
+    body = json::parse(json_body, nullptr, false);
+    if (body.is_discarded()) return InvalidArgument("request body: not valid JSON");
+  }
+  Result<server::HttpResult> r = method == "GET" ? client.Get(path) : client.Post(path, body);
+  if (!r.ok()) return r.status();
+  STOKER_RETURN_IF_ERROR(server::StatusFromHttp(*r));
+  return r->raw;
+}
+
+int ExitCodeFor(const Status& s) { return ExitFor(s); }
 
 void RegisterServerCommands(CLI::App& app, int& exit_code) {
   // stoker server

@@ -64,6 +64,17 @@ Status AlertmanagerNotifier::Notify(const std::vector<Alert>& batch, WallTime no
   return s;
 }
 
+std::string AlertEngine::AddSilence(Silence s) {
+  if (s.id.empty()) s.id = "s" + std::to_string(next_silence_++);
+  std::string id = s.id;
+  cfg_.silences.push_back(std::move(s));
+  return id;
+}
+
+bool AlertEngine::RemoveSilence(const std::string& id) {
+  return std::erase_if(cfg_.silences, [&](const Silence& s) { return s.id == id; }) > 0;
+}
+
 AlertEngine::AlertEngine(AlertingConfig cfg, ActivityMetric metric)
     : cfg_(std::move(cfg)), metric_(metric) {
   // Rules are validated at load; rules built in code are checked here so one bad rule is
@@ -73,6 +84,9 @@ AlertEngine::AlertEngine(AlertingConfig cfg, ActivityMetric metric)
     if (!s.ok()) spdlog::error("alert rule dropped: {}", s.message());
     return !s.ok();
   });
+  for (Silence& s : cfg_.silences) {
+    if (s.id.empty()) s.id = "s" + std::to_string(next_silence_++);
+  }
 }
 
 void AlertEngine::ObserveGpu(const GpuSample& s, const Labels& extra, bool memory_bound) {

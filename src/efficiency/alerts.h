@@ -105,7 +105,10 @@ class AlertEngine {
   void ObserveCluster(WallTime t, const ClusterSnapshot& snapshot);
 
   void AddNotifier(Notifier* n) { notifiers_.push_back(n); }
-  void AddSilence(Silence s) { cfg_.silences.push_back(std::move(s)); }
+  // Returns the silence's id ("s1", "s2", ... unless it has one).
+  std::string AddSilence(Silence s);
+  bool RemoveSilence(const std::string& id);
+  const std::vector<Silence>& silences() const { return cfg_.silences; }
 
   // Applies silences and inhibition, sends due notifications (new firing, repeats, resolutions)
   // grouped by group_by, drops delivered resolutions; returns the active alerts (pending and
@@ -134,6 +137,7 @@ class AlertEngine {
   std::unordered_map<std::string, WallTime> xid_until_;
   std::map<std::string, Alert> alerts_;  // by fingerprint
   std::vector<Alert> history_;
+  int64_t next_silence_ = 1;
 };
 
 }  // namespace stoker::efficiency

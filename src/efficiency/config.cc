@@ -562,7 +562,22 @@ Status LoadAlerts(const YAML::Node& n, AlertingConfig& a, std::vector<Status>& r
 
 Status LoadMarket(const YAML::Node& n, MarketConfig& m) {
   STOKER_RETURN_IF_ERROR(CheckKeys(n, "market", {"guaranteed_price", "preemptible_price",
-                                                 "reclaimed_discount_pct", "budgets"}));
+                                                 "reclaimed_discount_pct", "budgets", "teams",
+                                                 "charge_interval"}));
+  if (n["teams"]) {
+    if (!n["teams"].IsMap()) return InvalidArgument("market.teams: expected a mapping user: team");
+    for (const auto& kv : n["teams"]) {
+      const std::string user = kv.first.as<std::string>();
+      STOKER_ASSIGN_OR_RETURN(m.teams[user], Scalar(kv.second, "market.teams." + user));
+    }
+  }
+  if (n["charge_interval"]) {
+    STOKER_ASSIGN_OR_RETURN(std::string t, Scalar(n["charge_interval"], "market.charge_interval"));
+    auto d = ParseDuration(t);
+    if (!d.ok()) return d.status().WithContext("market.charge_interval");
+    if (*d < std::chrono::seconds(1)) return InvalidArgument("market.charge_interval: must be at least 1s");
+    m.charge_interval = *d;
+  }
   if (n["guaranteed_price"]) { STOKER_ASSIGN_OR_RETURN(m.guaranteed_price, IntMap(n["guaranteed_price"], "market.guaranteed_price")); }
   if (n["preemptible_price"]) { STOKER_ASSIGN_OR_RETURN(m.preemptible_price, IntMap(n["preemptible_price"], "market.preemptible_price")); }
   if (n["budgets"]) { STOKER_ASSIGN_OR_RETURN(m.budgets, IntMap(n["budgets"], "market.budgets")); }
@@ -581,7 +596,8 @@ Result<EfficiencyConfig> LoadFromNode(const YAML::Node& root) {
     return cfg;
   }
   STOKER_RETURN_IF_ERROR(CheckKeys(root, "<root>", {"zones", "idle_reclaim", "oversubscription",
-                                                    "alerts", "market", "price_per_gpu_hour"}));
+                                                    "alerts", "market", "price_per_gpu_hour",
+                                                    "service"}));
   if (root["zones"]) STOKER_RETURN_IF_ERROR(LoadZones(root["zones"], cfg.zones));
   if (root["idle_reclaim"]) STOKER_RETURN_IF_ERROR(LoadIdle(root["idle_reclaim"], cfg.idle));
   if (root["oversubscription"]) STOKER_RETURN_IF_ERROR(LoadOversub(root["oversubscription"], cfg.oversub));
@@ -598,6 +614,21 @@ Result<EfficiencyConfig> LoadFromNode(const YAML::Node& root) {
     cfg.alerting.rules = std::move(all);
   }
   if (root["market"]) STOKER_RETURN_IF_ERROR(LoadMarket(root["market"], cfg.market));
+  if (const YAML::Node sv = root["service"]) {
+    STOKER_RETURN_IF_ERROR(CheckKeys(sv, "service", {"evaluate_every", "keep_samples"}));
+    if (sv["evaluate_every"]) {
+      STOKER_ASSIGN_OR_RETURN(std::string t, Scalar(sv["evaluate_every"], "service.evaluate_every"));
+      auto d = ParseDuration(t);
+      if (!d.ok()) return d.status().WithContext("service.evaluate_every");
+      if (*d < std::chrono::milliseconds(100)) return InvalidArgument("service.evaluate_every: must be at least 100ms");
+      cfg.service.evaluate_every = *d;
+    }
+    if (sv["keep_samples"]) {
+      STOKER_ASSIGN_OR_RETURN(double v, Number(sv["keep_samples"], "service.keep_samples"));
+      if (v < 0 || v > 1e8) return InvalidArgument("service.keep_samples: must be in 0..1e8");
+      cfg.service.keep_samples = static_cast<size_t>(v);
+    }
+  }
   if (root["price_per_gpu_hour"]) {
     STOKER_ASSIGN_OR_RETURN(cfg.price_per_gpu_hour_micro, IntMap(root["price_per_gpu_hour"], "price_per_gpu_hour"));
   }

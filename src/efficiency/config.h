@@ -96,6 +96,7 @@ struct AlertRule {
 };
 
 struct Silence {
+  std::string id;  // set by AlertEngine::AddSilence when empty
   std::map<std::string, std::string> matchers;  // label -> exact value
   WallTime starts_at{};
   WallTime ends_at{};
@@ -117,6 +118,20 @@ struct MarketConfig {
   std::map<std::string, int64_t> preemptible_price;
   int64_t reclaimed_discount_pct = 50;  // reclaimed capacity sold at this % off preemptible
   std::map<std::string, int64_t> budgets;  // team -> initial micro-credits
+  std::map<std::string, std::string> teams;  // user -> team (default: the user's own name)
+  // Running jobs are charged at least this often (and when they end).
+  Duration charge_interval = std::chrono::hours(1);
+  bool enabled() const { return !budgets.empty(); }
+  std::string TeamOf(const std::string& user) const {
+    auto it = teams.find(user);
+    return it == teams.end() ? user : it->second;
+  }
+};
+
+// The engine inside the server (efficiency/server_bridge.h).
+struct ServiceConfig {
+  Duration evaluate_every = std::chrono::seconds(15);  // alerts, reclaim, charges
+  size_t keep_samples = 200'000;  // recorded samples kept in memory for `stoker report`
 };
 
 struct EfficiencyConfig {
@@ -125,6 +140,7 @@ struct EfficiencyConfig {
   OversubscriptionPolicy oversub;
   AlertingConfig alerting;
   MarketConfig market;
+  ServiceConfig service;
   // Per-GPU-hour cost for reports (currency units x 1e6, by model; "*" = default).
   std::map<std::string, int64_t> price_per_gpu_hour_micro;
   // Invalid alert rules found at load: they are dropped, the rest of the engine runs.

@@ -26,7 +26,7 @@ Result<LedgerKind> ParseKind(const std::string& s) {
 
 }  // namespace
 
-Status JsonlLedgerStore::Append(const LedgerEntry& e) {
+std::string LedgerEntryToJson(const LedgerEntry& e) {
   nlohmann::json j = {{"seq", e.seq},
                       {"at_ns", e.at.time_since_epoch().count()},
                       {"team", e.team},
@@ -38,9 +38,37 @@ Status JsonlLedgerStore::Append(const LedgerEntry& e) {
                       {"milli_gpu_seconds", e.milli_gpu_seconds},
                       {"reclaimed", e.reclaimed},
                       {"note", e.note}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Result<LedgerEntry> LedgerEntryFromJson(const std::string& text, const std::string& where) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return InvalidArgument(where + ": not a JSON object");
+  try {
+    LedgerEntry e;
+    e.seq = j.at("seq").get<int64_t>();
+    e.at = WallTime(Duration(j.at("at_ns").get<int64_t>()));
+    e.team = j.at("team").get<std::string>();
+    auto kind = ParseKind(j.at("kind").get<std::string>());
+    if (!kind.ok()) return kind.status().WithContext(where);
+    e.kind = *kind;
+    e.micro_credits = j.at("micro_credits").get<int64_t>();
+    e.job = j.value("job", "");
+    e.tier = j.value("tier", "guaranteed") == "preemptible" ? Tier::kPreemptible : Tier::kGuaranteed;
+    e.gpu_model = j.value("gpu_model", "");
+    e.milli_gpu_seconds = j.value("milli_gpu_seconds", int64_t{0});
+    e.reclaimed = j.value("reclaimed", false);
+    e.note = j.value("note", "");
+    return e;
+  } catch (const nlohmann::json::exception& ex) {
+    return InvalidArgument(where + ": " + ex.what());
+  }
+}
+
+Status JsonlLedgerStore::Append(const LedgerEntry& e) {
   std::ofstream out(path_, std::ios::app);
   if (!out) return Unavailable(path_ + ": cannot open for append");
-  out << j.dump() << '\n';
+  out << LedgerEntryToJson(e) << '\n';
   out.flush();
   if (!out) return Unavailable(path_ + ": write failed");
   return Status::Ok();
@@ -55,32 +83,12 @@ Result<std::vector<LedgerEntry>> JsonlLedgerStore::LoadAll() {
   while (std::getline(in, line)) {
     ++n;
     if (line.empty()) continue;
-    const std::string where = path_ + ":" + std::to_string(n);
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return InvalidArgument(where + ": not a JSON object");
-    try {
-      LedgerEntry e;
-      e.seq = j.at("seq").get<int64_t>();
-      e.at = WallTime(Duration(j.at("at_ns").get<int64_t>()));
-      e.team = j.at("team").get<std::string>();
-      auto kind = ParseKind(j.at("kind").get<std::string>());
-      if (!kind.ok()) return kind.status().WithContext(where);
-      e.kind = *kind;
-      e.micro_credits = j.at("micro_credits").get<int64_t>();
-      e.job = j.value("job", "");
-      e.tier = j.value("tier", "guaranteed") == "preemptible" ? Tier::kPreemptible : Tier::kGuaranteed;
-      e.gpu_model = j.value("gpu_model", "");
-      e.milli_gpu_seconds = j.value("milli_gpu_seconds", int64_t{0});
-      e.reclaimed = j.value("reclaimed", false);
-      e.note = j.value("note", "");
-      if (e.seq != static_cast<int64_t>(out.size()) + 1) {
-        return InvalidArgument(where + ": seq: expected " + std::to_string(out.size() + 1) + ", got " +
-                               std::to_string(e.seq) + " (ledger is append-only)");
-      }
-      out.push_back(std::move(e));
-    } catch (const nlohmann::json::exception& ex) {
-      return InvalidArgument(where + ": " + ex.what());
+    STOKER_ASSIGN_OR_RETURN(LedgerEntry e, LedgerEntryFromJson(line, path_ + ":" + std::to_string(n)));
+    if (e.seq != static_cast<int64_t>(out.size()) + 1) {
+      return InvalidArgument(path_ + ":" + std::to_string(n) + ": seq: expected " + std::to_string(out.size() + 1) +
+                             ", got " + std::to_string(e.seq) + " (ledger is append-only)");
     }
+    out.push_back(std::move(e));
   }
   return out;
 }

@@ -34,6 +34,11 @@ struct LedgerEntry {
   std::string note;
 };
 
+// The JSON form of an entry (JSON-lines file, the server's store, the API).
+std::string LedgerEntryToJson(const LedgerEntry& e);
+// Errors name `where` and the field.
+Result<LedgerEntry> LedgerEntryFromJson(const std::string& text, const std::string& where);
+
 class LedgerStore {
  public:
   virtual ~LedgerStore() = default;

@@ -320,6 +320,25 @@ Report BuildReport(const RecordSet& rec, const EfficiencyConfig& cfg, const Repo
 
 // ---------------- renderers ----------------
 
+void AddLedgerToReport(const std::vector<LedgerEntry>& ledger, Report* r) {
+  std::map<std::string, TeamAccount> by_team;
+  for (const LedgerEntry& e : ledger) {
+    TeamAccount& a = by_team[e.team];
+    a.team = e.team;
+    a.balance_micro += e.micro_credits;
+    ++a.entries;
+    switch (e.kind) {
+      case LedgerKind::kGrant:
+      case LedgerKind::kRefund: a.granted_micro += e.micro_credits; break;
+      case LedgerKind::kCharge: a.charged_micro -= e.micro_credits; break;
+      case LedgerKind::kIdleCharge: a.idle_charged_micro -= e.micro_credits; break;
+    }
+    if (e.reclaimed) a.reclaimed_micro -= e.micro_credits;
+  }
+  r->accounts.clear();
+  for (auto& [team, a] : by_team) r->accounts.push_back(a);
+}
+
 std::string RenderText(const Report& r) {
   std::ostringstream o;
   o << "Stoker efficiency report " << FormatRfc3339(r.from) << " .. " << FormatRfc3339(r.to) << "\n\n";
@@ -347,6 +366,17 @@ std::string RenderText(const Report& r) {
       std::snprintf(line, sizeof line, "  %-14s jobs %3d  alloc %8.2f GPU-h  used %8.2f  idle %8.2f  cost %s\n",
                     u.name.c_str(), u.jobs, u.alloc_gpu_hours, u.used_gpu_hours, u.idle_gpu_hours,
                     Credits(u.cost_micro).c_str());
+      o << line;
+    }
+  }
+  if (!r.accounts.empty()) {
+    o << "\nCompute market (credits)\n";
+    for (const auto& a : r.accounts) {
+      std::snprintf(line, sizeof line,
+                    "  %-14s balance %s  granted %s  charged %s  idle charged %s  on reclaimed %s%s\n",
+                    a.team.c_str(), Credits(a.balance_micro).c_str(), Credits(a.granted_micro).c_str(),
+                    Credits(a.charged_micro).c_str(), Credits(a.idle_charged_micro).c_str(),
+                    Credits(a.reclaimed_micro).c_str(), a.balance_micro <= 0 ? "  OUT OF CREDIT: preemptible only" : "");
       o << line;
     }
   }
@@ -414,6 +444,15 @@ nlohmann::json ToJson(const Report& r) {
   j["advice"] = json::array();
   for (const auto& a : r.advice) {
     j["advice"].push_back({{"job", a.subject}, {"kind", a.kind}, {"text", a.text}, {"evidence", a.evidence}});
+  }
+  j["accounts"] = json::array();
+  for (const auto& a : r.accounts) {
+    j["accounts"].push_back({{"team", a.team}, {"balance", static_cast<double>(a.balance_micro) / 1e6},
+                             {"granted", static_cast<double>(a.granted_micro) / 1e6},
+                             {"charged", static_cast<double>(a.charged_micro) / 1e6},
+                             {"idle_charged", static_cast<double>(a.idle_charged_micro) / 1e6},
+                             {"reclaimed_charged", static_cast<double>(a.reclaimed_micro) / 1e6},
+                             {"entries", a.entries}, {"out_of_credit", a.balance_micro <= 0}});
   }
   j["notes"] = r.notes;
   return j;
@@ -560,6 +599,16 @@ std::string RenderHtml(const Report& r) {
       o << "<tr><td class='l'>" << Html(u.name) << "</td><td>" << u.jobs << "</td><td>" << Fixed(u.alloc_gpu_hours, 2)
         << "</td><td>" << Fixed(u.used_gpu_hours, 2) << "</td><td>" << Fixed(u.idle_gpu_hours, 2) << "</td><td>"
         << Credits(u.cost_micro) << "</td></tr>";
+    }
+    o << "</table>";
+  }
+  if (!r.accounts.empty()) {
+    o << "<h2>Compute market</h2><table><tr><th class='l'>team</th><th>balance</th><th>granted</th>"
+         "<th>charged</th><th>idle charged</th><th>on reclaimed</th></tr>";
+    for (const auto& a : r.accounts) {
+      o << "<tr><td class='l'>" << Html(a.team) << "</td><td>" << Credits(a.balance_micro) << "</td><td>"
+        << Credits(a.granted_micro) << "</td><td>" << Credits(a.charged_micro) << "</td><td>"
+        << Credits(a.idle_charged_micro) << "</td><td>" << Credits(a.reclaimed_micro) << "</td></tr>";
     }
     o << "</table>";
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "efficiency/config.h"
+#include "efficiency/market.h"
 #include "efficiency/records.h"
 #include "efficiency/zones.h"
 
@@ -76,6 +77,17 @@ struct Advice {
   std::string evidence;
 };
 
+// A team's compute-market account, from the ledger.
+struct TeamAccount {
+  std::string team;
+  int64_t balance_micro = 0;
+  int64_t granted_micro = 0;       // grants and refunds
+  int64_t charged_micro = 0;       // charges for used allocations (positive)
+  int64_t idle_charged_micro = 0;  // charges for idle allocations (positive)
+  int64_t reclaimed_micro = 0;     // of the charges: preemptible use of reclaimed capacity
+  int64_t entries = 0;
+};
+
 struct Report {
   WallTime from{}, to{};
   std::vector<JobReport> jobs;
@@ -84,8 +96,12 @@ struct Report {
   std::vector<QuarterAudit> audit;
   std::vector<Advice> advice;
   double cluster_alloc_gpu_hours = 0, cluster_used_gpu_hours = 0, cluster_idle_gpu_hours = 0;
+  std::vector<TeamAccount> accounts;  // empty without a market
   std::vector<std::string> notes;
 };
+
+// Fills r->accounts from the ledger (in seq order).
+void AddLedgerToReport(const std::vector<LedgerEntry>& ledger, Report* r);
 
 struct ReportOptions {
   Duration bucket{0};               // 0 = about 48 buckets over the span

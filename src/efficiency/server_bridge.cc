@@ -2,9 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "efficiency/activity.h"
+#include "efficiency/api_json.h"
 #include "efficiency/metrics.h"
 
 namespace stoker::efficiency {
@@ -86,6 +88,34 @@ Result<std::vector<GpuSample>> SamplesFromSnapshotJson(const json& j) {
   return out;
 }
 
+// ---- ledger in the server's store -----------------------------------------------------------
+
+Status StoreLedgerStore::Append(const LedgerEntry& e) {
+  store::WriteBatch b;
+  b.AddLedger(store::LedgerRow{
+      e.seq, std::chrono::duration_cast<std::chrono::milliseconds>(e.at.time_since_epoch()).count(),
+      e.team, LedgerEntryToJson(e)});
+  return store_->Apply(std::move(b));
+}
+
+Result<std::vector<LedgerEntry>> StoreLedgerStore::LoadAll() {
+  STOKER_ASSIGN_OR_RETURN(auto rows, store_->LoadLedger());
+  std::vector<LedgerEntry> out;
+  out.reserve(rows.size());
+  for (const auto& row : rows) {
+    STOKER_ASSIGN_OR_RETURN(LedgerEntry e,
+                            LedgerEntryFromJson(row.doc, "ledger seq " + std::to_string(row.seq)));
+    if (e.seq != static_cast<int64_t>(out.size()) + 1) {
+      return InvalidArgument("ledger seq " + std::to_string(row.seq) + ": expected " +
+                             std::to_string(out.size() + 1) + " (ledger is append-only)");
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// ---- the service ----------------------------------------------------------------------------
+
 class EfficiencyService::Directory final : public JobDirectory {
  public:
   std::optional<JobInfo> Find(const std::string& id) const override {
@@ -111,8 +141,8 @@ class EfficiencyService::Actions final : public JobActions {
   Status Requeue(const JobInfo& j, const std::string& reason) override {
     return Cancel(j, "requeue: " + reason);
   }
-  // Queued, not called: the server calls OnJobChanged back synchronously, which takes the
-  // service lock held while the reclaimer runs. Flush() runs them after the lock is released.
+  // Queued, not called: observer callbacks run under the server's observer lock, and a cancel
+  // notifies the observers again. Evaluate() runs them with no lock held.
   Status Cancel(const JobInfo& j, const std::string& reason) override {
     if (!server_) return FailedPrecondition("no server actions");
     char* end = nullptr;
@@ -139,45 +169,133 @@ class EfficiencyService::Actions final : public JobActions {
   std::vector<std::pair<int64_t, std::string>> pending_;
 };
 
-EfficiencyService::EfficiencyService(EfficiencyConfig cfg, server::JobActions* actions)
+EfficiencyService::EfficiencyService(EfficiencyConfig cfg, server::JobActions* actions,
+                                     LedgerStore* ledger)
     : cfg_(std::move(cfg)),
       directory_(std::make_unique<Directory>()),
       actions_(std::make_unique<Actions>(actions)),
       zones_(cfg_.zones),
       alerts_(cfg_.alerting, cfg_.zones.metric) {
   reclaimer_ = std::make_unique<IdleReclaimer>(cfg_.idle, *directory_, *actions_);
+  if (ledger && cfg_.market.enabled())
+    market_ = std::make_unique<ComputeMarket>(cfg_.market, *ledger);
 }
 
-EfficiencyService::~EfficiencyService() = default;
+EfficiencyService::~EfficiencyService() { Stop(); }
+
+Status EfficiencyService::Init(WallTime now) {
+  std::lock_guard lock(mu_);
+  if (!market_) return Status::Ok();
+  STOKER_RETURN_IF_ERROR(market_->Load());
+  return market_->GrantInitialBudgets(now);
+}
+
+void EfficiencyService::Start(Clock* clock) {
+  {
+    std::lock_guard lock(mu_);
+    clock_ = clock;
+  }
+  {
+    std::lock_guard lock(loop_mu_);
+    stopping_ = false;
+  }
+  loop_ = std::thread([this, clock] {
+    std::unique_lock lock(loop_mu_);
+    while (!stopping_) {
+      if (loop_cv_.wait_for(lock, cfg_.service.evaluate_every, [&] { return stopping_; })) break;
+      lock.unlock();
+      Evaluate(clock->WallNow());
+      lock.lock();
+    }
+  });
+}
+
+void EfficiencyService::Stop() {
+  {
+    std::lock_guard lock(loop_mu_);
+    stopping_ = true;
+  }
+  loop_cv_.notify_all();
+  if (loop_.joinable()) loop_.join();
+}
 
 void EfficiencyService::AddNotifier(Notifier* n) {
   std::lock_guard lock(mu_);
   alerts_.AddNotifier(n);
 }
 
+namespace {
+
+// milli-GPU a job holds: whole GPUs, a share of one, or MIG slices of seven.
+int64_t HeldMilli(const server::Assignment& a) {
+  if (a.mig_slices > 0) return a.mig_slices * 1000 / 7;
+  const int64_t per = a.gpu_milli > 0 ? a.gpu_milli : 1000;
+  return per * static_cast<int64_t>(a.gpu_indices.size());
+}
+
+WallTime FromMs(int64_t ms) { return WallTime(std::chrono::milliseconds(ms)); }
+
+}  // namespace
+
 void EfficiencyService::OnJobChanged(const server::Job& job) {
   std::lock_guard lock(mu_);
   const std::string id = std::to_string(job.id);
+  if (job.state == server::JobState::kQueued) {
+    queued_[job.id] = {FromMs(job.submit_ms), std::max<int>(1, job.spec.gpus)};
+  } else {
+    queued_.erase(job.id);
+  }
+  JobRecord& rec = job_records_[id];
+  rec.info.id = id;
+  rec.info.user = job.user;
+  rec.info.team = cfg_.market.TeamOf(job.user);
+  rec.info.job_class = job.spec.job_class;
+  rec.info.preemptible = job.spec.preemptible;
+  rec.submit = FromMs(job.submit_ms);
+  if (job.start_ms > 0) rec.info.start = FromMs(job.start_ms);
+  if (job.end_ms > 0) rec.end = FromMs(job.end_ms);
+
   // Forget the job's old GPUs, then record the current ones while it holds resources.
   std::erase_if(job_on_gpu_, [&](const auto& kv) { return kv.second == id; });
   if (!server::IsActive(job.state) || !job.assignment) {
+    if (usage_.count(id)) {
+      ChargeLocked(id, job.end_ms > 0 ? FromMs(job.end_ms) : last_seen_);
+      usage_.erase(id);
+    }
     directory_->jobs_.erase(id);
     reclaimer_->Forget(id);
     zones_.ForgetJob(id);
     return;
   }
-  JobInfo info;
-  info.id = id;
-  info.user = job.user;
-  info.team = job.user;
-  info.job_class = job.spec.job_class;
-  info.preemptible = job.spec.preemptible;
-  info.start = WallTime(std::chrono::milliseconds(job.start_ms));
+  JobInfo info = rec.info;
+  info.start = job.start_ms > 0 ? FromMs(job.start_ms) : last_seen_;
+  info.gpus.clear();
+  bool on_reclaimed = false;
+  std::string model;
   for (uint32_t idx : job.assignment->gpu_indices) {
-    job_on_gpu_[{job.assignment->node, idx}] = id;
+    const std::pair<std::string, uint32_t> key{job.assignment->node, idx};
+    job_on_gpu_[key] = id;
     info.gpus.push_back(job.assignment->node + "/" + std::to_string(idx));
+    on_reclaimed |= reclaimed_gpus_.count(key) > 0;
+    // Guaranteed work takes the GPU back from the preemptible tier.
+    if (!job.spec.preemptible) reclaimed_gpus_.erase(key);
+    if (auto m = gpu_model_.find(key); m != gpu_model_.end() && model.empty()) model = m->second;
   }
-  directory_->jobs_[id] = std::move(info);
+  info.gpu_model = model;
+  rec.info.gpus = info.gpus;
+  rec.info.gpu_model = model;
+  directory_->jobs_[id] = info;
+  auto [it, fresh] = usage_.try_emplace(id);
+  Usage& u = it->second;
+  if (fresh) {
+    u.team = info.team;
+    u.tier = job.spec.preemptible ? Tier::kPreemptible : Tier::kGuaranteed;
+    u.since = info.start;
+    u.reclaimed = job.spec.preemptible && on_reclaimed;
+  }
+  u.milli = HeldMilli(*job.assignment);
+  if (!model.empty()) u.model = model;
+  if (job.start_ms > 0 && u.busy_beats == 0 && u.idle_beats == 0) u.since = FromMs(job.start_ms);
 }
 
 void EfficiencyService::OnHeartbeat(const std::string& node, const nlohmann::json& samples,
@@ -187,63 +305,140 @@ void EfficiencyService::OnHeartbeat(const std::string& node, const nlohmann::jso
     spdlog::warn("efficiency: heartbeat from {}: {}", node, parsed.status().message());
     return;
   }
-  std::vector<std::pair<int64_t, std::string>> cancels;
+  std::lock_guard lock(mu_);
+  last_seen_ = std::max(last_seen_, at);
   std::map<std::string, double> job_activity;
-  {
-    std::lock_guard lock(mu_);
-    for (GpuSample& s : *parsed) {
-      if (s.timestamp == WallTime{}) s.timestamp = at;
-      std::vector<std::string> jobs;
-      if (auto it = job_on_gpu_.find({node, s.id.index}); it != job_on_gpu_.end())
-        jobs.push_back(it->second);
-      zones_.Observe(s, jobs);
-      Labels extra = {{"hostname", node}};
-      if (!jobs.empty()) extra["job"] = jobs.front();
-      alerts_.ObserveGpu(s, extra);
-      if (!jobs.empty()) {
-        if (auto a = ActivityMilli(s, cfg_.zones.metric)) {
-          auto& acc = job_activity[jobs.front()];
-          acc = std::max(acc, static_cast<double>(*a) / 1000.0);
-        }
-      }
-      if (!jobs.empty()) {
-        if (auto a = ActivityMilli(s, cfg_.zones.metric)) {
-          reclaimer_->Observe(jobs.front(), node + "/" + std::to_string(s.id.index), s.timestamp,
-                              *a);
-        }
-      }
+  for (GpuSample& s : *parsed) {
+    if (s.timestamp == WallTime{}) s.timestamp = at;
+    const std::pair<std::string, uint32_t> key{node, s.id.index};
+    if (!s.id.name.empty()) gpu_model_[key] = s.id.name;
+    std::vector<std::string> jobs;
+    if (auto it = job_on_gpu_.find(key); it != job_on_gpu_.end()) jobs.push_back(it->second);
+    gpu_busy_[key] = !jobs.empty();
+    zones_.Observe(s, jobs);
+    // "allocated" comes from the server's allocation table: a job holds the GPU even when
+    // none of its processes shows on it (the idle case this engine exists for).
+    Signals signals = GpuSignals(s, cfg_.zones.metric);
+    if (!jobs.empty()) signals["allocated"] = 1;
+    Labels labels = {{"hostname", node}};
+    if (!jobs.empty()) labels["job"] = jobs.front();
+    if (!s.id.name.empty()) labels["model"] = s.id.name;
+    alerts_.ObserveGpuSignals(GpuKey(s), s.timestamp, std::move(signals), labels);
+    const auto activity = ActivityMilli(s, cfg_.zones.metric);
+    if (!jobs.empty() && activity) {
+      auto& acc = job_activity[jobs.front()];
+      acc = std::max(acc, static_cast<double>(*activity) / 1000.0);
+      reclaimer_->Observe(jobs.front(), node + "/" + std::to_string(s.id.index), s.timestamp,
+                          *activity);
     }
-    // Job-scope rules (JobGpusIdle) see the job's busiest GPU in this heartbeat.
-    for (const auto& [job, activity] : job_activity) {
-      alerts_.ObserveJob(job, at, {{"activity", activity}, {"idle", activity == 0 ? 1.0 : 0.0}},
-                         {{"hostname", node}});
+    if (cfg_.service.keep_samples > 0) {
+      samples_.push_back(FromGpuSample(s, node, jobs.empty() ? "" : jobs.front()));
+      while (samples_.size() > cfg_.service.keep_samples) samples_.pop_front();
     }
-    active_ = alerts_.Evaluate(at);
-    reclaimer_->Evaluate(at);
-    cancels = actions_->Take();
   }
-  actions_->Flush(std::move(cancels));
+  // Job-scope rules (JobGpusIdle) see the job's busiest GPU in this heartbeat; the market
+  // counts the heartbeat as idle or busy for the job's next charge.
+  for (const auto& [job, activity] : job_activity) {
+    alerts_.ObserveJob(job, at, {{"activity", activity}, {"idle", activity == 0 ? 1.0 : 0.0}},
+                       {{"hostname", node}});
+    if (auto u = usage_.find(job); u != usage_.end())
+      ++(activity == 0 ? u->second.idle_beats : u->second.busy_beats);
+  }
+  active_ = alerts_.Evaluate(at);
+  reclaimer_->Evaluate(at);  // actions queue; Evaluate() runs them
+}
+
+void EfficiencyService::ObserveClusterLocked(WallTime now) {
+  ClusterSnapshot c;
+  for (const auto& [key, busy] : gpu_busy_) c.idle_gpus += busy ? 0 : 1;
+  c.pending_jobs = static_cast<int>(queued_.size());
+  for (const auto& [id, q] : queued_) {
+    if (q.second <= c.idle_gpus && now > q.first) {
+      c.backlog_wait_s =
+          std::max(c.backlog_wait_s, std::chrono::duration<double>(now - q.first).count());
+    }
+  }
+  alerts_.ObserveCluster(now, c);
+}
+
+void EfficiencyService::ChargeLocked(const std::string& job, WallTime until) {
+  if (!market_) return;
+  auto it = usage_.find(job);
+  if (it == usage_.end()) return;
+  Usage& u = it->second;
+  if (until <= u.since || u.milli <= 0) return;
+  const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - u.since).count();
+  const int64_t total = u.milli * ms / 1000;  // milli-GPU-seconds
+  const int64_t beats = u.busy_beats + u.idle_beats;
+  // Idle share from the heartbeats: no samples is no evidence of idleness.
+  const int64_t idle = beats > 0 ? total * u.idle_beats / beats : 0;
+  for (const auto& [amount, is_idle] : {std::pair{total - idle, false}, std::pair{idle, true}}) {
+    if (amount <= 0) continue;
+    UsageCharge c;
+    c.team = u.team;
+    c.job = job;
+    c.gpu_model = u.model;
+    c.tier = u.tier;
+    c.milli_gpu_seconds = amount;
+    c.idle = is_idle;
+    c.reclaimed = u.reclaimed;
+    c.at = until;
+    auto e = market_->Charge(c);
+    if (!e.ok()) spdlog::error("market: charge job {}: {}", job, e.status().ToString());
+  }
+  u.since = until;
+  u.busy_beats = u.idle_beats = 0;
 }
 
 void EfficiencyService::Evaluate(WallTime now) {
   std::vector<std::pair<int64_t, std::string>> cancels;
   {
     std::lock_guard lock(mu_);
+    ObserveClusterLocked(now);
     active_ = alerts_.Evaluate(now);
-    reclaimer_->Evaluate(now);
+    for (const ReclaimRecord& r : reclaimer_->Evaluate(now)) {
+      if (r.dry_run || r.action == ReclaimAction::kWarn || !r.result.ok()) continue;
+      // The freed GPUs are offered to the preemptible tier (sold at the reclaimed discount).
+      for (const auto& [key, job] : job_on_gpu_) {
+        if (job == r.job) reclaimed_gpus_.insert(key);
+      }
+    }
+    for (auto& [job, u] : usage_) {
+      if (now - u.since >= cfg_.market.charge_interval) ChargeLocked(job, now);
+    }
     cancels = actions_->Take();
   }
   actions_->Flush(std::move(cancels));
 }
 
-std::string EfficiencyService::Metrics() const {
+std::string EfficiencyService::Metrics() {
   std::lock_guard lock(mu_);
   std::string out;
   EngineState st;
   st.zones = &zones_;
   st.active_alerts = &active_;
-  st.reclaim_log = &reclaimer_->log();
+  const std::vector<ReclaimRecord> log = reclaimer_->log();
+  st.reclaim_log = &log;
   RenderMetrics(st, &out);
+  if (market_) {
+    out += "# HELP stoker_market_balance_credits Compute-market balance of a team (credits).\n";
+    out += "# TYPE stoker_market_balance_credits gauge\n";
+    std::set<std::string> teams;
+    for (const auto& e : market_->entries()) teams.insert(e.team);
+    for (const auto& t : teams) {
+      std::string label;
+      for (char c : t) {
+        if (c == '\\' || c == '"') label += '\\';
+        if (c == '\n') {
+          label += "\\n";
+          continue;
+        }
+        label += c;
+      }
+      out += "stoker_market_balance_credits{team=\"" + label + "\"} " +
+             std::to_string(static_cast<double>(market_->Balance(t)) / 1e6) + "\n";
+    }
+  }
   return out;
 }
 
@@ -262,6 +457,235 @@ std::vector<ZoneStatus> EfficiencyService::JobZones() const {
 std::vector<ReclaimRecord> EfficiencyService::ReclaimLog() const {
   std::lock_guard lock(mu_);
   return reclaimer_->log();
+}
+std::vector<LedgerEntry> EfficiencyService::Ledger() const {
+  std::lock_guard lock(mu_);
+  return market_ ? market_->entries() : std::vector<LedgerEntry>{};
+}
+int64_t EfficiencyService::Balance(const std::string& team) const {
+  std::lock_guard lock(mu_);
+  return market_ ? market_->Balance(team) : 0;
+}
+
+Report EfficiencyService::BuildServerReport(const ReportOptions& opt,
+                                            const std::string& only_user) const {
+  RecordSet rec;
+  std::vector<LedgerEntry> ledger;
+  {
+    std::lock_guard lock(mu_);
+    std::set<std::string> mine;
+    for (const auto& [id, j] : job_records_) {
+      if (!only_user.empty() && j.info.user != only_user) continue;
+      if (j.info.start == WallTime{}) continue;  // never ran
+      rec.jobs.push_back(j);
+      mine.insert(id);
+    }
+    for (const auto& s : samples_) {
+      if (only_user.empty() || mine.count(s.job)) rec.samples.push_back(s);
+    }
+    if (market_) {
+      const std::string team = only_user.empty() ? "" : cfg_.market.TeamOf(only_user);
+      for (const auto& e : market_->entries()) {
+        if (team.empty() || e.team == team) ledger.push_back(e);
+      }
+    }
+  }
+  std::stable_sort(rec.samples.begin(), rec.samples.end(),
+                   [](const RecordedSample& a, const RecordedSample& b) { return a.t < b.t; });
+  Report r = BuildReport(rec, cfg_, opt);
+  AddLedgerToReport(ledger, &r);
+  return r;
+}
+
+Status EfficiencyService::CheckSubmit(const server::Principal& who, const server::JobSpec& spec) {
+  if (spec.preemptible) return Status::Ok();
+  if (spec.gpus <= 0 && spec.gpu_milli <= 0 && spec.mig.empty())
+    return Status::Ok();  // CPU only: free
+  std::lock_guard lock(mu_);
+  if (!market_) return Status::Ok();
+  const std::string user =
+      who.role == server::Role::kAdmin && !spec.user.empty() ? spec.user : who.name;
+  const std::string team = cfg_.market.TeamOf(user);
+  const int64_t balance = market_->Balance(team);
+  if (balance > 0) return Status::Ok();
+  char credits[64];
+  std::snprintf(credits, sizeof credits, "%.2f", static_cast<double>(balance) / 1e6);
+  return PermissionDenied("preemptible: team '" + team + "' is out of credit (balance " + credits +
+                          "): only preemptible GPU work is accepted (stoker submit --preemptible)");
+}
+
+// ---- routes ---------------------------------------------------------------------------------
+
+namespace {
+
+using server::ApiResponse;
+
+ApiResponse JsonResponse(int status, const json& j) {
+  return ApiResponse{status, j.dump(-1, ' ', false, json::error_handler_t::replace)};
+}
+
+std::vector<std::string> PathParts(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (j > i) parts.push_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  return parts;
+}
+
+ApiResponse NotAllowed() {
+  return JsonResponse(
+      405, {{"error", {{"code", "method_not_allowed"}, {"message", "method not allowed"}}}});
+}
+
+}  // namespace
+
+std::optional<ApiResponse> EfficiencyService::Handle(const server::ApiRequest& req,
+                                                     const server::Principal& who) {
+  const std::vector<std::string> p = PathParts(req.path);
+  static const std::set<std::string> kMine = {"zones",  "alerts", "silences", "reclaim",
+                                              "report", "ledger", "budgets"};
+  if (p.size() < 3 || p[0] != "api" || p[1] != "v1" || !kMine.count(p[2])) return std::nullopt;
+  const std::string& res = p[2];
+  const std::string& m = req.method;
+  if (who.role == server::Role::kAgent) {
+    return server::ErrorResponse(PermissionDenied("agents cannot read efficiency data"));
+  }
+  const bool admin = who.role == server::Role::kAdmin;
+  if (res == "silences" && p.size() == 4) {
+    if (m != "DELETE") return NotAllowed();
+    if (!admin) return server::ErrorResponse(PermissionDenied("only admins remove silences"));
+    std::lock_guard lock(mu_);
+    if (!alerts_.RemoveSilence(p[3]))
+      return server::ErrorResponse(NotFound("silence '" + p[3] + "' not found"));
+    return JsonResponse(200, {{"id", p[3]}, {"removed", true}});
+  }
+  if (p.size() != 3) return server::ErrorResponse(NotFound("no such endpoint: " + req.path));
+  if (res == "silences" && m == "POST") {
+    if (!admin) return server::ErrorResponse(PermissionDenied("only admins create silences"));
+    if (req.body.size() > server::kMaxRequestBody)
+      return server::ErrorResponse(ResourceExhausted("body: larger than 4 MiB"));
+    json body = json::parse(req.body.empty() ? "{}" : req.body, nullptr, false);
+    if (body.is_discarded()) return server::ErrorResponse(InvalidArgument("body: not valid JSON"));
+    std::lock_guard lock(mu_);
+    const WallTime now = clock_ ? clock_->WallNow() : last_seen_;
+    auto s = SilenceFromJson(body, now);
+    if (!s.ok()) return server::ErrorResponse(s.status());
+    const std::string id = alerts_.AddSilence(*s);
+    for (const Silence& x : alerts_.silences()) {
+      if (x.id == id) return JsonResponse(201, SilenceToJson(x));
+    }
+    return JsonResponse(201, {{"id", id}});
+  }
+  if (m != "GET") return NotAllowed();
+
+  std::unique_lock lock(mu_);
+  auto owner = [&](const std::string& job) -> std::string {
+    auto it = job_records_.find(job);
+    return it == job_records_.end() ? "" : it->second.info.user;
+  };
+  auto visible_job = [&](const std::string& job) { return admin || owner(job) == who.name; };
+  if (res == "zones") {
+    std::vector<ZoneStatus> jobs;
+    std::vector<JobLoad> loads;
+    for (const ZoneStatus& z : zones_.Jobs()) {
+      if (!visible_job(z.key)) continue;
+      jobs.push_back(z);
+      if (z.zone != Zone::kSilver && z.zone != Zone::kBronze) continue;
+      auto info = directory_->Find(z.key);
+      if (!info) continue;
+      JobLoad l;
+      l.job = z.key;
+      l.user = info->user;
+      l.gpu_model = info->gpu_model;
+      l.gpus = static_cast<int>(info->gpus.size());
+      l.mean_milli = z.mean_milli;
+      l.movable = info->movable;
+      loads.push_back(std::move(l));
+    }
+    return JsonResponse(
+        200, ZonesToJson(zones_.Gpus(), jobs, PlanConsolidation(std::move(loads), cfg_.zones),
+                         cfg_.zones));
+  }
+  if (res == "alerts") {
+    json out = json::array();
+    for (const Alert& a : active_) {
+      auto job = a.labels.find("job");
+      if (job != a.labels.end() && !visible_job(job->second)) continue;
+      out.push_back(AlertToJson(a));
+    }
+    return JsonResponse(200, out);
+  }
+  if (res == "silences") {
+    json out = json::array();
+    for (const Silence& s : alerts_.silences()) out.push_back(SilenceToJson(s));
+    return JsonResponse(200, out);
+  }
+  if (res == "reclaim") {
+    json out = json::array();
+    for (const ReclaimRecord& r : reclaimer_->log()) {
+      if (admin || r.user == who.name) out.push_back(ReclaimRecordToJson(r));
+    }
+    return JsonResponse(200, out);
+  }
+  if (res == "ledger" || res == "budgets") {
+    if (!market_)
+      return server::ErrorResponse(FailedPrecondition("market: not configured (market.budgets)"));
+    std::string team;
+    if (auto it = req.query.find("team"); it != req.query.end()) team = it->second;
+    const std::string own = cfg_.market.TeamOf(who.name);
+    if (!admin && !team.empty() && team != own) {
+      return server::ErrorResponse(
+          PermissionDenied("team: users see only their own team's ledger"));
+    }
+    if (!admin) team = own;
+    if (res == "ledger") {
+      json out = json::array();
+      for (const LedgerEntry& e : market_->entries()) {
+        if (team.empty() || e.team == team) out.push_back(LedgerEntryJson(e));
+      }
+      return JsonResponse(200, out);
+    }
+    Report r;
+    std::vector<LedgerEntry> entries;
+    for (const LedgerEntry& e : market_->entries()) {
+      if (team.empty() || e.team == team) entries.push_back(e);
+    }
+    AddLedgerToReport(entries, &r);
+    if (!team.empty() && r.accounts.empty()) r.accounts.push_back(TeamAccount{.team = team});
+    json out = json::array();
+    for (const TeamAccount& a : r.accounts) {
+      out.push_back({{"team", a.team},
+                     {"balance", static_cast<double>(a.balance_micro) / 1e6},
+                     {"granted", static_cast<double>(a.granted_micro) / 1e6},
+                     {"charged", static_cast<double>(a.charged_micro) / 1e6},
+                     {"idle_charged", static_cast<double>(a.idle_charged_micro) / 1e6},
+                     {"reclaimed_charged", static_cast<double>(a.reclaimed_micro) / 1e6},
+                     {"allowed_tier", a.balance_micro > 0 ? "guaranteed" : "preemptible"}});
+    }
+    return JsonResponse(200, out);
+  }
+  // report
+  lock.unlock();
+  ReportOptions opt;
+  if (auto it = req.query.find("bucket"); it != req.query.end()) {
+    auto d = ParseDuration(it->second);
+    if (!d.ok()) return server::ErrorResponse(d.status().WithContext("bucket"));
+    opt.bucket = *d;
+  }
+  std::string format = "json";
+  if (auto it = req.query.find("format"); it != req.query.end()) format = it->second;
+  if (format != "json" && format != "text" && format != "csv" && format != "html") {
+    return server::ErrorResponse(InvalidArgument("format: must be json, text, csv or html"));
+  }
+  const Report r = BuildServerReport(opt, admin ? "" : who.name);
+  if (format == "json") return ApiResponse{200, RenderJson(r)};
+  if (format == "csv") return ApiResponse{200, RenderCsv(r), "text/csv; charset=utf-8"};
+  if (format == "html") return ApiResponse{200, RenderHtml(r), "text/html; charset=utf-8"};
+  return ApiResponse{200, RenderText(r), "text/plain; charset=utf-8"};
 }
 
 }  // namespace stoker::efficiency

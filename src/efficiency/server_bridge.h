@@ -1,21 +1,50 @@
 #pragma once
-// The efficiency engine inside the server: a server::ServerObserver that receives every
-// heartbeat (the agent's GPU samples as telemetry's snapshot JSON) and every job change, and
-// runs zones, graded alerts and idle reclaim on them. Reclaim acts through the server's
-// JobActions (cancel; the server has no system requeue yet, so "requeue" cancels with the
-// reason recorded). Thread-safe: the server calls it from request threads.
+// The efficiency engine inside the server.
+//
+// EfficiencyService is a server::ServerObserver (every heartbeat's GPU samples, as telemetry's
+// snapshot JSON, feed zones, graded alerts, idle reclaim and the report's sample record; job
+// changes keep its job directory) and a server::ApiExtension (its routes under /api/v1, its
+// Prometheus families on /metrics, and the market's check at submission). Reclaim acts through
+// the server's JobActions (cancel; the server has no system requeue yet, so "requeue" cancels
+// with the reason recorded). The compute market keeps its ledger in a LedgerStore
+// (StoreLedgerStore: the server's SQLite store).
+//
+// Threading: the server calls the observer from request threads, some while it holds its
+// observer lock, so the service never calls back into the server from an observer callback:
+// reclaim actions are queued and run by Evaluate(), which the service's own loop (Start)
+// calls every service.evaluate_every, or a test calls directly.
+//
+// Routes (any user or admin token; agents get 403; users see their own jobs and team):
+//   GET    /api/v1/zones                 GPU and job zones, consolidation plan
+//   GET    /api/v1/alerts                active alerts
+//   GET    /api/v1/silences              silences
+//   POST   /api/v1/silences              create (admin) -> 201 {id, ...}
+//   DELETE /api/v1/silences/{id}         remove (admin)
+//   GET    /api/v1/reclaim               idle-reclaim log with evidence
+//   GET    /api/v1/report?format=json|text|csv|html&bucket=1h
+//   GET    /api/v1/ledger?team=T         market ledger entries
+//   GET    /api/v1/budgets               balance per team
 
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "efficiency/alerts.h"
 #include "efficiency/config.h"
 #include "efficiency/idle_reclaim.h"
+#include "efficiency/market.h"
+#include "efficiency/records.h"
+#include "efficiency/report.h"
 #include "efficiency/zones.h"
+#include "server/api.h"
 #include "server/server.h"
+#include "store/store.h"
 
 namespace stoker::efficiency {
 
@@ -23,27 +52,68 @@ namespace stoker::efficiency {
 // Fields are {"value": v, "state": "value"|...}; a missing or non-value field stays unset.
 Result<std::vector<GpuSample>> SamplesFromSnapshotJson(const nlohmann::json& j);
 
-class EfficiencyService final : public server::ServerObserver {
+// The ledger in the server's store (table `ledger`, one row per entry, append-only).
+class StoreLedgerStore final : public LedgerStore {
  public:
-  EfficiencyService(EfficiencyConfig cfg, server::JobActions* actions);
+  explicit StoreLedgerStore(store::Store* store) : store_(store) {}
+  Status Append(const LedgerEntry& e) override;
+  Result<std::vector<LedgerEntry>> LoadAll() override;
+
+ private:
+  store::Store* store_;
+};
+
+class EfficiencyService final : public server::ServerObserver, public server::ApiExtension {
+ public:
+  // `ledger` may be null (no market); with market budgets configured it should not be.
+  EfficiencyService(EfficiencyConfig cfg, server::JobActions* actions,
+                    LedgerStore* ledger = nullptr);
   ~EfficiencyService() override;
 
+  // Loads the ledger and grants configured budgets to teams that have none yet.
+  Status Init(WallTime now);
+  // The evaluation loop (alerts, reclaim, charges) on `clock`; Stop() joins it.
+  void Start(Clock* clock);
+  void Stop();
+
+  // ServerObserver.
   void OnHeartbeat(const std::string& node, const nlohmann::json& samples, WallTime at) override;
   void OnJobChanged(const server::Job& job) override;
 
-  // Runs alert evaluation and idle reclaim at `now` (the heartbeat path calls it too).
+  // ApiExtension.
+  std::optional<server::ApiResponse> Handle(const server::ApiRequest& req,
+                                            const server::Principal& who) override;
+  Status CheckSubmit(const server::Principal& who, const server::JobSpec& spec) override;
+  std::string Metrics() override;  // Prometheus text (efficiency/metrics.h) + market balances
+
+  // Runs alert evaluation, idle reclaim and due charges at `now`, then the queued actions.
   void Evaluate(WallTime now);
 
-  std::string Metrics() const;             // Prometheus text (efficiency/metrics.h)
   std::vector<Alert> ActiveAlerts() const;
   std::vector<ZoneStatus> GpuZones() const;
   std::vector<ZoneStatus> JobZones() const;
   std::vector<ReclaimRecord> ReclaimLog() const;
+  std::vector<LedgerEntry> Ledger() const;
+  int64_t Balance(const std::string& team) const;
+  // The report over the samples and jobs seen since start (bounded by service.keep_samples).
+  Report BuildServerReport(const ReportOptions& opt, const std::string& only_user = "") const;
   void AddNotifier(Notifier* n);
 
  private:
   class Directory;
   class Actions;
+  struct Usage {  // per active job, since its last charge
+    std::string team, model;
+    Tier tier = Tier::kGuaranteed;
+    int64_t milli = 0;  // milli-GPU held
+    WallTime since{};
+    int64_t busy_beats = 0, idle_beats = 0;
+    bool reclaimed = false;
+  };
+  void ChargeLocked(const std::string& job, WallTime until);
+  void ObserveClusterLocked(WallTime now);
+  std::string TeamOfLocked(const std::string& job_id) const;
+
   mutable std::mutex mu_;
   EfficiencyConfig cfg_;
   std::unique_ptr<Directory> directory_;
@@ -51,8 +121,23 @@ class EfficiencyService final : public server::ServerObserver {
   ZoneTracker zones_;
   AlertEngine alerts_;
   std::unique_ptr<IdleReclaimer> reclaimer_;
+  std::unique_ptr<ComputeMarket> market_;
   std::map<std::pair<std::string, uint32_t>, std::string> job_on_gpu_;  // (node, index) -> job
+  std::map<std::pair<std::string, uint32_t>, std::string> gpu_model_;   // (node, index) -> model
+  std::map<std::pair<std::string, uint32_t>, bool> gpu_busy_;           // has a job
+  std::set<std::pair<std::string, uint32_t>> reclaimed_gpus_;           // freed by reclaim
+  std::map<int64_t, std::pair<WallTime, int>> queued_;                  // job -> (submitted, GPUs)
+  std::map<std::string, Usage> usage_;
   std::vector<Alert> active_;
+  std::deque<RecordedSample> samples_;
+  std::map<std::string, JobRecord> job_records_;
+  WallTime last_seen_{};
+  Clock* clock_ = nullptr;  // set by Start(); the time of API actions (silences)
+
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool stopping_ = false;
+  std::thread loop_;
 };
 
 }  // namespace stoker::efficiency

@@ -76,6 +76,14 @@ ApiResponse ErrorResponse(const Status& s) {
 
 ApiResponse Api::Handle(const ApiRequest& req) const {
   const std::vector<std::string> p = Split(req.path);
+  if (p.size() == 1 && p[0] == "metrics") {
+    if (req.method != "GET") return MethodNotAllowed();
+    auto who = server_->Authenticate(req.authorization);
+    if (!who.ok()) return ErrorResponse(who.status());
+    ApiResponse r{200, "", "text/plain; version=0.0.4; charset=utf-8"};
+    for (ApiExtension* e : extensions_) r.body += e->Metrics();
+    return r;
+  }
   if (p.size() < 2 || p[0] != "api" || p[1] != "v1") {
     return ErrorResponse(NotFound("no such endpoint: " + req.path));
   }
@@ -108,6 +116,9 @@ ApiResponse Api::Handle(const ApiRequest& req) const {
         if (!body.ok()) return ErrorResponse(body.status());
         auto spec = ParseJobSpec(*body);
         if (!spec.ok()) return ErrorResponse(spec.status());
+        for (ApiExtension* e : extensions_) {
+          if (Status s = e->CheckSubmit(who, *spec); !s.ok()) return ErrorResponse(s);
+        }
         auto job = server_->Submit(who, std::move(*spec));
         if (!job.ok()) return ErrorResponse(job.status());
         return Json(201, JobToJson(*job));
@@ -283,6 +294,9 @@ ApiResponse Api::Handle(const ApiRequest& req) const {
     Status s = server_->SetPolicy(who, placement, queue_name, backfill);
     if (!s.ok()) return ErrorResponse(s);
     return Json(200, server_->Policy());
+  }
+  for (ApiExtension* e : extensions_) {
+    if (auto r = e->Handle(req, who)) return *r;
   }
   return ErrorResponse(NotFound("no such endpoint: " + req.path));
 }

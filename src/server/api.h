@@ -8,7 +8,9 @@
 //          403 (role not allowed), 404, 409 (state conflict), 413 (too large), 503.
 
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "server/server.h"
 
@@ -30,13 +32,32 @@ struct ApiResponse {
 
 inline constexpr size_t kMaxRequestBody = 4 << 20;
 
+// Routes served by another module (the efficiency engine) under the same authentication: the
+// Api consults its extensions, in order, for /api/v1 paths it does not know, and appends their
+// metrics to GET /metrics (any valid token).
+class ApiExtension {
+ public:
+  virtual ~ApiExtension() = default;
+  // nullopt: not this extension's path. `who` is the authenticated caller.
+  virtual std::optional<ApiResponse> Handle(const ApiRequest& req, const Principal& who) = 0;
+  // Asked before a submission reaches the server; a non-OK status refuses it.
+  virtual Status CheckSubmit(const Principal& /*who*/, const JobSpec& /*spec*/) {
+    return Status::Ok();
+  }
+  // Prometheus text for GET /metrics.
+  virtual std::string Metrics() { return {}; }
+};
+
 class Api {
  public:
   explicit Api(Server* server) : server_(server) {}
   ApiResponse Handle(const ApiRequest& req) const;
+  // Not thread-safe: add extensions before serving.
+  void AddExtension(ApiExtension* e) { extensions_.push_back(e); }
 
  private:
   Server* server_;
+  std::vector<ApiExtension*> extensions_;
 };
 
 // HTTP status for a Status code.

@@ -29,6 +29,12 @@ CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT N
                      ts_ms INTEGER NOT NULL, kind TEXT NOT NULL, message TEXT NOT NULL);
 CREATE INDEX events_job ON events(job_id);
 )sql",
+    // 2: the efficiency engine's compute-market ledger.
+    R"sql(
+CREATE TABLE ledger (seq INTEGER PRIMARY KEY, ts_ms INTEGER NOT NULL, team TEXT NOT NULL,
+                     doc TEXT NOT NULL);
+CREATE INDEX ledger_team ON ledger(team);
+)sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
@@ -99,6 +105,8 @@ class SqliteStore final : public Store {
     del_token_ = std::make_unique<Stmt>(writer_, "DELETE FROM tokens WHERE name=?");
     add_event_ = std::make_unique<Stmt>(
         writer_, "INSERT INTO events(job_id,ts_ms,kind,message) VALUES(?,?,?,?)");
+    add_ledger_ = std::make_unique<Stmt>(
+        writer_, "INSERT INTO ledger(seq,ts_ms,team,doc) VALUES(?,?,?,?)");
     writer_thread_ = std::thread([this] { WriterLoop(); });
   }
 
@@ -114,13 +122,14 @@ class SqliteStore final : public Store {
     put_token_.reset();
     del_token_.reset();
     add_event_.reset();
+    add_ledger_.reset();
     sqlite3_close_v2(reader_);
     sqlite3_close_v2(writer_);
   }
 
   bool Prepared() const {
     return put_job_->ok() && put_node_->ok() && put_token_->ok() && del_token_->ok() &&
-           add_event_->ok();
+           add_event_->ok() && add_ledger_->ok();
   }
 
   std::shared_future<Status> ApplyAsync(WriteBatch batch) override {
@@ -199,6 +208,19 @@ class SqliteStore final : public Store {
     return s.Int(0);
   }
 
+  Result<std::vector<LedgerRow>> LoadLedger() override {
+    std::lock_guard lock(read_mu_);
+    Stmt s(reader_, "SELECT seq,ts_ms,team,doc FROM ledger ORDER BY seq");
+    if (!s.ok()) return SqlError(reader_, "prepare LoadLedger");
+    std::vector<LedgerRow> out;
+    int rc;
+    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+      out.push_back(LedgerRow{s.Int(0), s.Int(1), s.Text(2), s.Text(3)});
+    }
+    if (rc != SQLITE_DONE) return SqlError(reader_, "LoadLedger");
+    return out;
+  }
+
   int schema_version() const override { return kSchemaVersion; }
 
  private:
@@ -238,6 +260,13 @@ class SqliteStore final : public Store {
       add_event_->Bind(3, e.kind);
       add_event_->Bind(4, e.message);
       STOKER_RETURN_IF_ERROR(add_event_->Run("add event"));
+    }
+    for (const LedgerRow& l : b.ledger()) {
+      add_ledger_->Bind(1, l.seq);
+      add_ledger_->Bind(2, l.ts_unix_ms);
+      add_ledger_->Bind(3, l.team);
+      add_ledger_->Bind(4, l.doc);
+      STOKER_RETURN_IF_ERROR(add_ledger_->Run("add ledger entry"));
     }
     return Status::Ok();
   }
@@ -287,7 +316,7 @@ class SqliteStore final : public Store {
   sqlite3* writer_;
   sqlite3* reader_;
   SqliteOptions options_;
-  std::unique_ptr<Stmt> put_job_, put_node_, put_token_, del_token_, add_event_;
+  std::unique_ptr<Stmt> put_job_, put_node_, put_token_, del_token_, add_event_, add_ledger_;
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -44,6 +44,15 @@ struct EventRow {
   std::string message;
 };
 
+// One entry of the efficiency engine's compute-market ledger (append-only; `seq` is the
+// ledger's own sequence number, so a replayed append fails instead of doubling a charge).
+struct LedgerRow {
+  int64_t seq = 0;
+  int64_t ts_unix_ms = 0;
+  std::string team;
+  std::string doc;  // JSON document owned by the efficiency engine
+};
+
 // An atomic set of writes.
 class WriteBatch {
  public:
@@ -52,9 +61,10 @@ class WriteBatch {
   void PutToken(TokenRow row) { tokens_.push_back(std::move(row)); }
   void DeleteToken(std::string name) { deleted_tokens_.push_back(std::move(name)); }
   void AddEvent(EventRow row) { events_.push_back(std::move(row)); }
+  void AddLedger(LedgerRow row) { ledger_.push_back(std::move(row)); }
   bool empty() const {
     return jobs_.empty() && nodes_.empty() && tokens_.empty() && deleted_tokens_.empty() &&
-           events_.empty();
+           events_.empty() && ledger_.empty();
   }
 
   const std::vector<JobRow>& jobs() const { return jobs_; }
@@ -62,6 +72,7 @@ class WriteBatch {
   const std::vector<TokenRow>& tokens() const { return tokens_; }
   const std::vector<std::string>& deleted_tokens() const { return deleted_tokens_; }
   const std::vector<EventRow>& events() const { return events_; }
+  const std::vector<LedgerRow>& ledger() const { return ledger_; }
 
  private:
   std::vector<JobRow> jobs_;
@@ -69,6 +80,7 @@ class WriteBatch {
   std::vector<TokenRow> tokens_;
   std::vector<std::string> deleted_tokens_;
   std::vector<EventRow> events_;
+  std::vector<LedgerRow> ledger_;
 };
 
 // Thread-safe.
@@ -88,6 +100,8 @@ class Store {
   virtual Result<std::vector<TokenRow>> LoadTokens() = 0;
   virtual Result<std::vector<EventRow>> ListEvents(int64_t job_id) = 0;
   virtual Result<int64_t> MaxJobId() = 0;
+  // The whole ledger in seq order.
+  virtual Result<std::vector<LedgerRow>> LoadLedger() { return Unimplemented("no ledger"); }
   virtual int schema_version() const = 0;
 };
 

@@ -66,6 +66,9 @@ TEST(EfficiencyServiceTest, HeartbeatsDriveZonesAlertsAndIdleCancelThroughTheSer
     const WallTime at = WallTime(std::chrono::seconds(static_cast<int64_t>(t0) + s));
     svc.OnHeartbeat("n1", Snapshot(t0 + s, 0, true), at);
   }
+  // Heartbeats only queue the action (they run under the server's observer lock).
+  EXPECT_TRUE(actions.cancelled.empty());
+  svc.Evaluate(WallTime(std::chrono::seconds(static_cast<int64_t>(t0) + 130 * 60)));
   ASSERT_EQ(actions.cancelled.size(), 1u);
   EXPECT_EQ(actions.cancelled[0].first, 12);
   EXPECT_NE(actions.cancelled[0].second.find("idle reclaim"), std::string::npos);

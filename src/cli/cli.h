@@ -3,7 +3,10 @@
 // the action runs after parsing and sets the process exit code (see docs/cli.md).
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 
@@ -18,6 +21,14 @@ inline constexpr int kExitNotFound = 4;
 inline constexpr int kExitDenied = 5;       // authentication or authorization failed
 
 int Main(int argc, char** argv);
+
+// Storage for a subcommand's flag values: CLI11 binds flags to addresses that must outlive the
+// parse and the callback. Owned here (freed at exit) so LeakSanitizer runs of the CLI stay clean.
+template <class T, class... Args>
+T* FlagStorage(Args&&... args) {
+  static std::vector<std::unique_ptr<T>> storage;
+  return storage.emplace_back(std::make_unique<T>(std::forward<Args>(args)...)).get();
+}
 
 // Each Register* adds subcommands; `exit_code` receives the result of whichever ran.
 void RegisterAgentCommands(CLI::App& app, int& exit_code);  // agent, smi

@@ -270,6 +270,7 @@ struct ServerFlags {
   std::string sync = "full";
   std::string efficiency_config;  // YAML (docs/efficiency.md); empty: defaults
   std::string alertmanager;       // base URL: efficiency alerts are also posted there
+  int http_threads = 1100;
 };
 
 void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
@@ -286,6 +287,11 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
   cmd->add_option("--node-timeout", f->node_timeout_s, "Seconds without heartbeat before a node is lost")->capture_default_str();
   cmd->add_option("--sync", f->sync, "SQLite synchronous mode: full (survives power loss) or normal (survives kill -9)")
       ->check(CLI::IsMember({"full", "normal"}))
+      ->capture_default_str();
+  // httplib serves each keep-alive connection on one pool thread for the connection's life.
+  cmd->add_option("--http-threads", f->http_threads,
+                  "HTTP worker threads; each open keep-alive connection (agent, user) holds one")
+      ->check(CLI::Range(4, 16384))
       ->capture_default_str();
 }
 
@@ -359,6 +365,7 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   ho.port = hp.second;
   ho.tls_cert = f.tls_cert;
   ho.tls_key = f.tls_key;
+  ho.threads = f.http_threads;
   STOKER_RETURN_IF_ERROR(StartEfficiency(*rs, f));
   rs->http = std::make_unique<server::HttpServer>(rs->api.get(), ho);
   STOKER_RETURN_IF_ERROR(rs->http->Start());
@@ -682,16 +689,16 @@ int ExitCodeFor(const Status& s) { return ExitFor(s); }
 void RegisterServerCommands(CLI::App& app, int& exit_code) {
   // stoker server
   {
-    auto* f = new ServerFlags;
+    auto* f = FlagStorage<ServerFlags>();
     auto* cmd = app.add_subcommand("server", "Run the Stoker API server and scheduler");
     AddServerFlags(cmd, f);
     cmd->callback([f, &exit_code] { exit_code = RunServer(*f); });
   }
   // stoker up
   {
-    auto* f = new ServerFlags;
-    auto* g = new GpuFlags;
-    auto* name = new std::string;
+    auto* f = FlagStorage<ServerFlags>();
+    auto* g = FlagStorage<GpuFlags>();
+    auto* name = FlagStorage<std::string>();
     auto* cmd = app.add_subcommand("up", "Start a server and a local node in one process (simulated GPUs without NVML)");
     AddServerFlags(cmd, f);
     cmd->add_option("--simulate", g->simulate, "Serve a simulated node from this fake-NVML scenario");
@@ -701,10 +708,10 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
   }
   // stoker node
   {
-    auto* c = new ClientFlags;
-    auto* g = new GpuFlags;
-    auto* name = new std::string;
-    auto* dir = new std::string;
+    auto* c = FlagStorage<ClientFlags>();
+    auto* g = FlagStorage<GpuFlags>();
+    auto* name = FlagStorage<std::string>();
+    auto* dir = FlagStorage<std::string>();
     auto* cmd = app.add_subcommand("node", "Run jobs for a Stoker server on this machine (agent token)");
     AddClientFlags(cmd, c);
     cmd->add_option("--name", *name, "Node name (must match the agent token's name; default: host name)");
@@ -715,7 +722,7 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
   }
   // stoker _job-shim DIR (internal: the per-job supervisor)
   {
-    auto* dir = new std::string;
+    auto* dir = FlagStorage<std::string>();
     auto* cmd = app.add_subcommand("_job-shim", "");
     cmd->group("");
     cmd->add_option("dir", *dir)->required();
@@ -723,8 +730,8 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
   }
   // stoker submit
   {
-    auto* c = new ClientFlags;
-    auto* s = new SubmitFlags;
+    auto* c = FlagStorage<ClientFlags>();
+    auto* s = FlagStorage<SubmitFlags>();
     auto* cmd = app.add_subcommand("submit", "Submit a job: stoker submit --gpus 2 -- python train.py");
     AddClientFlags(cmd, c);
     cmd->add_option("--gpus", s->gpus, "Whole GPUs (elastic maximum with --min-gpus)");
@@ -748,10 +755,10 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
   }
   // stoker jobs
   {
-    auto* c = new ClientFlags;
-    auto* state = new std::string;
-    auto* user = new std::string;
-    auto* node = new std::string;
+    auto* c = FlagStorage<ClientFlags>();
+    auto* state = FlagStorage<std::string>();
+    auto* user = FlagStorage<std::string>();
+    auto* node = FlagStorage<std::string>();
     auto* cmd = app.add_subcommand("jobs", "List jobs");
     AddClientFlags(cmd, c);
     cmd->add_option("--state", *state, "Comma-separated states (queued,assigned,running,cancelling,succeeded,failed,cancelled)");
@@ -768,8 +775,8 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
   }
   // stoker job ID
   {
-    auto* c = new ClientFlags;
-    auto* id = new int64_t(0);
+    auto* c = FlagStorage<ClientFlags>();
+    auto* id = FlagStorage<int64_t>(0);
     auto* cmd = app.add_subcommand("job", "Show one job and its events");
     AddClientFlags(cmd, c);
     cmd->add_option("id", *id, "Job id")->required();
@@ -792,8 +799,8 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
   }
   // stoker cancel ID
   {
-    auto* c = new ClientFlags;
-    auto* id = new int64_t(0);
+    auto* c = FlagStorage<ClientFlags>();
+    auto* id = FlagStorage<int64_t>(0);
     auto* cmd = app.add_subcommand("cancel", "Cancel a job (SIGTERM to its process group, then SIGKILL)");
     AddClientFlags(cmd, c);
     cmd->add_option("id", *id, "Job id")->required();
@@ -815,10 +822,10 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
   }
   // stoker logs ID [-f]
   {
-    auto* c = new ClientFlags;
-    auto* id = new int64_t(0);
-    auto* follow = new bool(false);
-    auto* err = new bool(false);
+    auto* c = FlagStorage<ClientFlags>();
+    auto* id = FlagStorage<int64_t>(0);
+    auto* follow = FlagStorage<bool>(false);
+    auto* err = FlagStorage<bool>(false);
     auto* cmd = app.add_subcommand("logs", "Print a job's output");
     AddClientFlags(cmd, c);
     cmd->add_option("id", *id, "Job id")->required();
@@ -828,7 +835,7 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
   }
   // stoker nodes
   {
-    auto* c = new ClientFlags;
+    auto* c = FlagStorage<ClientFlags>();
     auto* cmd = app.add_subcommand("nodes", "List nodes");
     AddClientFlags(cmd, c);
     cmd->callback([c, &exit_code] {
@@ -848,8 +855,8 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
   }
   // stoker drain / undrain NODE
   for (const char* verb : {"drain", "undrain"}) {
-    auto* c = new ClientFlags;
-    auto* node = new std::string;
+    auto* c = FlagStorage<ClientFlags>();
+    auto* node = FlagStorage<std::string>();
     auto* cmd = app.add_subcommand(verb, std::string(verb) == "drain" ? "Stop placing new jobs on a node (admin)"
                                                                        : "Resume placing jobs on a node (admin)");
     AddClientFlags(cmd, c);
@@ -875,9 +882,9 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
   {
     auto* tok = app.add_subcommand("token", "Manage API tokens (admin)");
     tok->require_subcommand(1);
-    auto* c = new ClientFlags;
-    auto* role = new std::string("user");
-    auto* name = new std::string;
+    auto* c = FlagStorage<ClientFlags>();
+    auto* role = FlagStorage<std::string>("user");
+    auto* name = FlagStorage<std::string>();
     auto* create = tok->add_subcommand("create", "Create a token; it is printed once");
     AddClientFlags(create, c);
     create->add_option("--role", *role, "admin, agent or user")->check(CLI::IsMember({"admin", "agent", "user"}))->capture_default_str();
@@ -900,7 +907,7 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
   }
   // stoker queue
   {
-    auto* c = new ClientFlags;
+    auto* c = FlagStorage<ClientFlags>();
     auto* cmd = app.add_subcommand("queue", "Show queued jobs in scheduling order");
     AddClientFlags(cmd, c);
     cmd->callback([c, &exit_code] {

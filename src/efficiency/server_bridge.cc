@@ -344,7 +344,8 @@ void EfficiencyService::OnHeartbeat(const std::string& node, const nlohmann::jso
     if (auto u = usage_.find(job); u != usage_.end())
       ++(activity == 0 ? u->second.idle_beats : u->second.busy_beats);
   }
-  active_ = alerts_.Evaluate(at);
+  // Alert states advance with each observation; silences, inhibition and notifications (which
+  // may post to Alertmanager) wait for Evaluate(), off the heartbeat path.
   reclaimer_->Evaluate(at);  // actions queue; Evaluate() runs them
 }
 

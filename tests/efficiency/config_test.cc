@@ -119,5 +119,32 @@ alerts:
       << c->rule_errors[2].message();
 }
 
+TEST(ConfigTest, MarketTeamsAndServiceSettingsLoadAndBadOnesNameTheField) {
+  auto c = LoadConfigYaml(R"(
+market: {budgets: {ml: 10}, teams: {alice: ml}, charge_interval: 10m}
+service: {evaluate_every: 5s, keep_samples: 1000}
+)");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->market.enabled());
+  EXPECT_EQ(c->market.TeamOf("alice"), "ml");
+  EXPECT_EQ(c->market.TeamOf("bob"), "bob");
+  EXPECT_EQ(c->market.charge_interval, std::chrono::minutes(10));
+  EXPECT_EQ(c->service.evaluate_every, std::chrono::seconds(5));
+  EXPECT_EQ(c->service.keep_samples, 1000u);
+  EXPECT_FALSE(LoadConfigYaml("").value().market.enabled());
+  for (const auto& [yaml, field] : std::vector<std::pair<std::string, std::string>>{
+           {"market: {charge_interval: -5m}", "market.charge_interval"},
+           {"market: {charge_interval: 0s}", "market.charge_interval"},
+           {"market: {teams: [alice]}", "market.teams"},
+           {"service: {evaluate_every: 10ms}", "service.evaluate_every"},
+           {"service: {keep_samples: -1}", "service.keep_samples"},
+           {"service: {interval: 5s}", "service.interval: unknown field"}}) {
+    auto bad = LoadConfigYaml(yaml, "eff.yaml");
+    ASSERT_FALSE(bad.ok()) << yaml;
+    EXPECT_NE(bad.status().message().find(field), std::string::npos) << bad.status().message();
+    EXPECT_NE(bad.status().message().find("eff.yaml"), std::string::npos) << bad.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace stoker::efficiency

@@ -223,7 +223,7 @@ ApiResponse Api::Handle(const ApiRequest& req) const {
       if (!body.ok()) return ErrorResponse(body.status());
       auto hb = ParseHeartbeat(*body);
       if (!hb.ok()) return ErrorResponse(hb.status());
-      auto reply = server_->Heartbeat(who, name, *hb);
+      auto reply = server_->Heartbeat(who, name, std::move(*hb));
       if (!reply.ok()) return ErrorResponse(reply.status());
       return Json(200, HeartbeatReplyToJson(*reply));
     }

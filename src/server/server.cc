@@ -66,6 +66,30 @@ Status Server::Load() {
   STOKER_ASSIGN_OR_RETURN(auto nodes, store_->LoadNodes());
   STOKER_ASSIGN_OR_RETURN(int64_t max_id, store_->MaxJobId());
   next_id_ = max_id + 1;
+  // A policy set through the API outlives restarts and wins over the startup options.
+  STOKER_ASSIGN_OR_RETURN(auto settings, store_->LoadSettings());
+  for (const auto& st : settings) {
+    if (st.key != "policy") continue;
+    json p = json::parse(st.value, nullptr, false);
+    if (!p.is_object()) return InvalidArgument("stored policy: malformed document");
+    const std::string placement = p.value("placement", options_.placement_policy);
+    const std::string queue_name = p.value("queue", options_.queue_policy);
+    auto pl = scheduler::CreatePlacementPolicy(placement, scheduler::PolicyConfig{});
+    auto q = queue::CreateQueuePolicy(queue_name);
+    if (!pl.ok() || !q.ok()) {
+      // A policy this build no longer knows: keep the startup options, say so.
+      spdlog::warn("stored policy {} not usable ({}); using {}/{}", st.value,
+                   (!pl.ok() ? pl.status() : q.status()).ToString(), options_.placement_policy,
+                   options_.queue_policy);
+      continue;
+    }
+    std::lock_guard lock(mu_);
+    placement_ = std::move(*pl);
+    queue_policy_ = std::move(*q);
+    options_.placement_policy = placement;
+    options_.queue_policy = queue_name;
+    options_.backfill = p.value("backfill", options_.backfill);
+  }
   std::lock_guard lock(mu_);
   for (const auto& row : jobs) {
     json doc = json::parse(row.doc, nullptr, false);
@@ -659,16 +683,32 @@ Status Server::SetPolicy(const Principal& who, const std::string& placement,
     if (!r.ok()) return InvalidArgument("queue: " + r.status().message());
     q = std::move(*r);
   }
-  std::lock_guard lock(mu_);
-  if (p) {
-    placement_ = std::move(p);
-    options_.placement_policy = placement;
+  // One change at a time: durable first, then applied, so memory never holds a policy the
+  // store does not (and concurrent changes reach the disk in the order they apply).
+  std::lock_guard policy_lock(policy_mu_);
+  json doc;
+  {
+    std::lock_guard lock(mu_);
+    doc = json{{"placement", placement.empty() ? options_.placement_policy : placement},
+               {"queue", queue_name.empty() ? options_.queue_policy : queue_name},
+               {"backfill", backfill.value_or(options_.backfill)}};
   }
-  if (q) {
-    queue_policy_ = std::move(q);
-    options_.queue_policy = queue_name;
+  store::WriteBatch b;
+  b.PutSetting(store::SettingRow{"policy", doc.dump()});
+  STOKER_RETURN_IF_ERROR(store_->Apply(std::move(b)));
+  {
+    std::lock_guard lock(mu_);
+    if (p) {
+      placement_ = std::move(p);
+      options_.placement_policy = placement;
+    }
+    if (q) {
+      queue_policy_ = std::move(q);
+      options_.queue_policy = queue_name;
+    }
+    if (backfill) options_.backfill = *backfill;
   }
-  if (backfill) options_.backfill = *backfill;
+  Kick();
   return Status::Ok();
 }
 

@@ -193,6 +193,7 @@ class Server final : public JobActions {
   std::unordered_map<std::string, std::set<int64_t>> node_jobs_;  // guarded by mu_
   std::unordered_map<int64_t, std::string> job_node_;             // guarded by mu_
 
+  std::mutex policy_mu_;  // serializes SetPolicy (taken before mu_)
   std::mutex log_mu_;
   std::mutex observers_mu_;
   std::vector<ServerObserver*> observers_;

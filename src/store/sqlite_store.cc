@@ -35,6 +35,10 @@ CREATE TABLE ledger (seq INTEGER PRIMARY KEY, ts_ms INTEGER NOT NULL, team TEXT 
                      doc TEXT NOT NULL);
 CREATE INDEX ledger_team ON ledger(team);
 )sql",
+    // 3: server settings (the scheduling policy set through the API).
+    R"sql(
+CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+)sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
@@ -105,6 +109,9 @@ class SqliteStore final : public Store {
     del_token_ = std::make_unique<Stmt>(writer_, "DELETE FROM tokens WHERE name=?");
     add_event_ = std::make_unique<Stmt>(
         writer_, "INSERT INTO events(job_id,ts_ms,kind,message) VALUES(?,?,?,?)");
+    put_setting_ = std::make_unique<Stmt>(
+        writer_, "INSERT INTO settings(key,value) VALUES(?,?) "
+                 "ON CONFLICT(key) DO UPDATE SET value=excluded.value");
     add_ledger_ = std::make_unique<Stmt>(
         writer_, "INSERT INTO ledger(seq,ts_ms,team,doc) VALUES(?,?,?,?)");
     writer_thread_ = std::thread([this] { WriterLoop(); });
@@ -123,13 +130,14 @@ class SqliteStore final : public Store {
     del_token_.reset();
     add_event_.reset();
     add_ledger_.reset();
+    put_setting_.reset();
     sqlite3_close_v2(reader_);
     sqlite3_close_v2(writer_);
   }
 
   bool Prepared() const {
     return put_job_->ok() && put_node_->ok() && put_token_->ok() && del_token_->ok() &&
-           add_event_->ok() && add_ledger_->ok();
+           add_event_->ok() && add_ledger_->ok() && put_setting_->ok();
   }
 
   std::shared_future<Status> ApplyAsync(WriteBatch batch) override {
@@ -208,6 +216,17 @@ class SqliteStore final : public Store {
     return s.Int(0);
   }
 
+  Result<std::vector<SettingRow>> LoadSettings() override {
+    std::lock_guard lock(read_mu_);
+    Stmt s(reader_, "SELECT key,value FROM settings ORDER BY key");
+    if (!s.ok()) return SqlError(reader_, "prepare LoadSettings");
+    std::vector<SettingRow> out;
+    int rc;
+    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) out.push_back(SettingRow{s.Text(0), s.Text(1)});
+    if (rc != SQLITE_DONE) return SqlError(reader_, "LoadSettings");
+    return out;
+  }
+
   Result<std::vector<LedgerRow>> LoadLedger() override {
     std::lock_guard lock(read_mu_);
     Stmt s(reader_, "SELECT seq,ts_ms,team,doc FROM ledger ORDER BY seq");
@@ -260,6 +279,11 @@ class SqliteStore final : public Store {
       add_event_->Bind(3, e.kind);
       add_event_->Bind(4, e.message);
       STOKER_RETURN_IF_ERROR(add_event_->Run("add event"));
+    }
+    for (const SettingRow& st : b.settings()) {
+      put_setting_->Bind(1, st.key);
+      put_setting_->Bind(2, st.value);
+      STOKER_RETURN_IF_ERROR(put_setting_->Run("put setting"));
     }
     for (const LedgerRow& l : b.ledger()) {
       add_ledger_->Bind(1, l.seq);
@@ -316,7 +340,8 @@ class SqliteStore final : public Store {
   sqlite3* writer_;
   sqlite3* reader_;
   SqliteOptions options_;
-  std::unique_ptr<Stmt> put_job_, put_node_, put_token_, del_token_, add_event_, add_ledger_;
+  std::unique_ptr<Stmt> put_job_, put_node_, put_token_, del_token_, add_event_, add_ledger_,
+      put_setting_;
 
   std::mutex mu_;
   std::condition_variable cv_;

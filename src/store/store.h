@@ -53,6 +53,13 @@ struct LedgerRow {
   std::string doc;  // JSON document owned by the efficiency engine
 };
 
+// A server setting that outlives restarts (e.g. key "policy": the scheduling policy set with
+// PUT /api/v1/policy), as a JSON document the server owns.
+struct SettingRow {
+  std::string key;
+  std::string value;
+};
+
 // An atomic set of writes.
 class WriteBatch {
  public:
@@ -61,10 +68,11 @@ class WriteBatch {
   void PutToken(TokenRow row) { tokens_.push_back(std::move(row)); }
   void DeleteToken(std::string name) { deleted_tokens_.push_back(std::move(name)); }
   void AddEvent(EventRow row) { events_.push_back(std::move(row)); }
+  void PutSetting(SettingRow row) { settings_.push_back(std::move(row)); }
   void AddLedger(LedgerRow row) { ledger_.push_back(std::move(row)); }
   bool empty() const {
     return jobs_.empty() && nodes_.empty() && tokens_.empty() && deleted_tokens_.empty() &&
-           events_.empty() && ledger_.empty();
+           events_.empty() && ledger_.empty() && settings_.empty();
   }
 
   const std::vector<JobRow>& jobs() const { return jobs_; }
@@ -72,6 +80,7 @@ class WriteBatch {
   const std::vector<TokenRow>& tokens() const { return tokens_; }
   const std::vector<std::string>& deleted_tokens() const { return deleted_tokens_; }
   const std::vector<EventRow>& events() const { return events_; }
+  const std::vector<SettingRow>& settings() const { return settings_; }
   const std::vector<LedgerRow>& ledger() const { return ledger_; }
 
  private:
@@ -80,6 +89,7 @@ class WriteBatch {
   std::vector<TokenRow> tokens_;
   std::vector<std::string> deleted_tokens_;
   std::vector<EventRow> events_;
+  std::vector<SettingRow> settings_;
   std::vector<LedgerRow> ledger_;
 };
 
@@ -100,6 +110,7 @@ class Store {
   virtual Result<std::vector<TokenRow>> LoadTokens() = 0;
   virtual Result<std::vector<EventRow>> ListEvents(int64_t job_id) = 0;
   virtual Result<int64_t> MaxJobId() = 0;
+  virtual Result<std::vector<SettingRow>> LoadSettings() = 0;
   // The whole ledger in seq order.
   virtual Result<std::vector<LedgerRow>> LoadLedger() { return Unimplemented("no ledger"); }
   virtual int schema_version() const = 0;

@@ -152,5 +152,24 @@ TEST_F(ApiTest, RejectedSubmissionsLeaveNoTrace) {
   EXPECT_TRUE(f_.store->LoadJobs()->empty());
 }
 
+TEST_F(ApiTest, PolicyChangeIsDurableAndSurvivesRestart) {
+  ApiResponse r = Call("PUT", "/api/v1/policy", f_.admin_token, R"({"queue":"sjf","backfill":false})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string placement = json::parse(r.body)["placement"].get<std::string>();
+  // A rejected change leaves the stored policy alone.
+  EXPECT_EQ(Status("PUT", "/api/v1/policy", f_.admin_token, R"({"queue":"nope"})"), 400);
+  f_.Open();  // restart on the same database; the startup options say fifo + backfill
+  json p = json::parse(Call("GET", "/api/v1/policy", f_.admin_token).body);
+  EXPECT_EQ(p["queue"], "sjf");
+  EXPECT_EQ(p["backfill"], false);
+  EXPECT_EQ(p["placement"], placement);
+  // A later change of one field keeps the others.
+  ASSERT_EQ(Status("PUT", "/api/v1/policy", f_.admin_token, R"({"backfill":true})"), 200);
+  f_.Open();
+  p = json::parse(Call("GET", "/api/v1/policy", f_.admin_token).body);
+  EXPECT_EQ(p["queue"], "sjf");
+  EXPECT_EQ(p["backfill"], true);
+}
+
 }  // namespace
 }  // namespace stoker::server

@@ -306,14 +306,18 @@ Response Call(Loop& loop, size_t conn, const std::string& method, const std::str
               const std::string& token, const std::string& body) {
   Response out;
   bool done = false;
-  loop.Send(
-      conn, method, path, token, body, SteadyClock::now(),
-      [&](const Response& r, double) {
-        out = r;
-        done = true;
-      },
-      [&] { done = true; });
-  loop.Run(SteadyClock::now() + std::chrono::seconds(30), [&] { return done; });
+  // The server closes a keep-alive connection after a number of requests: retry on a new one.
+  for (int attempt = 0; attempt < 3 && out.status == 0; ++attempt) {
+    done = false;
+    loop.Send(
+        conn, method, path, token, body, SteadyClock::now(),
+        [&](const Response& r, double) {
+          out = r;
+          done = true;
+        },
+        [&] { done = true; });
+    loop.Run(SteadyClock::now() + std::chrono::seconds(30), [&] { return done; });
+  }
   if (out.status == 0) Die(method + " " + path + ": no answer from the server");
   return out;
 }

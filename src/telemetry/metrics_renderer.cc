@@ -156,6 +156,15 @@ void MigLabels(std::string& out, const std::string& base, const MigInstance& m) 
 
 std::string_view JobLabel(const JobRef& job) { return job.known() ? job.id : std::string_view(); }
 
+// pid, jobid and user labels of one process's series.
+void ProcessLabels(std::string& out, const GpuProcess& p) {
+  out = "pid=\"";
+  AppendUint(out, p.pid);
+  out += '"';
+  AppendLabel(out, "jobid", JobLabel(p.job));
+  AppendLabel(out, "user", p.job.user);
+}
+
 }  // namespace
 
 void AppendLabelValue(std::string* out, std::string_view value) {
@@ -351,12 +360,7 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
       if (!Fresh(snap.gpus[i])) continue;
       for (const GpuProcess& p : snap.gpus[i].sample.processes) {
         if (!p.used_memory_bytes.has_value()) continue;
-        scratch_.clear();
-        scratch_ += "pid=\"";
-        AppendUint(scratch_, p.pid);
-        scratch_ += '"';
-        AppendLabel(scratch_, "jobid", JobLabel(p.job));
-        AppendLabel(scratch_, "user", p.job.user);
+        ProcessLabels(scratch_, p);
         mem.AddUint(base_[i], scratch_, p.used_memory_bytes.value());
       }
     }
@@ -384,12 +388,7 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
         for (const GpuProcess& p : snap.gpus[i].sample.processes) {
           const Field<uint32_t>& pct = p.*pu.pct;
           if (!pct.has_value()) continue;
-          scratch_.clear();
-          scratch_ += "pid=\"";
-          AppendUint(scratch_, p.pid);
-          scratch_ += '"';
-          AppendLabel(scratch_, "jobid", JobLabel(p.job));
-          AppendLabel(scratch_, "user", p.job.user);
+          ProcessLabels(scratch_, p);
           fam.Add(base_[i], scratch_, pct.value() / 100.0);
         }
       }

@@ -106,7 +106,11 @@ void PrintAlertsTable(const nlohmann::json& alerts) {
     if (a.value("inhibited", false)) state += "(inh)";
     if (a.value("silenced", false)) state += "(sil)";
     std::printf("%-9s %-7s %-24s %-28s %-22s %s\n", state.c_str(), Str(a, "grade").c_str(), Str(a, "rule").c_str(),
-                Str(a, "subject").c_str(), Str(a, "starts_at").c_str(), Str(a, "summary").c_str());
+                Str(a, "subject").c_str(),
+                (a.contains("starts_at") && a["starts_at"].is_string() ? Str(a, "starts_at")
+                                                                       : Str(a, "pending_since"))
+                    .c_str(),
+                Str(a, "summary").c_str());
   }
   if (alerts.empty()) std::printf("no active alerts\n");
 }

@@ -53,7 +53,10 @@ json AlertToJson(const Alert& a) {
           {"state", AlertStateName(a.state)},
           {"subject", a.subject},
           {"labels", a.labels},
-          {"starts_at", FormatRfc3339(a.starts_at)},
+          // A pending alert has not started firing: no starts_at, only pending_since.
+          {"starts_at", a.starts_at == WallTime{} ? json(nullptr) : json(FormatRfc3339(a.starts_at))},
+          {"pending_since",
+           a.pending_since == WallTime{} ? json(nullptr) : json(FormatRfc3339(a.pending_since))},
           {"summary", summary == a.annotations.end() ? "" : summary->second},
           {"value", std::isfinite(a.value) ? a.value : 0.0},
           {"silenced", a.silenced},

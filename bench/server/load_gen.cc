@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -538,94 +539,61 @@ int RunSubmit(const Options& o) {
   return 0;
 }
 
-void Usage() {
-  std::printf(
-      "Usage: stoker-loadgen --mode agents|submit --server HOST:PORT --admin-token-file FILE "
-      "[options]\n"
-      "  --samples FILE        agents: `stoker smi --json` output whose \"gpus\" each heartbeat "
-      "carries\n"
-      "  --agents N            agents: simulated nodes (default 1000)\n"
-      "  --period S            agents: heartbeat period in seconds (default 1)\n"
-      "  --user-conns N        agents: user connections (default 4)\n"
-      "  --user-rate R         agents: user requests/s in total, half GET /jobs, half submit "
-      "(default 20)\n"
-      "  --node-prefix P       agents: node names P0, P1, ... (default load-node-)\n"
-      "  --conns N             submit: concurrent connections (default 32)\n"
-      "  --duration S          measured seconds (default 60)\n"
-      "  --warmup S            seconds before measuring (default 10)\n"
-      "  --json                print the report as JSON\n");
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
   std::string server = "127.0.0.1:8470", token_file;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto val = [&]() -> std::string {
-      if (i + 1 >= argc) Die(a + ": needs a value");
-      return argv[++i];
-    };
-    auto num = [&]() -> double {
-      const std::string v = val();
-      char* end = nullptr;
-      const double d = std::strtod(v.c_str(), &end);
-      if (end == v.c_str() || *end || d < 0)
-        Die(a + ": expected a non-negative number, got '" + v + "'");
-      return d;
-    };
-    if (a == "--mode")
-      o.mode = val();
-    else if (a == "--server")
-      server = val();
-    else if (a == "--admin-token-file")
-      token_file = val();
-    else if (a == "--samples")
-      o.samples_file = val();
-    else if (a == "--agents")
-      o.agents = static_cast<int>(num());
-    else if (a == "--period")
-      o.period_s = num();
-    else if (a == "--duration")
-      o.duration_s = num();
-    else if (a == "--warmup")
-      o.warmup_s = num();
-    else if (a == "--user-conns")
-      o.user_conns = static_cast<int>(num());
-    else if (a == "--user-rate")
-      o.user_rate = num();
-    else if (a == "--conns")
-      o.submit_conns = static_cast<int>(num());
-    else if (a == "--node-prefix")
-      o.node_prefix = val();
-    else if (a == "--json")
-      o.json_out = true;
-    else if (a == "-h" || a == "--help") {
-      Usage();
-      return 0;
-    } else {
-      Die("unknown option '" + a + "' (see --help)");
-    }
-  }
+  CLI::App app{
+      "HTTP load on a running `stoker server`: simulated agents heartbeating with "
+      "samples plus users (agents), or durable submissions (submit).",
+      "stoker-loadgen"};
+  const auto non_negative = CLI::NonNegativeNumber;
+  app.add_option("--mode", o.mode, "agents or submit")
+      ->check(CLI::IsMember({"agents", "submit"}))
+      ->capture_default_str();
+  app.add_option("--server", server, "HOST:PORT of the server")->capture_default_str();
+  app.add_option("--admin-token-file", token_file, "DATA_DIR/admin.token of the server")
+      ->required();
+  app.add_option("--samples", o.samples_file,
+                 "agents: `stoker smi --json` output whose \"gpus\" each heartbeat carries");
+  app.add_option("--agents", o.agents, "agents: simulated nodes")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--period", o.period_s, "agents: heartbeat period in seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--user-conns", o.user_conns, "agents: user connections")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--user-rate", o.user_rate,
+                 "agents: user requests/s in total, half GET /jobs, half submit")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--node-prefix", o.node_prefix, "agents: node names P0, P1, ...")
+      ->capture_default_str();
+  app.add_option("--conns", o.submit_conns, "submit: concurrent connections")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--duration", o.duration_s, "measured seconds")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_option("--warmup", o.warmup_s, "seconds before measuring")
+      ->check(non_negative)
+      ->capture_default_str();
+  app.add_flag("--json", o.json_out, "print the report as JSON");
+  CLI11_PARSE(app, argc, argv);
   if (auto p = server.find("://"); p != std::string::npos) server = server.substr(p + 3);
   const size_t colon = server.rfind(':');
   if (colon == std::string::npos) Die("--server: expected HOST:PORT, got '" + server + "'");
   o.host = server.substr(0, colon);
   o.port = std::atoi(server.c_str() + colon + 1);
   if (o.port <= 0 || o.port > 65535) Die("--server: bad port in '" + server + "'");
-  if (token_file.empty()) Die("--admin-token-file: required (DATA_DIR/admin.token of the server)");
   std::ifstream tf(token_file);
   if (!(tf >> o.admin_token)) Die("--admin-token-file: cannot read a token from " + token_file);
-  if (o.period_s <= 0) Die("--period: must be > 0");
   if (o.mode == "agents") {
     if (o.samples_file.empty()) Die("--samples: required in agents mode");
-    if (o.agents < 1 || o.user_conns < 1) Die("--agents and --user-conns must be >= 1");
     return RunAgents(o);
   }
-  if (o.mode == "submit") {
-    if (o.submit_conns < 1) Die("--conns: must be >= 1");
-    return RunSubmit(o);
-  }
-  Die("--mode: must be agents or submit, got '" + o.mode + "'");
+  return RunSubmit(o);  // --mode is checked by CLI11: agents or submit
 }

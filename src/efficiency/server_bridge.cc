@@ -689,4 +689,49 @@ std::optional<ApiResponse> EfficiencyService::Handle(const server::ApiRequest& r
   return ApiResponse{200, RenderText(r), "text/plain; charset=utf-8"};
 }
 
+
+// The routes Handle() serves, for /api/v1/openapi.json (Api merges them into its document).
+json EfficiencyService::OpenApiPaths() const {
+  const auto op = [](const char* summary, const char* role, json params = json::array()) {
+    json o = {{"summary", summary},
+              {"description", std::string("Role: ") + role + "."},
+              {"security", json::array({{{"bearer", json::array()}}})},
+              {"responses",
+               {{"200", {{"description", "OK"}}},
+                {"400", {{"description", "invalid argument (the field is named)"}}},
+                {"401", {{"description", "missing or unknown token"}}},
+                {"403", {{"description", "role not allowed"}}}}}};
+    if (!params.empty()) o["parameters"] = std::move(params);
+    return o;
+  };
+  const auto query = [](const char* name, const char* description) {
+    return json{{"name", name}, {"in", "query"}, {"required", false},
+                {"description", description}, {"schema", {{"type", "string"}}}};
+  };
+  json paths = json::object();
+  paths["/zones"]["get"] = op("Efficiency zones (gold, silver, bronze, hot) of GPUs and jobs, and "
+                              "the consolidation plan for silver jobs",
+                              "admin or user (a user sees own jobs)");
+  paths["/alerts"]["get"] = op("Active graded alerts (yellow, orange, red) with inhibition and "
+                               "silence state", "admin or user");
+  paths["/silences"]["get"] = op("Silences", "admin or user");
+  paths["/silences"]["post"] = op("Create a silence: {matchers, starts_at, ends_at, comment}",
+                                  "admin");
+  paths["/silences/{id}"]["delete"] =
+      op("Delete a silence", "admin",
+         json::array({{{"name", "id"}, {"in", "path"}, {"required", true},
+                       {"schema", {{"type", "string"}}}}}));
+  paths["/reclaim"]["get"] = op("Idle-reclaim actions (warn, requeue, cancel) with evidence",
+                                "admin or user (own jobs)");
+  paths["/ledger"]["get"] = op("Market ledger entries", "admin or user (own team)",
+                               json::array({query("team", "only this team")}));
+  paths["/budgets"]["get"] = op("Team credit budgets and balances", "admin or user (own team)",
+                                json::array({query("team", "only this team")}));
+  paths["/report"]["get"] =
+      op("Efficiency report: per job, per user and team, per cluster, with advice", "admin or user",
+         json::array({query("format", "json (default), text, csv or html"),
+                      query("bucket", "time bucket of the cluster series, e.g. 1h")}));
+  return paths;
+}
+
 }  // namespace stoker::efficiency

@@ -85,6 +85,7 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
                                             const server::Principal& who) override;
   Status CheckSubmit(const server::Principal& who, const server::JobSpec& spec) override;
   std::string Metrics() override;  // Prometheus text (efficiency/metrics.h) + market balances
+  nlohmann::json OpenApiPaths() const override;
 
   // Runs alert evaluation, idle reclaim and due charges at `now`, then the queued actions.
   void Evaluate(WallTime now);

@@ -92,7 +92,13 @@ ApiResponse Api::Handle(const ApiRequest& req) const {
   // Unauthenticated endpoints.
   if (n == 3 && p[2] == "openapi.json") {
     if (m != "GET") return MethodNotAllowed();
-    return ApiResponse{200, OpenApiDocument()};
+    if (extensions_.empty()) return ApiResponse{200, OpenApiDocument()};
+    json doc = json::parse(OpenApiDocument());
+    for (const ApiExtension* e : extensions_) {
+      const json paths = e->OpenApiPaths();  // items() must not outlive its json
+      for (const auto& [path, item] : paths.items()) doc["paths"][path] = item;
+    }
+    return ApiResponse{200, doc.dump(1)};
   }
   if (n == 3 && p[2] == "health") {
     if (m != "GET") return MethodNotAllowed();

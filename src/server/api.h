@@ -46,6 +46,9 @@ class ApiExtension {
   }
   // Prometheus text for GET /metrics.
   virtual std::string Metrics() { return {}; }
+  // OpenAPI path items ("/zones": {...}, relative to /api/v1) of the routes Handle serves;
+  // merged into the document at /api/v1/openapi.json so clients see one API.
+  virtual json OpenApiPaths() const { return json::object(); }
 };
 
 class Api {

@@ -301,3 +301,34 @@ TEST(EfficiencyServerE2ETest, RoutesEnforceRolesAndSilencesWork) {
 
 }  // namespace
 }  // namespace stoker::efficiency
+
+namespace stoker::efficiency {
+namespace {
+
+// One API document: the efficiency routes appear in /api/v1/openapi.json beside the server's.
+TEST(EfficiencyServerE2ETest, OpenApiDocumentListsTheEfficiencyRoutes) {
+  Harness h;
+  server::ApiRequest r;
+  r.method = "GET";
+  r.path = "/api/v1/openapi.json";
+  const server::ApiResponse res = h.api->Handle(r);
+  ASSERT_EQ(res.status, 200);
+  const json doc = json::parse(res.body, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << res.body.substr(0, 200);
+  const json& paths = doc["paths"];
+  EXPECT_TRUE(paths.contains("/jobs"));  // the server's own routes are still there
+  for (const char* p : {"/zones", "/alerts", "/silences", "/silences/{id}", "/reclaim", "/ledger",
+                        "/budgets", "/report"}) {
+    EXPECT_TRUE(paths.contains(p)) << p;
+  }
+  EXPECT_TRUE(paths["/silences"].contains("post"));
+  EXPECT_TRUE(paths["/silences/{id}"].contains("delete"));
+  // Every documented GET answers for an admin (not 404/405): the document matches the routes.
+  for (const char* p : {"/zones", "/alerts", "/silences", "/reclaim", "/ledger", "/budgets",
+                        "/report"}) {
+    EXPECT_EQ(h.Call("GET", std::string("/api/v1") + p, h.admin).status, 200) << p;
+  }
+}
+
+}  // namespace
+}  // namespace stoker::efficiency

@@ -3,15 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <array>
-#include <fstream>
-#include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "scheduler/registry.h"
-#include "sim/packing.h"
-#include "sim/packing_trace.h"
 
 namespace stoker::scheduler {
 namespace {
@@ -95,51 +90,6 @@ TEST(StokerPolicyTest, EqualNodesTieToTheLowestId) {
   const PlacementResult r = PlaceObserved(*p, Request::WholeGpus(2, 8000, 1), c);
   ASSERT_TRUE(r.placed());
   EXPECT_EQ(r.placement.node, 0);
-}
-
-// The issue-3 target on real traces (the full 10-seed table is in docs/scheduling.md): more GPU
-// allocation than the published FGD mean at 100 % and 130 % arrived, on the default workload and
-// a GPU-sharing one. Two seeds keep it to a few seconds; the margin (0.4-0.6 points) is far
-// larger than the spread between seeds (about 0.05).
-TEST(StokerPolicyTest, BeatsPublishedFgdOnOpenbTraces) {
-  const std::string openb = std::string(STOKER_SHARED_DIR) + "/traces/openb/";
-  std::map<std::string, std::vector<double>> published;  // workload -> gpu_alloc_pct by step/10
-  {
-    std::ifstream in(openb + "reference_results.csv");
-    ASSERT_TRUE(in.good()) << "missing " << openb << "reference_results.csv";
-    std::string line;
-    while (std::getline(in, line)) {
-      std::stringstream ss(line);
-      std::string workload, policy, metric, n, v;
-      std::getline(ss, workload, ',');
-      std::getline(ss, policy, ',');
-      std::getline(ss, metric, ',');
-      std::getline(ss, n, ',');
-      if (policy != "06-FGD" || metric != "gpu_alloc_pct") continue;
-      std::vector<double>& values = published[workload];
-      while (std::getline(ss, v, ',')) values.push_back(std::stod(v));
-    }
-  }
-  auto cluster = sim::LoadOpenbNodes(openb + "openb_node_list_gpu_node.csv");
-  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
-  for (const std::string workload : {"default", "gpushare40"}) {
-    const std::vector<double>& fgd = published["openb_pod_list_" + workload];
-    ASSERT_EQ(fgd.size(), 14u) << workload;
-    auto pods =
-        sim::LoadOpenbPods(openb + "openb_pod_list_" + workload + ".csv", cluster->models());
-    ASSERT_TRUE(pods.ok()) << pods.status().ToString();
-    const TypicalShapes typical = ComputeTypicalShapes(pods->pods, 95);
-    std::vector<sim::PackingCurve> runs;
-    for (uint64_t seed : {42, 43}) {
-      auto run = sim::RunPacking(*cluster, pods->pods, typical, {"stoker", seed, 1300});
-      ASSERT_TRUE(run.ok()) << run.status().ToString();
-      runs.push_back(*run);
-    }
-    const sim::PackingCurve mean = sim::MeanCurve(runs);
-    for (int step : {100, 130}) {
-      EXPECT_GT(mean.alloc_pct[step], fgd[step / 10]) << workload << " at " << step << " % arrived";
-    }
-  }
 }
 
 }  // namespace

@@ -396,6 +396,19 @@ std::string CreateToken(Loop& loop, size_t conn, const Options& o, const std::st
   return json::parse(r.body).at("token").get<std::string>();
 }
 
+// Runs the loop through the warm-up (from `start`), then sets *measuring and runs the measured
+// window; returns its length in seconds.
+double WarmUpThenMeasure(Loop& loop, TimePoint start, const Options& o, bool* measuring) {
+  const auto seconds = [](double s) {
+    return std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(s));
+  };
+  loop.Run(start + seconds(o.warmup_s));
+  *measuring = true;
+  const TimePoint m0 = SteadyClock::now();
+  loop.Run(m0 + seconds(o.duration_s));
+  return std::chrono::duration<double>(SteadyClock::now() - m0).count();
+}
+
 int RunAgents(const Options& o) {
   std::ifstream in(o.samples_file);
   if (!in) Die("--samples: cannot read " + o.samples_file);
@@ -488,13 +501,7 @@ int RunAgents(const Options& o) {
   std::printf("warm-up %.0f s, then measuring %.0f s: %d agents every %.2f s, users %.0f req/s\n",
               o.warmup_s, o.duration_s, o.agents, o.period_s, o.user_rate);
   std::fflush(stdout);
-  loop.Run(t0 + std::chrono::duration_cast<SteadyClock::duration>(
-                    std::chrono::duration<double>(o.warmup_s)));
-  measuring = true;
-  const TimePoint m0 = SteadyClock::now();
-  loop.Run(m0 + std::chrono::duration_cast<SteadyClock::duration>(
-                    std::chrono::duration<double>(o.duration_s)));
-  const double secs = std::chrono::duration<double>(SteadyClock::now() - m0).count();
+  const double secs = WarmUpThenMeasure(loop, t0, o, &measuring);
   Report("agents=" + std::to_string(o.agents) + " skipped_heartbeats=" + std::to_string(late),
          series, secs, o.json_out);
   return 0;
@@ -524,13 +531,7 @@ int RunSubmit(const Options& o) {
         });
   };
   for (int i = 0; i < o.submit_conns; ++i) submit(loop.NewConn());
-  loop.Run(SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
-                                    std::chrono::duration<double>(o.warmup_s)));
-  measuring = true;
-  const TimePoint m0 = SteadyClock::now();
-  loop.Run(m0 + std::chrono::duration_cast<SteadyClock::duration>(
-                    std::chrono::duration<double>(o.duration_s)));
-  const double secs = std::chrono::duration<double>(SteadyClock::now() - m0).count();
+  const double secs = WarmUpThenMeasure(loop, SteadyClock::now(), o, &measuring);
   int64_t ok = series["submit"].statuses[201];
   Report("submit connections=" + std::to_string(o.submit_conns) +
              " acknowledged=" + std::to_string(ok) + " (" +

@@ -47,6 +47,15 @@ ApiResponse MethodNotAllowed() {
 
 }  // namespace
 
+void Api::AddExtension(ApiExtension* e) {
+  extensions_.push_back(e);
+  // The served document is merged once here, not per request.
+  json doc = json::parse(openapi_.empty() ? OpenApiDocument() : openapi_);
+  const json paths = e->OpenApiPaths();  // items() must not outlive its json
+  for (const auto& [path, item] : paths.items()) doc["paths"][path] = item;
+  openapi_ = doc.dump(1);
+}
+
 int HttpStatus(StatusCode code) {
   switch (code) {
     case StatusCode::kOk: return 200;
@@ -92,13 +101,7 @@ ApiResponse Api::Handle(const ApiRequest& req) const {
   // Unauthenticated endpoints.
   if (n == 3 && p[2] == "openapi.json") {
     if (m != "GET") return MethodNotAllowed();
-    if (extensions_.empty()) return ApiResponse{200, OpenApiDocument()};
-    json doc = json::parse(OpenApiDocument());
-    for (const ApiExtension* e : extensions_) {
-      const json paths = e->OpenApiPaths();  // items() must not outlive its json
-      for (const auto& [path, item] : paths.items()) doc["paths"][path] = item;
-    }
-    return ApiResponse{200, doc.dump(1)};
+    return ApiResponse{200, openapi_.empty() ? OpenApiDocument() : openapi_};
   }
   if (n == 3 && p[2] == "health") {
     if (m != "GET") return MethodNotAllowed();

@@ -56,11 +56,12 @@ class Api {
   explicit Api(Server* server) : server_(server) {}
   ApiResponse Handle(const ApiRequest& req) const;
   // Not thread-safe: add extensions before serving.
-  void AddExtension(ApiExtension* e) { extensions_.push_back(e); }
+  void AddExtension(ApiExtension* e);
 
  private:
   Server* server_;
   std::vector<ApiExtension*> extensions_;
+  std::string openapi_;  // the OpenAPI document with the extensions' paths; empty: none added
 };
 
 // HTTP status for a Status code.

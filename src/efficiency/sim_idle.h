@@ -8,8 +8,17 @@
 // sample_every, checked every check_every as in production) and the job's run is cut where the
 // engine acts. The simulator then replays the trace with those runs: static allocation (as
 // recorded) vs reclaim.
+//
+// A third variant adds oversubscription: preemptible (best-effort) jobs share GPUs beyond 1.0 up
+// to the configured ratio, admitted and preempted by the engine's AdmitPreemptible and
+// PlanPreemption (oversub.h) inside sim::JobsSim's co-location. Model, stated in
+// docs/efficiency.md: a guaranteed job keeps busy_activity of its GPUs while busy and none in its
+// idle tail, and is not slowed by co-located work (an assumption: MPS/time-slicing with priority
+// to the guaranteed job); preemptible jobs on a GPU split the activity it leaves; a preempted
+// preemptible job restarts from scratch (no checkpoint), its lost work counted.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,7 +28,7 @@
 namespace stoker::efficiency {
 
 struct IdlenessModel {
-  double idle_share = 0.36;     // share of jobs with an idle phase (PAI: 36 % of instances at 0 %)
+  double idle_share = 0.36;  // share of jobs with an idle phase (PAI: 36 % of instances at 0 %)
   double min_idle_fraction = 0.2;  // idle phase length, uniform in [min, max] of the run
   double max_idle_fraction = 1.0;
   int64_t busy_activity_milli = 60'000;  // activity while busy (any value above the threshold)
@@ -32,25 +41,52 @@ struct IdleProfile {
 };
 
 // Deterministic for a seed.
-std::vector<IdleProfile> DrawIdleness(const std::vector<sim::JobSpec>& jobs, const IdlenessModel& m);
+std::vector<IdleProfile> DrawIdleness(const std::vector<sim::JobSpec>& jobs,
+                                      const IdlenessModel& m);
 
 struct ReclaimDecision {
   bool acted = false;
-  sim::SimMs run_ms = 0;         // run length after reclaim (== busy + idle when not acted)
+  sim::SimMs run_ms = 0;  // run length after reclaim (== busy + idle when not acted)
   int64_t warnings = 0;
 };
+
+// Which jobs are preemptible: single-GPU jobs of at most max_duration_ms (short, like debugging
+// and tuning runs), each with probability `share`. Deterministic for a seed.
+struct PreemptibleModel {
+  double share = 0.5;
+  sim::SimMs max_duration_ms = 2 * 3'600'000;
+  uint64_t seed = 7;
+};
+std::vector<bool> DrawPreemptible(const std::vector<sim::JobSpec>& jobs, const PreemptibleModel& m);
+
+// max_ratio within [1.0, 1.5], grace not negative; the message names the field.
+Status ValidateOversubscription(const OversubscriptionPolicy& p);
+
+// The engine's oversubscription decisions as the simulator's co-location policy. A preemptible
+// job commits max_ratio - 1.0 of a GPU (0.5 at 1.5 : 1). Null when max_ratio is 1.0 (off).
+std::shared_ptr<const sim::CoLocationPolicy> MakeCoLocationPolicy(const OversubscriptionPolicy& p);
 
 // Runs the IdleReclaimer over one job's samples; `gpus` GPUs all follow the profile.
 ReclaimDecision DecideReclaim(const IdleProfile& p, int gpus, const IdleReclaimPolicy& policy,
                               Duration sample_every, Duration check_every);
 
+struct TierStats {
+  int64_t jobs = 0;  // completed
+  sim::Percentiles queue_delay_s;
+  sim::Percentiles jct_s;
+  int64_t preemptions = 0;
+  double lost_gpu_hours = 0;
+};
+
 struct VariantResult {
-  std::string name;             // "static", "reclaim"
+  std::string name;  // "static", "reclaim", "reclaim+oversub"
   sim::JobsSimReport report;
   int64_t jobs_reclaimed = 0;
-  double gpu_hours_reclaimed = 0;   // idle allocation removed by the engine
-  double busy_gpu_hours = 0;        // useful (non-idle) GPU time
+  double gpu_hours_reclaimed = 0;       // idle allocation removed by the engine
+  double busy_gpu_hours = 0;            // useful (non-idle) GPU time
   double used_gpu_utilization_pct = 0;  // busy GPU time / (GPUs x makespan)
+  TierStats guaranteed;                 // jobs the preemptible model did not pick
+  TierStats preemptible;  // the same jobs in every variant; co-located only in the third
 };
 
 struct EfficiencySimOptions {
@@ -59,9 +95,12 @@ struct EfficiencySimOptions {
   Duration sample_every = std::chrono::seconds(60);
   Duration check_every = std::chrono::minutes(15);
   std::string queue_policy = "fifo";
+  OversubscriptionPolicy oversub;  // the third variant; max_ratio 1.0 makes it equal to reclaim
+  PreemptibleModel preemptible;
 };
 
-// Runs static and reclaim variants on the same jobs and cluster.
+// Runs static, reclaim and reclaim+oversub on the same jobs and cluster. InvalidArgument for a
+// bad oversubscription policy.
 Result<std::vector<VariantResult>> CompareReclaim(const std::vector<sim::JobSpec>& jobs,
                                                   const sim::JobsSimOptions& sim_options,
                                                   const EfficiencySimOptions& options);

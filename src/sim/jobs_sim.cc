@@ -57,10 +57,15 @@ bool GangFits(const scheduler::ClusterState& state, int gpus, int per_node) {
 
 }  // namespace
 
+Percentiles SummarisePercentiles(std::vector<double> values) {
+  return Summarise(std::move(values));
+}
+
 Result<BackfillMode> ParseBackfillMode(std::string_view name) {
   if (name == "none") return BackfillMode::kNone;
   if (name == "easy") return BackfillMode::kEasy;
-  return InvalidArgument("unknown backfill mode '" + std::string(name) + "' (expected none or easy)");
+  return InvalidArgument("unknown backfill mode '" + std::string(name) +
+                         "' (expected none or easy)");
 }
 
 std::vector<JobSpec> JobsFromTrace(const Trace& trace) {
@@ -94,7 +99,8 @@ Result<std::unique_ptr<JobsSim>> JobsSim::Create(std::vector<JobSpec> jobs,
                                                  std::unique_ptr<queue::QueuePolicy> queue_policy,
                                                  JobsSimOptions options) {
   if (!queue_policy) return InvalidArgument("jobs sim: no queue policy");
-  std::unique_ptr<JobsSim> sim(new JobsSim(std::move(jobs), std::move(queue_policy), std::move(options)));
+  std::unique_ptr<JobsSim> sim(
+      new JobsSim(std::move(jobs), std::move(queue_policy), std::move(options)));
   STOKER_RETURN_IF_ERROR(sim->Init());
   return sim;
 }
@@ -117,10 +123,12 @@ Status JobsSim::Init() {
     STOKER_ASSIGN_OR_RETURN(const int32_t id, cluster_.AddNode(spec));
     (void)id;
   }
-  const std::string name =
-      options_.placement_policy.empty() ? std::string(scheduler::kDefaultPolicyName) : options_.placement_policy;
+  const std::string name = options_.placement_policy.empty()
+                               ? std::string(scheduler::kDefaultPolicyName)
+                               : options_.placement_policy;
   options_.placement_policy = name;
-  STOKER_ASSIGN_OR_RETURN(placement_, scheduler::CreatePlacementPolicy(name, options_.placement_config));
+  STOKER_ASSIGN_OR_RETURN(placement_,
+                          scheduler::CreatePlacementPolicy(name, options_.placement_config));
   for (size_t i = 0; i < jobs_.size(); ++i) {
     JobSpec& s = jobs_[i].spec;
     const std::string where = "job " + std::to_string(i) + " ('" + s.name + "')";
@@ -136,6 +144,22 @@ Status JobsSim::Init() {
     if (s.duration_ms > std::numeric_limits<int64_t>::max() / 4 / s.gpus) {
       return InvalidArgument(where + ": duration x gpus too large");
     }
+    if (s.idle_tail_ms < 0 || s.idle_tail_ms > s.duration_ms) {
+      return InvalidArgument(where + ": idle_tail_ms must be within 0..duration");
+    }
+    if (coloc() && s.preemptible && s.gpus != 1) {
+      return InvalidArgument(
+          where + ": a preemptible job shares one GPU (gpus must be 1 with co-location)");
+    }
+  }
+  if (coloc()) {
+    const int64_t milli = options_.colocation->preemptible_milli();
+    if (milli <= 0 || milli > 1000)
+      return InvalidArgument("colocation: preemptible share must be in 1..1000 milli-GPU");
+    if (options_.colocation->grace_ms() < 0)
+      return InvalidArgument("colocation: grace must not be negative");
+    gpu_host_.assign(static_cast<size_t>(cluster_.total_gpus()), kNoJob);
+    gpu_pre_.assign(static_cast<size_t>(cluster_.total_gpus()), {});
   }
   return Status::Ok();
 }
@@ -156,13 +180,13 @@ queue::JobView JobsSim::View(queue::JobId id) const {
 }
 
 void JobsSim::UpdateProgress(SimJob& job) {
-  if (job.state != JobState::kRunning) return;
+  // last_update_ms is in the future while a guaranteed job waits out its victims' grace period.
+  if (job.state != JobState::kRunning || now_ <= job.last_update_ms) return;
   const SimMs dt = now_ - job.last_update_ms;
-  if (dt > 0) {
-    const int64_t service = dt * job.alloc_gpus;
-    job.remaining_work = std::max<int64_t>(0, job.remaining_work - service);
-    job.attained_gpu_ms += service;
-  }
+  const int64_t service =
+      job.gpu >= 0 ? std::llround(static_cast<double>(dt) * job.rate) : dt * job.alloc_gpus;
+  job.remaining_work = std::max<int64_t>(0, job.remaining_work - service);
+  job.attained_gpu_ms += service;
   job.last_update_ms = now_;
 }
 
@@ -174,6 +198,11 @@ void JobsSim::Enqueue(queue::JobId id) {
   SimJob& j = jobs_[id];
   j.state = JobState::kWaiting;
   j.waiting_since_ms = now_;
+  if (coloc() && j.spec.preemptible) {
+    pre_waiting_.insert({j.spec.submit_ms, id});
+    pre_scan_dirty_ = true;
+    return;
+  }
   waiting_.Push(View(id));
 }
 
@@ -183,7 +212,8 @@ void JobsSim::MarkInfeasible(queue::JobId id) {
   Notify(JobEventKind::kInfeasible, id);
 }
 
-Result<std::vector<scheduler::Placement>> JobsSim::PlaceGang(const SimJob& job, int gpus, bool* infeasible) {
+Result<std::vector<scheduler::Placement>> JobsSim::PlaceGang(const SimJob& job, int gpus,
+                                                             bool* infeasible) {
   const int per_node = options_.cluster.gpus_per_node;
   std::vector<scheduler::Placement> placed;
   auto rollback = [&]() -> Status {
@@ -204,8 +234,9 @@ Result<std::vector<scheduler::Placement>> JobsSim::PlaceGang(const SimJob& job, 
     }
     if (Status s = cluster_.Allocate(r.placement); !s.ok()) {
       STOKER_RETURN_IF_ERROR(rollback());
-      return Internal("jobs sim: policy '" + options_.placement_policy + "' returned a placement for job '" +
-                      job.spec.name + "' that cannot be allocated: " + s.ToString());
+      return Internal("jobs sim: policy '" + options_.placement_policy +
+                      "' returned a placement for job '" + job.spec.name +
+                      "' that cannot be allocated: " + s.ToString());
     }
     placed.push_back(r.placement);
     left -= task;
@@ -235,29 +266,206 @@ Status JobsSim::Start(queue::JobId id, std::vector<scheduler::Placement> placeme
   j.state = JobState::kRunning;
   j.alloc_gpus = gpus;
   j.placements = std::move(placements);
-  if (j.first_start_ms < 0) j.first_start_ms = now_;
-  j.waiting_ms += now_ - j.waiting_since_ms;
-  j.last_update_ms = now_;
+  // Co-location: the placement saw only guaranteed work; preemptible jobs on the chosen GPUs are
+  // preempted with the policy's grace period, and the guaranteed job runs once they are gone.
+  SimMs delay = 0;
+  std::vector<int32_t> gpu_ids;
+  if (coloc()) {
+    gpu_ids = GpusOf(j.placements);
+    std::vector<GpuLoadView> views;
+    for (int32_t g : gpu_ids) {
+      if (gpu_pre_[g].empty()) continue;
+      views.emplace_back();
+      LoadViewOf(g, /*with_host=*/false, views.back());
+    }
+    std::vector<queue::JobId> evict_now;
+    if (!views.empty()) {
+      const SimMs grace = options_.colocation->grace_ms();
+      for (queue::JobId v : options_.colocation->Victims(views, 1000, now_)) {
+        if (v >= jobs_.size() || jobs_[v].state != JobState::kRunning || jobs_[v].gpu < 0) continue;
+        SimJob& vj = jobs_[v];
+        if (!vj.evicting) {
+          vj.evicting = true;
+          vj.evict_at_ms = now_ + grace;
+          if (grace == 0) {
+            evict_now.push_back(v);
+          } else {
+            PushEvent(Event{vj.evict_at_ms, 3, v, vj.epoch});
+          }
+        }
+        delay = std::max(delay, vj.evict_at_ms - now_);
+      }
+    }
+    for (int32_t g : gpu_ids) gpu_host_[g] = id;
+    for (queue::JobId v : evict_now) EndPreemptible(v, /*finished=*/false);
+  }
+  j.active_from_ms = now_ + delay;
+  if (j.first_start_ms < 0) j.first_start_ms = now_ + delay;
+  j.waiting_ms += now_ + delay - j.waiting_since_ms;
+  j.last_update_ms = now_ + delay;
   ++j.epoch;
   running_.push_back(id);
   allocated_gpus_ += gpus;
   ScheduleJobEvents(id);
+  for (int32_t g : gpu_ids) Retime(g);
   Notify(JobEventKind::kStart, id);
   return Status::Ok();
 }
 
+void JobsSim::PushEvent(const Event& e) {
+  events_.push_back(e);
+  std::push_heap(events_.begin(), events_.end(), std::greater<>());
+}
+
 void JobsSim::ScheduleJobEvents(queue::JobId id) {
   const SimJob& j = jobs_[id];
-  const SimMs finish = now_ + CeilDiv(j.remaining_work, j.alloc_gpus);
-  auto push = [&](Event e) {
-    events_.push_back(e);
-    std::push_heap(events_.begin(), events_.end(), std::greater<>());
-  };
-  push(Event{finish, 0, id, j.epoch});
+  const SimMs base = std::max(now_, j.last_update_ms);  // after a grace period, if any
+  const SimMs finish = base + CeilDiv(j.remaining_work, j.alloc_gpus);
+  PushEvent(Event{finish, 0, id, j.epoch});
   if (auto next = policy_->NextKeyChangeGpuMs(View(id))) {
-    const SimMs at = now_ + CeilDiv(*next - j.attained_gpu_ms, j.alloc_gpus);
-    if (at < finish) push(Event{at, 1, id, j.epoch});
+    const SimMs at = base + CeilDiv(*next - j.attained_gpu_ms, j.alloc_gpus);
+    if (at < finish) PushEvent(Event{at, 1, id, j.epoch});
   }
+  // Co-location: the moment the job's GPUs go idle, co-located jobs get all of them.
+  const int64_t tail = j.spec.idle_tail_ms * j.spec.gpus;
+  if (coloc() && tail > 0 && j.remaining_work > tail) {
+    PushEvent(Event{base + CeilDiv(j.remaining_work - tail, j.alloc_gpus), 2, id, j.epoch});
+  }
+}
+
+std::vector<int32_t> JobsSim::GpusOf(const std::vector<scheduler::Placement>& placements) const {
+  std::vector<int32_t> out;
+  const int32_t per_node = options_.cluster.gpus_per_node;
+  for (const auto& p : placements) {
+    for (uint8_t k = 0; k < p.num_gpus; ++k) out.push_back(p.node * per_node + p.gpus[k].gpu);
+  }
+  return out;
+}
+
+void JobsSim::LoadViewOf(int32_t gpu, bool with_host, GpuLoadView& out) const {
+  out.gpu = gpu;
+  out.shares.clear();
+  const queue::JobId h = gpu_host_[gpu];
+  if (with_host && h != kNoJob) out.shares.push_back({h, false, 1000, jobs_[h].first_start_ms});
+  const int64_t milli = options_.colocation->preemptible_milli();
+  for (queue::JobId p : gpu_pre_[gpu])
+    out.shares.push_back({p, true, milli, jobs_[p].active_from_ms});
+}
+
+int64_t JobsSim::GpuLoadMilli(int32_t gpu) const {
+  if (!coloc()) return 0;
+  const queue::JobId h = gpu_host_[gpu];
+  const int64_t host = h != kNoJob && now_ >= jobs_[h].active_from_ms ? 1000 : 0;
+  return host +
+         options_.colocation->preemptible_milli() * static_cast<int64_t>(gpu_pre_[gpu].size());
+}
+
+double JobsSim::SpareActivity(int32_t gpu) const {
+  if (!coloc()) return 0;
+  const queue::JobId h = gpu_host_[gpu];
+  if (h == kNoJob) return 1.0;
+  const SimJob& j = jobs_[h];
+  if (now_ < j.active_from_ms) return 1.0;  // holds the GPU but waits out the grace period
+  int64_t remaining = j.remaining_work;
+  if (now_ > j.last_update_ms) remaining -= (now_ - j.last_update_ms) * j.alloc_gpus;
+  if (remaining <= j.spec.idle_tail_ms * j.spec.gpus) return 1.0;  // in its idle tail
+  return 1.0 - j.spec.gpu_util.value_or(1.0);
+}
+
+void JobsSim::Retime(int32_t gpu) {
+  pre_scan_dirty_ = true;
+  const auto& pre = gpu_pre_[gpu];
+  if (pre.empty()) return;
+  // Co-located jobs split what the guaranteed job leaves; the guaranteed job is not slowed.
+  const double rate = SpareActivity(gpu) / static_cast<double>(pre.size());
+  for (queue::JobId p : pre) {
+    SimJob& j = jobs_[p];
+    UpdateProgress(j);
+    j.rate = rate;
+    ++j.epoch;
+    if (rate > 1e-9) {  // below that the job waits for the next change (no overflow)
+      const double left = std::ceil(static_cast<double>(j.remaining_work) / rate);
+      PushEvent(Event{now_ + static_cast<SimMs>(left), 0, p, j.epoch});
+    }
+  }
+}
+
+void JobsSim::ReleaseHost(queue::JobId id, const std::vector<scheduler::Placement>& placements) {
+  for (int32_t g : GpusOf(placements)) {
+    if (gpu_host_[g] != id) continue;  // already taken by a job started in the same round
+    gpu_host_[g] = kNoJob;
+    Retime(g);
+  }
+}
+
+void JobsSim::SchedulePreemptible() {
+  if (!coloc() || pre_waiting_.empty() || !pre_scan_dirty_) return;
+  const CoLocationPolicy& pol = *options_.colocation;
+  const int64_t milli = pol.preemptible_milli();
+  const auto n = static_cast<int32_t>(gpu_pre_.size());
+  while (!pre_waiting_.empty()) {
+    // The GPU where the job would run fastest (most spare activity per co-located job), lowest
+    // index on ties; the policy decides whether it may go there at all.
+    int32_t best = -1;
+    double best_rate = 0;
+    for (int32_t g = 0; g < n; ++g) {
+      const double rate = SpareActivity(g) / static_cast<double>(gpu_pre_[g].size() + 1);
+      if (rate <= best_rate) continue;
+      LoadViewOf(g, /*with_host=*/true, scratch_view_);
+      if (!pol.Admit(scratch_view_, milli)) continue;
+      best = g;
+      best_rate = rate;
+      if (rate >= 1.0) break;
+    }
+    if (best < 0) {
+      pre_scan_dirty_ = false;  // nothing changes until a GPU does
+      return;
+    }
+    StartPreemptible(pre_waiting_.begin()->second, best);
+  }
+}
+
+void JobsSim::StartPreemptible(queue::JobId id, int32_t gpu) {
+  SimJob& j = jobs_[id];
+  pre_waiting_.erase({j.spec.submit_ms, id});
+  j.state = JobState::kRunning;
+  j.gpu = gpu;
+  j.alloc_gpus = 0;  // a share, outside the whole-GPU allocation
+  if (j.first_start_ms < 0) j.first_start_ms = now_;
+  j.waiting_ms += now_ - j.waiting_since_ms;
+  j.last_update_ms = now_;
+  j.active_from_ms = now_;
+  j.attained_at_run_start = j.attained_gpu_ms;
+  gpu_pre_[gpu].push_back(id);
+  ++pre_running_;
+  Retime(gpu);
+  Notify(JobEventKind::kStart, id);
+}
+
+void JobsSim::EndPreemptible(queue::JobId id, bool finished) {
+  SimJob& j = jobs_[id];
+  UpdateProgress(j);
+  const int32_t gpu = j.gpu;
+  auto& on = gpu_pre_[gpu];
+  on.erase(std::find(on.begin(), on.end(), id));
+  --pre_running_;
+  j.gpu = -1;
+  j.evicting = false;
+  ++j.epoch;
+  if (finished) {
+    j.remaining_work = 0;
+    j.state = JobState::kDone;
+    j.finish_ms = now_;
+  } else {
+    // Best-effort jobs are not assumed to checkpoint: the run restarts from scratch.
+    const int64_t lost = j.attained_gpu_ms - j.attained_at_run_start;
+    j.remaining_work += lost + options_.preemption_overhead_ms;
+    j.lost_gpu_ms += lost;
+    ++j.preemptions;
+    Enqueue(id);
+  }
+  Retime(gpu);
+  Notify(finished ? JobEventKind::kFinish : JobEventKind::kPreempt, id);
 }
 
 Status JobsSim::Preempt(queue::JobId id, bool released) {
@@ -267,6 +475,7 @@ Status JobsSim::Preempt(queue::JobId id, bool released) {
     for (const auto& p : j.placements) STOKER_RETURN_IF_ERROR(cluster_.Release(p));
     allocated_gpus_ -= j.alloc_gpus;
   }
+  if (coloc()) ReleaseHost(id, j.placements);
   j.placements.clear();
   j.alloc_gpus = 0;
   j.remaining_work += options_.preemption_overhead_ms * j.spec.gpus;
@@ -283,6 +492,7 @@ Status JobsSim::Finish(queue::JobId id) {
   UpdateProgress(j);
   j.remaining_work = 0;
   for (const auto& p : j.placements) STOKER_RETURN_IF_ERROR(cluster_.Release(p));
+  if (coloc()) ReleaseHost(id, j.placements);
   j.placements.clear();
   allocated_gpus_ -= j.alloc_gpus;
   j.alloc_gpus = 0;
@@ -330,12 +540,14 @@ Status JobsSim::Schedule() {
       for (queue::JobId v : plan.preempt) {
         SimJob& j = jobs_[v];
         size_t restored = 0;
-        while (restored < j.placements.size() && cluster_.Allocate(j.placements[restored]).ok()) ++restored;
+        while (restored < j.placements.size() && cluster_.Allocate(j.placements[restored]).ok())
+          ++restored;
         if (restored == j.placements.size()) {
           allocated_gpus_ += j.alloc_gpus;
           continue;
         }
-        for (size_t i = 0; i < restored; ++i) STOKER_RETURN_IF_ERROR(cluster_.Release(j.placements[i]));
+        for (size_t i = 0; i < restored; ++i)
+          STOKER_RETURN_IF_ERROR(cluster_.Release(j.placements[i]));
         STOKER_RETURN_IF_ERROR(Preempt(v, /*released=*/true));
       }
     }
@@ -367,6 +579,7 @@ Status JobsSim::Schedule() {
     if (options_.backfill == BackfillMode::kEasy) STOKER_RETURN_IF_ERROR(EasyBackfill(id));
     break;
   }
+  SchedulePreemptible();
   return Status::Ok();
 }
 
@@ -386,7 +599,8 @@ Status JobsSim::EasyBackfill(queue::JobId head) {
   for (size_t i = 0; i < ends.size();) {
     const SimMs t = ends[i].first;
     for (; i < ends.size() && ends[i].first == t; ++i) {
-      for (const auto& p : jobs_[ends[i].second].placements) STOKER_RETURN_IF_ERROR(shadow.Release(p));
+      for (const auto& p : jobs_[ends[i].second].placements)
+        STOKER_RETURN_IF_ERROR(shadow.Release(p));
     }
     if (GangFits(shadow, head_gpus, per_node)) {
       reserve_at = t;
@@ -455,12 +669,14 @@ Result<JobsSimReport> JobsSim::Run() {
   now_ = origin;
   RecordAllocation();
   size_t next_arrival = 0;
-  SimMs next_tick = options_.tick_ms > 0 ? origin + options_.tick_ms : std::numeric_limits<SimMs>::max();
+  SimMs next_tick =
+      options_.tick_ms > 0 ? origin + options_.tick_ms : std::numeric_limits<SimMs>::max();
   const size_t progress_every = std::max<size_t>(1, order.size() / 1000);
   for (SimJob& j : jobs_) j.remaining_work = j.spec.duration_ms * j.spec.gpus;
 
   while (true) {
-    const bool work_left = next_arrival < order.size() || !running_.empty() || !waiting_.empty();
+    const bool work_left = next_arrival < order.size() || !running_.empty() || !waiting_.empty() ||
+                           pre_running_ > 0 || !pre_waiting_.empty();
     SimMs t = std::numeric_limits<SimMs>::max();
     if (next_arrival < order.size()) t = jobs_[order[next_arrival]].spec.submit_ms;
     if (!events_.empty()) t = std::min(t, events_.front().t);
@@ -478,8 +694,19 @@ Result<JobsSimReport> JobsSim::Run() {
       events_.pop_back();
       ++events_processed_;
       const SimJob& j = jobs_[e.id];
-      if (j.state != JobState::kRunning || j.epoch != e.epoch) continue;  // stale
-      if (e.kind == 0) STOKER_RETURN_IF_ERROR(Finish(e.id));
+      if (j.state != JobState::kRunning) continue;  // stale
+      if (e.kind == 3) {  // a preemptible job's grace period ends (unless it finished or moved)
+        if (j.evicting && j.evict_at_ms == now_) EndPreemptible(e.id, /*finished=*/false);
+        continue;
+      }
+      if (j.epoch != e.epoch) continue;  // stale
+      if (e.kind == 0 && j.gpu >= 0) {
+        EndPreemptible(e.id, /*finished=*/true);
+      } else if (e.kind == 0) {
+        STOKER_RETURN_IF_ERROR(Finish(e.id));
+      } else if (e.kind == 2) {
+        for (int32_t g : GpusOf(j.placements)) Retime(g);
+      }
       // kind 1 (a LAS threshold crossed): nothing to do but the scheduling round below.
     }
     while (next_arrival < order.size() && jobs_[order[next_arrival]].spec.submit_ms == now_) {
@@ -489,7 +716,9 @@ Result<JobsSimReport> JobsSim::Run() {
       SimJob& j = jobs_[id];
       j.waiting_since_ms = now_;
       const int per_node = options_.cluster.gpus_per_node;
-      for (int left = j.spec.gpus; left > 0; left -= per_node) {
+      // Co-located jobs never go through the placement policy, so they are not part of the
+      // workload it learns from.
+      for (int left = j.spec.gpus; left > 0 && !(coloc() && j.spec.preemptible); left -= per_node) {
         placement_->Observe(scheduler::Request::WholeGpus(std::min(left, per_node), 0, 0));
       }
       if (j.spec.min_gpus > cluster_.total_gpus()) {
@@ -509,8 +738,8 @@ Result<JobsSimReport> JobsSim::Run() {
     STOKER_RETURN_IF_ERROR(Schedule());
     RecordAllocation();
   }
-  if (!waiting_.empty()) {
-    return Internal("jobs sim: " + std::to_string(waiting_.size()) +
+  if (!waiting_.empty() || !pre_waiting_.empty()) {
+    return Internal("jobs sim: " + std::to_string(waiting_.size() + pre_waiting_.size()) +
                     " jobs still waiting on an idle cluster (scheduler made no progress)");
   }
   if (options_.progress) options_.progress(1.0);
@@ -546,6 +775,7 @@ Result<JobsSimReport> SummariseRuns(const std::vector<const JobsSim*>& sims) {
     for (const SimJob& j : sim->jobs_) {
       origin = std::min(origin, j.spec.submit_ms);
       rep.preemptions += j.preemptions;
+      rep.lost_gpu_hours += static_cast<double>(j.lost_gpu_ms) / 3.6e6;
       if (j.state == JobState::kInfeasible) {
         ++rep.jobs_infeasible;
         continue;
@@ -585,7 +815,8 @@ Result<JobsSimReport> SummariseRuns(const std::vector<const JobsSim*>& sims) {
   int64_t used_gpu_ms = 0;
   for (size_t i = 0; i < changes.size(); ++i) {
     const SimMs begin = std::max(origin, changes[i].first);
-    const SimMs end = std::min(last_finish, i + 1 < changes.size() ? changes[i + 1].first : last_finish);
+    const SimMs end =
+        std::min(last_finish, i + 1 < changes.size() ? changes[i + 1].first : last_finish);
     if (end > begin) used_gpu_ms += changes[i].second * (end - begin);
   }
   rep.gpu_hours_used = static_cast<double>(used_gpu_ms) / 3.6e6;
@@ -606,7 +837,8 @@ Result<JobsSimReport> SummariseRuns(const std::vector<const JobsSim*>& sims) {
         const SimMs e = std::min(be, i + 1 < changes.size() ? changes[i + 1].first : last_finish);
         if (e > s) acc += changes[i].second * (e - s);
       }
-      rep.allocation.push_back({b - origin, static_cast<double>(acc) / static_cast<double>(be - b)});
+      rep.allocation.push_back(
+          {b - origin, static_cast<double>(acc) / static_cast<double>(be - b)});
     }
   }
   return rep;

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,8 @@ namespace stoker::sim {
 
 enum class BackfillMode {
   kNone,  // strict order: the first waiting job that cannot start blocks the ones behind it
-  kEasy,  // EASY: reserve the earliest start for the blocked head, backfill jobs that do not delay it
+  kEasy,  // EASY: reserve the earliest start for the blocked head, backfill jobs that do not delay
+          // it
 };
 Result<BackfillMode> ParseBackfillMode(std::string_view name);
 
@@ -42,8 +44,15 @@ struct JobSpec {
   int min_gpus = 0;       // elastic minimum (0 or == gpus: rigid)
   int priority = 0;
   // Mean GPU utilisation while running (0..1), when a trace or model provides one. Unused by the
-  // scheduling itself; for idleness models plugged in through SimObserver.
+  // scheduling itself; for idleness models plugged in through SimObserver. With co-location it
+  // is the share of its GPUs a guaranteed job keeps busy (unset = all of it).
   std::optional<double> gpu_util;
+  // The last idle_tail_ms of the run (at full allocation) leave the job's GPUs idle, so a
+  // co-located preemptible job gets all of them then. Only read with co-location.
+  SimMs idle_tail_ms = 0;
+  // Best-effort tier. Only with JobsSimOptions::colocation: the job then runs as a share of one
+  // GPU beside other work and guaranteed jobs preempt it; without it, an ordinary job.
+  bool preemptible = false;
 };
 std::vector<JobSpec> JobsFromTrace(const Trace& trace);
 
@@ -59,11 +68,47 @@ struct SimJob {
   SimMs last_update_ms = 0;             // when remaining/attained were last brought up to date
   SimMs first_start_ms = -1;
   SimMs finish_ms = -1;
-  SimMs waiting_ms = 0;                 // total time spent waiting (first wait + after preemptions)
+  SimMs waiting_ms = 0;  // total time spent waiting (first wait + after preemptions)
   SimMs waiting_since_ms = 0;
   int preemptions = 0;
-  uint32_t epoch = 0;                   // bumps on start/preempt; stale events are ignored
+  uint32_t epoch = 0;                            // bumps on start/preempt; stale events are ignored
   std::vector<scheduler::Placement> placements;  // one per node the job spans
+  // Co-location only. A guaranteed job that had to preempt holds its GPUs from its start but
+  // runs from active_from_ms (start + grace). A preemptible job runs on `gpu` at `rate` of a
+  // full GPU; `evicting` until evict_at_ms, then it requeues and restarts from scratch.
+  SimMs active_from_ms = 0;
+  int32_t gpu = -1;
+  double rate = 1.0;
+  bool evicting = false;
+  SimMs evict_at_ms = 0;
+  int64_t attained_at_run_start = 0;
+  int64_t lost_gpu_ms = 0;  // work thrown away by preemptions
+};
+
+// Co-location of preemptible (best-effort) jobs on GPUs beyond 1.0 GPU of commitments. The
+// decisions come from a policy object (the efficiency engine's oversubscription code; sim/ does
+// not depend on it); the simulator applies them. GPUs are numbered node * gpus_per_node + index.
+struct GpuShareView {
+  queue::JobId job = 0;
+  bool preemptible = false;
+  int64_t milli = 0;
+  SimMs started_ms = 0;
+};
+struct GpuLoadView {
+  int32_t gpu = 0;
+  std::vector<GpuShareView> shares;
+};
+class CoLocationPolicy {
+ public:
+  virtual ~CoLocationPolicy() = default;
+  // Share of its GPU a preemptible job commits (e.g. 500 at a 1.5 : 1 ratio).
+  virtual int64_t preemptible_milli() const = 0;
+  virtual SimMs grace_ms() const = 0;
+  virtual bool Admit(const GpuLoadView& gpu, int64_t milli) const = 0;
+  // The preemptible jobs to evict so that a guaranteed job gets `milli` on each of `gpus` (GPUs
+  // with preemptible shares only, no guaranteed work).
+  virtual std::vector<queue::JobId> Victims(const std::vector<GpuLoadView>& gpus, int64_t milli,
+                                            SimMs now) const = 0;
 };
 
 enum class JobEventKind { kArrive, kStart, kFinish, kPreempt, kInfeasible };
@@ -80,7 +125,8 @@ Result<JobsSimReport> SummariseRuns(const std::vector<const JobsSim*>& sims);
 class SimObserver {
  public:
   virtual ~SimObserver() = default;
-  virtual void OnJobEvent(SimMs /*now*/, JobEventKind /*kind*/, queue::JobId /*id*/, const JobsSim& /*sim*/) {}
+  virtual void OnJobEvent(SimMs /*now*/, JobEventKind /*kind*/, queue::JobId /*id*/,
+                          const JobsSim& /*sim*/) {}
   // Allocation is constant over [from, to): integrate utilisation or idle time here.
   virtual void OnAdvance(SimMs /*from*/, SimMs /*to*/, const JobsSim& /*sim*/) {}
   // Every JobsSimOptions::tick_ms of simulated time while jobs remain (0 = no ticks).
@@ -102,11 +148,15 @@ struct JobsSimOptions {
   // Cap on the number of (time, allocated GPUs) points kept for the allocation series; the
   // series is downsampled by time-weighted averaging into this many buckets at the end.
   size_t allocation_series_points = 2000;
+  // Off when null: preemptible jobs are ordinary jobs. On: they share GPUs as the policy admits.
+  std::shared_ptr<const CoLocationPolicy> colocation;
 };
 
 struct Percentiles {
   double mean = 0, median = 0, p99 = 0, max = 0;
 };
+// Mean, median, p99 (linear interpolation between closest ranks) and max of `values`.
+Percentiles SummarisePercentiles(std::vector<double> values);
 
 struct AllocationPoint {
   SimMs t_ms = 0;
@@ -117,18 +167,19 @@ struct JobsSimReport {
   std::string queue_policy;
   std::string placement_policy;
   std::string backfill;
-  ClusterShape cluster;         // summed nodes when several simulations are summarised
+  ClusterShape cluster;  // summed nodes when several simulations are summarised
   int64_t total_gpus = 0;
   int64_t jobs_total = 0;
   int64_t jobs_completed = 0;
   int64_t jobs_infeasible = 0;
   int64_t preemptions = 0;
-  Percentiles jct_s;            // completion - submission
-  Percentiles queue_delay_s;    // first start - submission (as Helios reports)
-  Percentiles waiting_s;        // all time spent waiting, preemptions included
-  double makespan_s = 0;        // last completion - first submission
-  double gpu_hours_used = 0;    // integral of allocated GPUs
-  double idle_gpu_hours = 0;    // integral of idle GPUs over the makespan
+  double lost_gpu_hours = 0;  // work thrown away by preemptions of co-located jobs
+  Percentiles jct_s;          // completion - submission
+  Percentiles queue_delay_s;  // first start - submission (as Helios reports)
+  Percentiles waiting_s;      // all time spent waiting, preemptions included
+  double makespan_s = 0;      // last completion - first submission
+  double gpu_hours_used = 0;  // integral of allocated GPUs
+  double idle_gpu_hours = 0;  // integral of idle GPUs over the makespan
   double mean_allocation_pct = 0;
   std::vector<AllocationPoint> allocation;  // downsampled series
   int64_t events = 0;
@@ -154,11 +205,20 @@ class JobsSim {
   int64_t allocated_gpus() const { return allocated_gpus_; }
   int64_t total_gpus() const { return cluster_.total_gpus(); }
   // (time, allocated GPUs) at every change of the allocation.
-  const std::vector<std::pair<SimMs, int64_t>>& allocation_changes() const { return alloc_changes_; }
+  const std::vector<std::pair<SimMs, int64_t>>& allocation_changes() const {
+    return alloc_changes_;
+  }
+  // Co-location: milli-GPU in use on a GPU now (the guaranteed job once active, plus the
+  // preemptible shares), and the preemptible jobs on it.
+  int64_t GpuLoadMilli(int32_t gpu) const;
+  const std::vector<queue::JobId>& PreemptibleOn(int32_t gpu) const { return gpu_pre_[gpu]; }
+  // Share of a GPU left to co-located jobs by its guaranteed job now (1 with none).
+  double SpareActivity(int32_t gpu) const;
 
  private:
   friend Result<JobsSimReport> SummariseRuns(const std::vector<const JobsSim*>& sims);
-  JobsSim(std::vector<JobSpec> jobs, std::unique_ptr<queue::QueuePolicy> queue_policy, JobsSimOptions options);
+  JobsSim(std::vector<JobSpec> jobs, std::unique_ptr<queue::QueuePolicy> queue_policy,
+          JobsSimOptions options);
   Status Init();
 
   queue::JobView View(queue::JobId id) const;
@@ -174,14 +234,24 @@ class JobsSim {
   void MarkInfeasible(queue::JobId id);
   void Enqueue(queue::JobId id);
   void ScheduleJobEvents(queue::JobId id);
-  Result<std::vector<scheduler::Placement>> PlaceGang(const SimJob& job, int gpus, bool* infeasible);
+  Result<std::vector<scheduler::Placement>> PlaceGang(const SimJob& job, int gpus,
+                                                      bool* infeasible);
   Status EasyBackfill(queue::JobId head);
   void RecordAllocation();
   void Notify(JobEventKind kind, queue::JobId id);
+  // Co-location.
+  bool coloc() const { return options_.colocation != nullptr; }
+  std::vector<int32_t> GpusOf(const std::vector<scheduler::Placement>& placements) const;
+  void LoadViewOf(int32_t gpu, bool with_host, GpuLoadView& out) const;
+  void Retime(int32_t gpu);  // preemptible jobs on `gpu`: progress so far, new rates and finishes
+  void ReleaseHost(queue::JobId id, const std::vector<scheduler::Placement>& placements);
+  void SchedulePreemptible();
+  void StartPreemptible(queue::JobId id, int32_t gpu);
+  void EndPreemptible(queue::JobId id, bool finished);
 
   struct Event {
     SimMs t;
-    int kind;  // 0 finish, 1 key change (LAS demotion)
+    int kind;  // 0 finish, 1 key change (LAS demotion), 2 host goes idle, 3 eviction deadline
     queue::JobId id;
     uint32_t epoch;
     friend bool operator>(const Event& a, const Event& b) {
@@ -190,6 +260,8 @@ class JobsSim {
       return a.id > b.id;
     }
   };
+
+  void PushEvent(const Event& e);
 
   std::vector<SimJob> jobs_;
   std::unique_ptr<queue::QueuePolicy> policy_;
@@ -206,6 +278,13 @@ class JobsSim {
   int64_t rounds_ = 0;
   bool finished_ = false;
   std::vector<std::pair<SimMs, int64_t>> alloc_changes_;  // (time, allocated GPUs) at each change
+  static constexpr queue::JobId kNoJob = ~queue::JobId{0};
+  std::vector<queue::JobId> gpu_host_;                    // guaranteed job per GPU (co-location)
+  std::vector<std::vector<queue::JobId>> gpu_pre_;        // preemptible jobs per GPU
+  std::set<std::pair<SimMs, queue::JobId>> pre_waiting_;  // (submission, id): FIFO
+  size_t pre_running_ = 0;
+  bool pre_scan_dirty_ = true;  // a GPU changed since the last scan found no room
+  GpuLoadView scratch_view_;
 };
 
 }  // namespace stoker::sim

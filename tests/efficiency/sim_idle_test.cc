@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "efficiency/sim_idle.h"
+
+#include <gtest/gtest.h>
 
 namespace stoker::efficiency {
 namespace {
@@ -59,7 +59,7 @@ TEST(CompareReclaimTest, ReclaimFreesIdleGpuHoursAndShortensQueueing) {
   EfficiencySimOptions o;
   auto r = CompareReclaim(jobs, opt, o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  ASSERT_EQ(r->size(), 2u);
+  ASSERT_EQ(r->size(), 3u);  // static, reclaim, reclaim+oversub
   const VariantResult& st = (*r)[0];
   const VariantResult& rc = (*r)[1];
   EXPECT_EQ(st.jobs_reclaimed, 0);

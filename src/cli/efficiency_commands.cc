@@ -3,12 +3,14 @@
 // --input FILE.jsonl, the same engine replayed offline over recorded samples (format in
 // src/efficiency/records.h). Both paths print the same JSON shapes (efficiency/api_json.h).
 
+#include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 
 #include "cli/cli.h"
 #include "efficiency/api_json.h"
@@ -33,13 +35,15 @@ struct CommonFlags {
 };
 
 void AddServerAccess(CLI::App* cmd, ServerAccess& a) {
-  cmd->add_option("--server", a.server, "Server URL (env STOKER_SERVER; default: the local `stoker up`)");
+  cmd->add_option("--server", a.server,
+                  "Server URL (env STOKER_SERVER; default: the local `stoker up`)");
   cmd->add_option("--token", a.token, "API token (env STOKER_TOKEN)");
   cmd->add_option("--ca-file", a.ca_file, "CA certificate for an HTTPS server");
 }
 
 void AddCommon(CLI::App* cmd, CommonFlags& f) {
-  cmd->add_option("--input,-i", f.input, "offline: recorded samples and jobs (JSON lines) instead of the server");
+  cmd->add_option("--input,-i", f.input,
+                  "offline: recorded samples and jobs (JSON lines) instead of the server");
   cmd->add_option("--config,-c", f.config, "offline: efficiency configuration (YAML)");
   AddServerAccess(cmd, f.server);
 }
@@ -78,12 +82,12 @@ double Num(const nlohmann::json& j, const char* key) {
 
 void PrintZones(const nlohmann::json& z) {
   for (const char* list : {"gpus", "jobs"}) {
-    std::printf("%-40s  %-7s %6s  %6s  %7s  %s\n", std::string(list) == "gpus" ? "GPU" : "JOB", "ZONE", "MEAN%",
-                "PEAK%", "SAMPLES", "METRIC");
+    std::printf("%-40s  %-7s %6s  %6s  %7s  %s\n", std::string(list) == "gpus" ? "GPU" : "JOB",
+                "ZONE", "MEAN%", "PEAK%", "SAMPLES", "METRIC");
     for (const auto& s : z.value(list, nlohmann::json::array())) {
-      std::printf("%-40s  %-7s %6.1f  %6.1f  %7lld  %s\n", Str(s, "key").c_str(), Str(s, "zone").c_str(),
-                  Num(s, "mean_pct"), Num(s, "peak_pct"), static_cast<long long>(Num(s, "samples")),
-                  Str(s, "metric").c_str());
+      std::printf("%-40s  %-7s %6.1f  %6.1f  %7lld  %s\n", Str(s, "key").c_str(),
+                  Str(s, "zone").c_str(), Num(s, "mean_pct"), Num(s, "peak_pct"),
+                  static_cast<long long>(Num(s, "samples")), Str(s, "metric").c_str());
     }
     std::printf("\n");
   }
@@ -91,22 +95,25 @@ void PrintZones(const nlohmann::json& z) {
               static_cast<long long>(Num(z, "gpus_freed")));
   for (const auto& g : z.value("consolidation", nlohmann::json::array())) {
     std::string jobs;
-    for (const auto& j : g.value("jobs", nlohmann::json::array())) jobs += " " + j.get<std::string>();
+    for (const auto& j : g.value("jobs", nlohmann::json::array()))
+      jobs += " " + j.get<std::string>();
     const std::string layout = Str(g, "mig_layout");
-    std::printf("  pack%s -> %s%s, %.1f %% combined, %s: %s\n", jobs.c_str(), Str(g, "mode").c_str(),
-                layout.empty() ? "" : (" " + layout).c_str(), Num(g, "combined_pct"),
-                g.value("apply_now", false) ? "now (movable)" : "at next start", Str(g, "reason").c_str());
+    std::printf(
+        "  pack%s -> %s%s, %.1f %% combined, %s: %s\n", jobs.c_str(), Str(g, "mode").c_str(),
+        layout.empty() ? "" : (" " + layout).c_str(), Num(g, "combined_pct"),
+        g.value("apply_now", false) ? "now (movable)" : "at next start", Str(g, "reason").c_str());
   }
 }
 
 void PrintAlertsTable(const nlohmann::json& alerts) {
-  std::printf("%-9s %-7s %-24s %-28s %-22s %s\n", "STATE", "GRADE", "RULE", "SUBJECT", "SINCE", "SUMMARY");
+  std::printf("%-9s %-7s %-24s %-28s %-22s %s\n", "STATE", "GRADE", "RULE", "SUBJECT", "SINCE",
+              "SUMMARY");
   for (const auto& a : alerts) {
     std::string state = Str(a, "state");
     if (a.value("inhibited", false)) state += "(inh)";
     if (a.value("silenced", false)) state += "(sil)";
-    std::printf("%-9s %-7s %-24s %-28s %-22s %s\n", state.c_str(), Str(a, "grade").c_str(), Str(a, "rule").c_str(),
-                Str(a, "subject").c_str(),
+    std::printf("%-9s %-7s %-24s %-28s %-22s %s\n", state.c_str(), Str(a, "grade").c_str(),
+                Str(a, "rule").c_str(), Str(a, "subject").c_str(),
                 (a.contains("starts_at") && a["starts_at"].is_string() ? Str(a, "starts_at")
                                                                        : Str(a, "pending_since"))
                     .c_str(),
@@ -118,12 +125,14 @@ void PrintAlertsTable(const nlohmann::json& alerts) {
 void PrintReclaimTable(const nlohmann::json& log) {
   for (const auto& r : log) {
     const auto& e = r["evidence"];
-    std::printf("%s  %s%s  %s  %s  %s  [%lld/%lld GPUs idle, %lld samples, max %.1f %%, since %s]\n",
-                Str(r, "at").c_str(), Str(r, "action").c_str(), r.value("dry_run", false) ? " (dry run)" : "",
-                Str(r, "job").c_str(), Str(r, "user").c_str(), Str(r, "reason").c_str(),
-                static_cast<long long>(Num(e, "idle_gpus")), static_cast<long long>(Num(e, "gpus")),
-                static_cast<long long>(Num(e, "samples")), Num(e, "max_activity_pct"),
-                Str(e, "window_start").c_str());
+    std::printf(
+        "%s  %s%s  %s  %s  %s  [%lld/%lld GPUs idle, %lld samples, max %.1f %%, since %s]\n",
+        Str(r, "at").c_str(), Str(r, "action").c_str(),
+        r.value("dry_run", false) ? " (dry run)" : "", Str(r, "job").c_str(),
+        Str(r, "user").c_str(), Str(r, "reason").c_str(),
+        static_cast<long long>(Num(e, "idle_gpus")), static_cast<long long>(Num(e, "gpus")),
+        static_cast<long long>(Num(e, "samples")), Num(e, "max_activity_pct"),
+        Str(e, "window_start").c_str());
   }
 }
 
@@ -134,7 +143,8 @@ int Load(const CommonFlags& f, eff::EfficiencyConfig* cfg, eff::RecordSet* recor
     std::cerr << "error: " << c.status().message() << "\n";
     return c.status().code() == StatusCode::kNotFound ? kExitNotFound : kExitUsage;
   }
-  for (const auto& e : c->rule_errors) std::cerr << "warning: rule skipped: " << e.message() << "\n";
+  for (const auto& e : c->rule_errors)
+    std::cerr << "warning: rule skipped: " << e.message() << "\n";
   *cfg = std::move(c).value();
   auto r = eff::ReadRecordsFile(f.input);
   if (!r.ok()) {
@@ -156,8 +166,10 @@ int RunZones(const CommonFlags& f) {
     int rc = kExitOk;
     auto z = FetchJson(f.server, "/api/v1/zones", &rc);
     if (!z) return rc;
-    if (f.json) std::cout << z->dump(2) << "\n";
-    else PrintZones(*z);
+    if (f.json)
+      std::cout << z->dump(2) << "\n";
+    else
+      PrintZones(*z);
     return kExitOk;
   }
   eff::EfficiencyConfig cfg;
@@ -176,15 +188,18 @@ int RunZones(const CommonFlags& f) {
 int RunAlerts(const CommonFlags& f, const std::string& alertmanager) {
   if (f.input.empty()) {
     if (!alertmanager.empty()) {
-      std::cerr << "stoker alerts: --alertmanager replays recorded samples (--input); the server sends its own "
+      std::cerr << "stoker alerts: --alertmanager replays recorded samples (--input); the server "
+                   "sends its own "
                    "alerts (stoker server --alertmanager)\n";
       return kExitUsage;
     }
     int rc = kExitOk;
     auto a = FetchJson(f.server, "/api/v1/alerts", &rc);
     if (!a) return rc;
-    if (f.json) std::cout << a->dump(2) << "\n";
-    else PrintAlertsTable(*a);
+    if (f.json)
+      std::cout << a->dump(2) << "\n";
+    else
+      PrintAlertsTable(*a);
     return kExitOk;
   }
   eff::EfficiencyConfig cfg;
@@ -195,8 +210,8 @@ int RunAlerts(const CommonFlags& f, const std::string& alertmanager) {
   std::unique_ptr<eff::AlertmanagerNotifier> am;
   std::vector<eff::Notifier*> notifiers;
   if (!alertmanager.empty()) {
-    am = std::make_unique<eff::AlertmanagerNotifier>(poster, alertmanager,
-                                                     cfg.alerting.repeat_interval + std::chrono::minutes(15));
+    am = std::make_unique<eff::AlertmanagerNotifier>(
+        poster, alertmanager, cfg.alerting.repeat_interval + std::chrono::minutes(15));
     notifiers.push_back(am.get());
   }
   const eff::AlertReplay r = eff::ReplayAlerts(recs, cfg, notifiers);
@@ -210,13 +225,15 @@ int RunAlerts(const CommonFlags& f, const std::string& alertmanager) {
   } else {
     std::cout << "Fired (" << r.fired.size() << ")\n";
     for (const auto& a : r.fired) {
-      std::cout << "  " << eff::FormatRfc3339(a.starts_at) << "  " << eff::GradeName(a.grade) << "  " << a.rule << "  "
-                << a.subject << "  " << (a.annotations.count("summary") ? a.annotations.at("summary") : "") << "\n";
+      std::cout << "  " << eff::FormatRfc3339(a.starts_at) << "  " << eff::GradeName(a.grade)
+                << "  " << a.rule << "  " << a.subject << "  "
+                << (a.annotations.count("summary") ? a.annotations.at("summary") : "") << "\n";
     }
     std::cout << "Active at end (" << r.active.size() << ")\n";
     for (const auto& a : r.active) {
-      std::cout << "  " << eff::AlertStateName(a.state) << "  " << eff::GradeName(a.grade) << "  " << a.rule << "  "
-                << a.subject << (a.inhibited ? "  (inhibited)" : "") << (a.silenced ? "  (silenced)" : "") << "\n";
+      std::cout << "  " << eff::AlertStateName(a.state) << "  " << eff::GradeName(a.grade) << "  "
+                << a.rule << "  " << a.subject << (a.inhibited ? "  (inhibited)" : "")
+                << (a.silenced ? "  (silenced)" : "") << "\n";
     }
   }
   for (const auto& e : r.errors) std::cerr << "error: " << e.ToString() << "\n";
@@ -228,9 +245,12 @@ int RunReclaim(const CommonFlags& f) {
     int rc = kExitOk;
     auto log = FetchJson(f.server, "/api/v1/reclaim", &rc);
     if (!log) return rc;
-    if (f.json) std::cout << log->dump(2) << "\n";
-    else if (log->empty()) std::cout << "no idle-reclaim records\n";
-    else PrintReclaimTable(*log);
+    if (f.json)
+      std::cout << log->dump(2) << "\n";
+    else if (log->empty())
+      std::cout << "no idle-reclaim records\n";
+    else
+      PrintReclaimTable(*log);
     return kExitOk;
   }
   eff::EfficiencyConfig cfg;
@@ -242,14 +262,18 @@ int RunReclaim(const CommonFlags& f) {
     if (f.json) {
       arr.push_back(eff::ReclaimRecordToJson(r));
     } else {
-      std::cout << eff::FormatRfc3339(r.at) << "  " << eff::ReclaimActionName(r.action) << " (dry run)  " << r.job
-                << "  " << r.user << "  " << r.reason << "  [" << r.evidence.idle_gpus << "/" << r.evidence.gpus
-                << " GPUs idle, " << r.evidence.samples << " samples, max " << Pct(r.evidence.max_activity_milli)
+      std::cout << eff::FormatRfc3339(r.at) << "  " << eff::ReclaimActionName(r.action)
+                << " (dry run)  " << r.job << "  " << r.user << "  " << r.reason << "  ["
+                << r.evidence.idle_gpus << "/" << r.evidence.gpus << " GPUs idle, "
+                << r.evidence.samples << " samples, max " << Pct(r.evidence.max_activity_milli)
                 << " %, since " << eff::FormatRfc3339(r.evidence.window_start) << "]\n";
     }
   }
-  if (f.json) std::cout << arr.dump(2) << "\n";
-  else if (log.empty()) std::cout << "no job idle long enough to warn (warn_after " << eff::FormatDuration(cfg.idle.warn_after) << ")\n";
+  if (f.json)
+    std::cout << arr.dump(2) << "\n";
+  else if (log.empty())
+    std::cout << "no job idle long enough to warn (warn_after "
+              << eff::FormatDuration(cfg.idle.warn_after) << ")\n";
   return kExitOk;
 }
 
@@ -308,6 +332,11 @@ struct SimEffFlags {
   double idle_share = 0.36;
   uint64_t seed = 42;
   bool json = false;
+  std::optional<double> oversub_ratio;  // overrides the config's oversubscription.max_ratio
+  std::string grace;                    // overrides oversubscription.grace
+  double preemptible_share = 0.5;
+  double busy_activity = 60;  // percent of its GPUs a guaranteed job keeps busy while busy
+  std::string preemptible_max = "2h";
 };
 
 int RunSimEfficiency(const SimEffFlags& f) {
@@ -319,12 +348,15 @@ int RunSimEfficiency(const SimEffFlags& f) {
   if (!cfg.ok()) return fail(cfg.status(), kExitUsage);
   auto format = sim::ParseTraceFormat(f.format);
   if (!format.ok()) return fail(format.status(), kExitUsage);
-  if (f.idle_share < 0 || f.idle_share > 1) return fail(InvalidArgument("--idle-share: must be in [0, 1]"), kExitUsage);
+  if (f.idle_share < 0 || f.idle_share > 1)
+    return fail(InvalidArgument("--idle-share: must be in [0, 1]"), kExitUsage);
   sim::TraceLoadOptions load;
   load.limit = f.limit;
   load.skip_bad_rows = true;
   auto trace = sim::LoadTrace(f.trace, *format, load);
-  if (!trace.ok()) return fail(trace.status(), trace.status().code() == StatusCode::kNotFound ? kExitNotFound : kExitFailure);
+  if (!trace.ok())
+    return fail(trace.status(),
+                trace.status().code() == StatusCode::kNotFound ? kExitNotFound : kExitFailure);
   sim::JobsSimOptions opt;
   if (!f.cluster.empty()) {
     auto shape = sim::ParseClusterShape(f.cluster);
@@ -338,33 +370,98 @@ int RunSimEfficiency(const SimEffFlags& f) {
   o.idleness.seed = f.seed;
   o.policy = cfg->idle;
   o.queue_policy = f.queue;
+  o.oversub = cfg->oversub;
+  if (f.oversub_ratio) {
+    if (!std::isfinite(*f.oversub_ratio))
+      return fail(InvalidArgument("--oversub-ratio: not a number"), kExitUsage);
+    o.oversub.max_ratio_milli = std::llround(*f.oversub_ratio * 1000);
+  }
+  if (!f.grace.empty()) {
+    auto g = eff::ParseDuration(f.grace);
+    if (!g.ok()) return fail(g.status().WithContext("--grace"), kExitUsage);
+    o.oversub.grace = *g;
+  }
+  if (Status s = eff::ValidateOversubscription(o.oversub); !s.ok()) return fail(s, kExitUsage);
+  if (f.preemptible_share < 0 || f.preemptible_share > 1) {
+    return fail(InvalidArgument("--preemptible-share: must be in [0, 1]"), kExitUsage);
+  }
+  o.preemptible.share = f.preemptible_share;
+  if (!(f.busy_activity > 0 && f.busy_activity <= 100)) {
+    return fail(InvalidArgument("--busy-activity: must be in (0, 100] percent"), kExitUsage);
+  }
+  o.idleness.busy_activity_milli = std::llround(f.busy_activity * 1000);
+  auto pmax = eff::ParseDuration(f.preemptible_max);
+  if (!pmax.ok()) return fail(pmax.status().WithContext("--preemptible-max"), kExitUsage);
+  o.preemptible.max_duration_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(*pmax).count();
   auto results = eff::CompareReclaim(sim::JobsFromTrace(*trace), opt, o);
   if (!results.ok()) return fail(results.status(), kExitFailure);
+  auto tier_json = [](const eff::TierStats& t) {
+    return nlohmann::json{{"jobs", t.jobs},
+                          {"queue_delay_mean_s", t.queue_delay_s.mean},
+                          {"queue_delay_p99_s", t.queue_delay_s.p99},
+                          {"jct_mean_s", t.jct_s.mean},
+                          {"jct_median_s", t.jct_s.median},
+                          {"preemptions", t.preemptions},
+                          {"lost_gpu_hours", t.lost_gpu_hours}};
+  };
   nlohmann::json arr = nlohmann::json::array();
   if (!f.json) {
-    std::printf("trace %s: %zu jobs, cluster %dx%d, queue %s, idle share %.2f, warn %s, act %s\n", f.trace.c_str(),
-                trace->jobs.size(), opt.cluster.nodes, opt.cluster.gpus_per_node, f.queue.c_str(), f.idle_share,
-                eff::FormatDuration(o.policy.warn_after).c_str(), eff::FormatDuration(o.policy.act_after).c_str());
-    std::printf("%-8s %10s %10s %12s %12s %12s %12s %10s %12s\n", "variant", "used-util%", "alloc%", "queue-mean-s",
-                "queue-p99-s", "jct-mean-s", "jct-median-s", "reclaimed", "freed-GPU-h");
+    std::printf("trace %s: %zu jobs, cluster %dx%d, queue %s, idle share %.2f, warn %s, act %s\n",
+                f.trace.c_str(), trace->jobs.size(), opt.cluster.nodes, opt.cluster.gpus_per_node,
+                f.queue.c_str(), f.idle_share, eff::FormatDuration(o.policy.warn_after).c_str(),
+                eff::FormatDuration(o.policy.act_after).c_str());
+    std::printf(
+        "oversubscription %.2f:1, grace %s; preemptible: single-GPU jobs <= %s, share %.2f (%lld "
+        "jobs)\n",
+        static_cast<double>(o.oversub.max_ratio_milli) / 1000.0,
+        eff::FormatDuration(o.oversub.grace).c_str(), f.preemptible_max.c_str(),
+        o.preemptible.share, static_cast<long long>(results->front().preemptible.jobs));
+    std::printf("%-16s %10s %10s %12s %12s %12s %12s %10s %12s\n", "variant", "used-util%",
+                "alloc%", "queue-mean-s", "queue-p99-s", "jct-mean-s", "jct-median-s", "reclaimed",
+                "freed-GPU-h");
   }
   for (const auto& v : *results) {
     if (f.json) {
-      arr.push_back({{"variant", v.name}, {"used_gpu_utilization_pct", v.used_gpu_utilization_pct},
+      arr.push_back({{"variant", v.name},
+                     {"used_gpu_utilization_pct", v.used_gpu_utilization_pct},
                      {"mean_allocation_pct", v.report.mean_allocation_pct},
-                     {"queue_delay_mean_s", v.report.queue_delay_s.mean}, {"queue_delay_p99_s", v.report.queue_delay_s.p99},
-                     {"jct_mean_s", v.report.jct_s.mean}, {"jct_median_s", v.report.jct_s.median},
-                     {"jct_p99_s", v.report.jct_s.p99}, {"makespan_s", v.report.makespan_s},
-                     {"jobs_reclaimed", v.jobs_reclaimed}, {"gpu_hours_reclaimed", v.gpu_hours_reclaimed},
-                     {"busy_gpu_hours", v.busy_gpu_hours}, {"jobs_completed", v.report.jobs_completed}});
+                     {"queue_delay_mean_s", v.report.queue_delay_s.mean},
+                     {"queue_delay_p99_s", v.report.queue_delay_s.p99},
+                     {"jct_mean_s", v.report.jct_s.mean},
+                     {"jct_median_s", v.report.jct_s.median},
+                     {"jct_p99_s", v.report.jct_s.p99},
+                     {"makespan_s", v.report.makespan_s},
+                     {"jobs_reclaimed", v.jobs_reclaimed},
+                     {"gpu_hours_reclaimed", v.gpu_hours_reclaimed},
+                     {"busy_gpu_hours", v.busy_gpu_hours},
+                     {"jobs_completed", v.report.jobs_completed},
+                     {"guaranteed", tier_json(v.guaranteed)},
+                     {"preemptible", tier_json(v.preemptible)}});
     } else {
-      std::printf("%-8s %10.1f %10.1f %12.0f %12.0f %12.0f %12.0f %10lld %12.0f\n", v.name.c_str(),
-                  v.used_gpu_utilization_pct, v.report.mean_allocation_pct, v.report.queue_delay_s.mean,
-                  v.report.queue_delay_s.p99, v.report.jct_s.mean, v.report.jct_s.median,
-                  static_cast<long long>(v.jobs_reclaimed), v.gpu_hours_reclaimed);
+      std::printf("%-16s %10.1f %10.1f %12.0f %12.0f %12.0f %12.0f %10lld %12.0f\n", v.name.c_str(),
+                  v.used_gpu_utilization_pct, v.report.mean_allocation_pct,
+                  v.report.queue_delay_s.mean, v.report.queue_delay_s.p99, v.report.jct_s.mean,
+                  v.report.jct_s.median, static_cast<long long>(v.jobs_reclaimed),
+                  v.gpu_hours_reclaimed);
     }
   }
-  if (f.json) std::cout << arr.dump(2) << "\n";
+  if (f.json) {
+    std::cout << arr.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::printf("\n%-16s %-11s %7s %12s %12s %12s %12s %11s %9s\n", "variant", "tier", "jobs",
+              "queue-mean-s", "queue-p99-s", "jct-mean-s", "jct-median-s", "preemptions",
+              "lost-GPU-h");
+  for (const auto& v : *results) {
+    for (const auto* t : {&v.guaranteed, &v.preemptible}) {
+      std::printf("%-16s %-11s %7lld %12.0f %12.0f %12.0f %12.0f %11lld %9.0f\n", v.name.c_str(),
+                  t == &v.guaranteed ? "guaranteed" : "preemptible",
+                  static_cast<long long>(t->jobs), t->queue_delay_s.mean, t->queue_delay_s.p99,
+                  t->jct_s.mean, t->jct_s.median, static_cast<long long>(t->preemptions),
+                  t->lost_gpu_hours);
+    }
+  }
   return kExitOk;
 }
 #endif
@@ -376,30 +473,36 @@ void RegisterEfficiencyCommands(CLI::App& app, int& exit_code) {
   static std::string alertmanager, html, bucket;
   static bool csv = false;
 
-  CLI::App* zones = app.add_subcommand("zones", "GPU and job zones (gold/silver/bronze/hot) and a consolidation plan");
+  CLI::App* zones = app.add_subcommand(
+      "zones", "GPU and job zones (gold/silver/bronze/hot) and a consolidation plan");
   AddCommon(zones, zones_flags);
   zones->add_flag("--json", zones_flags.json, "JSON output");
   zones->callback([&exit_code] { exit_code = RunZones(zones_flags); });
 
-  CLI::App* alerts = app.add_subcommand("alerts", "graded alerts (yellow/orange/red) replayed over recorded samples");
+  CLI::App* alerts = app.add_subcommand(
+      "alerts", "graded alerts (yellow/orange/red) replayed over recorded samples");
   AddCommon(alerts, alerts_flags);
   alerts->add_flag("--json", alerts_flags.json, "JSON output");
-  alerts->add_option("--alertmanager", alertmanager, "also POST notifications to this Alertmanager (http://host:9093)");
+  alerts->add_option("--alertmanager", alertmanager,
+                     "also POST notifications to this Alertmanager (http://host:9093)");
   alerts->callback([&exit_code] { exit_code = RunAlerts(alerts_flags, alertmanager); });
 
-  CLI::App* reclaim = app.add_subcommand("reclaim", "idle-reclaim decisions over recorded samples (dry run)");
+  CLI::App* reclaim =
+      app.add_subcommand("reclaim", "idle-reclaim decisions over recorded samples (dry run)");
   AddCommon(reclaim, reclaim_flags);
   reclaim->add_flag("--json", reclaim_flags.json, "JSON output");
   reclaim->callback([&exit_code] { exit_code = RunReclaim(reclaim_flags); });
 
-  CLI::App* report = app.add_subcommand("report", "efficiency report per job, user/team and cluster");
+  CLI::App* report =
+      app.add_subcommand("report", "efficiency report per job, user/team and cluster");
   AddCommon(report, report_flags);
   auto* json_flag = report->add_flag("--json", report_flags.json, "JSON output");
   auto* csv_flag = report->add_flag("--csv", csv, "CSV, one row per job");
   auto* html_opt = report->add_option("--html", html, "write a self-contained HTML page to FILE");
   json_flag->excludes(csv_flag)->excludes(html_opt);
   csv_flag->excludes(html_opt);
-  report->add_option("--bucket", bucket, "time bucket of the cluster series (e.g. 1h; default: span/48)");
+  report->add_option("--bucket", bucket,
+                     "time bucket of the cluster series (e.g. 1h; default: span/48)");
   report->callback([&exit_code] { exit_code = RunReport(report_flags, csv, html, bucket); });
 
   // stoker budgets / stoker ledger [--team T]: the compute market of the server.
@@ -418,12 +521,12 @@ void RegisterEfficiencyCommands(CLI::App& app, int& exit_code) {
       std::cout << b->dump(2) << "\n";
       return;
     }
-    std::printf("%-16s %12s %12s %12s %12s %12s  %s\n", "TEAM", "BALANCE", "GRANTED", "CHARGED", "IDLE", "RECLAIMED",
-                "TIER");
+    std::printf("%-16s %12s %12s %12s %12s %12s  %s\n", "TEAM", "BALANCE", "GRANTED", "CHARGED",
+                "IDLE", "RECLAIMED", "TIER");
     for (const auto& a : *b) {
-      std::printf("%-16s %12.2f %12.2f %12.2f %12.2f %12.2f  %s\n", Str(a, "team").c_str(), Num(a, "balance"),
-                  Num(a, "granted"), Num(a, "charged"), Num(a, "idle_charged"), Num(a, "reclaimed_charged"),
-                  Str(a, "allowed_tier").c_str());
+      std::printf("%-16s %12.2f %12.2f %12.2f %12.2f %12.2f  %s\n", Str(a, "team").c_str(),
+                  Num(a, "balance"), Num(a, "granted"), Num(a, "charged"), Num(a, "idle_charged"),
+                  Num(a, "reclaimed_charged"), Str(a, "allowed_tier").c_str());
     }
   });
   CLI::App* ledger = app.add_subcommand("ledger", "compute-market ledger entries (server)");
@@ -432,19 +535,22 @@ void RegisterEfficiencyCommands(CLI::App& app, int& exit_code) {
   ledger->add_option("--team", ledger_team, "only this team (admins; users see their own)");
   ledger->callback([&exit_code] {
     int rc = kExitOk;
-    auto l = FetchJson(market_access, "/api/v1/ledger" + (ledger_team.empty() ? "" : "?team=" + ledger_team), &rc);
+    auto l = FetchJson(market_access,
+                       "/api/v1/ledger" + (ledger_team.empty() ? "" : "?team=" + ledger_team), &rc);
     exit_code = rc;
     if (!l) return;
     if (market_json) {
       std::cout << l->dump(2) << "\n";
       return;
     }
-    std::printf("%5s  %-20s %-12s %-11s %12s %-8s %-11s %9s %s\n", "SEQ", "AT", "TEAM", "KIND", "CREDITS", "JOB", "TIER",
-                "GPU-H", "NOTE");
+    std::printf("%5s  %-20s %-12s %-11s %12s %-8s %-11s %9s %s\n", "SEQ", "AT", "TEAM", "KIND",
+                "CREDITS", "JOB", "TIER", "GPU-H", "NOTE");
     for (const auto& e : *l) {
-      std::printf("%5lld  %-20s %-12s %-11s %12.4f %-8s %-11s %9.3f %s%s\n", static_cast<long long>(Num(e, "seq")),
-                  Str(e, "at").c_str(), Str(e, "team").c_str(), Str(e, "kind").c_str(), Num(e, "credits"),
-                  Str(e, "job").c_str(), Str(e, "tier").c_str(), Num(e, "gpu_hours"), Str(e, "note").c_str(),
+      std::printf("%5lld  %-20s %-12s %-11s %12.4f %-8s %-11s %9.3f %s%s\n",
+                  static_cast<long long>(Num(e, "seq")), Str(e, "at").c_str(),
+                  Str(e, "team").c_str(), Str(e, "kind").c_str(), Num(e, "credits"),
+                  Str(e, "job").c_str(), Str(e, "tier").c_str(), Num(e, "gpu_hours"),
+                  Str(e, "note").c_str(),
                   e.value("reclaimed", false) ? " (reclaimed capacity)" : "");
     }
   });
@@ -453,13 +559,17 @@ void RegisterEfficiencyCommands(CLI::App& app, int& exit_code) {
   static ServerAccess silence_access;
   static std::vector<std::string> silence_match;
   static std::string silence_duration = "2h", silence_comment;
-  CLI::App* silence = app.add_subcommand("silence", "silence matching alerts on the server (admin)");
+  CLI::App* silence =
+      app.add_subcommand("silence", "silence matching alerts on the server (admin)");
   AddServerAccess(silence, silence_access);
-  silence->add_option("--match", silence_match, "LABEL=VALUE (repeatable; all must match)")->required();
-  silence->add_option("--duration", silence_duration, "how long (e.g. 90m, 2h)")->capture_default_str();
+  silence->add_option("--match", silence_match, "LABEL=VALUE (repeatable; all must match)")
+      ->required();
+  silence->add_option("--duration", silence_duration, "how long (e.g. 90m, 2h)")
+      ->capture_default_str();
   silence->add_option("--comment", silence_comment, "why");
   silence->callback([&exit_code] {
-    nlohmann::json body = {{"matchers", nlohmann::json::object()}, {"duration", silence_duration},
+    nlohmann::json body = {{"matchers", nlohmann::json::object()},
+                           {"duration", silence_duration},
                            {"comment", silence_comment}};
     for (const std::string& m : silence_match) {
       const size_t eq = m.find('=');
@@ -488,16 +598,32 @@ void RegisterEfficiencyCommands(CLI::App& app, int& exit_code) {
     parent = app.get_subcommand("sim");
   } catch (const CLI::OptionNotFound&) {
   }
-  CLI::App* simeff = parent->add_subcommand(
-      "efficiency", "static allocation vs idle reclaim on a job trace (idleness model from PAI statistics)");
+  CLI::App* simeff =
+      parent->add_subcommand("efficiency",
+                             "static allocation vs idle reclaim vs reclaim+oversubscription on a "
+                             "job trace (idleness model from PAI "
+                             "statistics)");
   simeff->add_option("--trace", sim_flags.trace, "trace CSV")->required();
   simeff->add_option("--format", sim_flags.format, "itp, philly or tiresias");
   simeff->add_option("--cluster", sim_flags.cluster, "NODESxGPUS, e.g. 64x8");
   simeff->add_option("--queue", sim_flags.queue, "queue policy (fifo, sjf, ...)");
   simeff->add_option("--limit", sim_flags.limit, "first N jobs only");
-  simeff->add_option("--idle-share", sim_flags.idle_share, "share of jobs with an idle phase (default 0.36)");
+  simeff->add_option("--idle-share", sim_flags.idle_share,
+                     "share of jobs with an idle phase (default 0.36)");
   simeff->add_option("--seed", sim_flags.seed, "idleness model seed");
-  simeff->add_option("--config,-c", sim_flags.config, "efficiency configuration (idle_reclaim section)");
+  simeff->add_option("--config,-c", sim_flags.config,
+                     "efficiency configuration (idle_reclaim and oversubscription sections)");
+  simeff->add_option(
+      "--oversub-ratio", sim_flags.oversub_ratio,
+      "reclaim+oversub variant: GPU commitments ratio, 1.0..1.5 (default: config, 1.5)");
+  simeff->add_option("--grace", sim_flags.grace, "preemption grace period (default: config, 2m)");
+  simeff->add_option("--preemptible-share", sim_flags.preemptible_share,
+                     "share of short single-GPU jobs that are preemptible (default 0.5)");
+  simeff->add_option("--preemptible-max", sim_flags.preemptible_max,
+                     "longest job that may be preemptible (default 2h)");
+  simeff->add_option(
+      "--busy-activity", sim_flags.busy_activity,
+      "percent of its GPUs a busy guaranteed job uses; co-located jobs get the rest (default 60)");
   simeff->add_flag("--json", sim_flags.json, "JSON output");
   simeff->callback([&exit_code] { exit_code = RunSimEfficiency(sim_flags); });
 #endif

@@ -14,7 +14,8 @@ FragModel::FragModel(const TypicalShapes& typical) {
       cpu_only_freq_ += freq;
       continue;
     }
-    shapes_.push_back({t.shape.cpu_milli, t.shape.num_gpu, t.shape.gpu_milli, t.shape.allowed_models, freq});
+    shapes_.push_back(
+        {t.shape.cpu_milli, t.shape.num_gpu, t.shape.gpu_milli, t.shape.allowed_models, freq});
   }
 }
 
@@ -39,6 +40,62 @@ double FragModel::NodeFrag(int64_t cpu_free, const int16_t* left, int num_gpus,
       } else {
         small += left[g];
       }
+    }
+    f += p.freq * static_cast<double>(fit >= p.num_gpu ? small : idle);
+  }
+  return f;
+}
+
+void FragVariants::Prepare(const FragModel& model, int64_t cpu_free, const int16_t* left,
+                           int num_gpus, GpuModelId gpu_model) {
+  model_ = &model;
+  idle_ = 0;
+  for (int g = 0; g < num_gpus; ++g) idle_ += left[g];
+  const size_t k = model.shapes_.size();
+  fit_.resize(k);
+  small_.resize(k);
+  const GpuModelMask bit = GpuModelTable::Bit(gpu_model);
+  for (size_t i = 0; i < k; ++i) {
+    const FragModel::Item& p = model.shapes_[i];
+    if ((p.models != 0 && (p.models & bit) == 0) || cpu_free < p.cpu_milli) {
+      fit_[i] = -1;
+      continue;
+    }
+    int fit = 0;
+    int64_t small = 0;
+    for (int g = 0; g < num_gpus; ++g) {
+      if (left[g] >= p.gpu_milli) {
+        ++fit;
+      } else {
+        small += left[g];
+      }
+    }
+    fit_[i] = fit;
+    small_[i] = small;
+  }
+}
+
+double FragVariants::WithChange(int32_t from, int32_t to) const {
+  const int64_t idle = idle_ - (from - to);
+  if (idle == 0) return 0.0;
+  const double idle_d = static_cast<double>(idle);
+  double f = model_->cpu_only_freq_ * idle_d;
+  const size_t k = fit_.size();
+  for (size_t i = 0; i < k; ++i) {
+    const FragModel::Item& p = model_->shapes_[i];
+    if (fit_[i] < 0) {
+      f += p.freq * idle_d;
+      continue;
+    }
+    int fit = fit_[i];
+    int64_t small = small_[i];
+    if (from >= p.gpu_milli) {
+      if (to < p.gpu_milli) {
+        --fit;
+        small += to;
+      }
+    } else {
+      small += to - from;
     }
     f += p.freq * static_cast<double>(fit >= p.num_gpu ? small : idle);
   }
@@ -94,14 +151,14 @@ class FgdPolicy final : public ScoringPolicy {
       // the lowest index wins, as in the published code).
       int best_gpu = -1;
       int64_t best = 0;
+      variants_.Prepare(model_, cpu_after, left.data(), n.num_gpus, n.gpu_model);
       for (int g = 0; g < n.num_gpus; ++g) {
         if (n.gpu_free_milli[g] < r.gpu_milli) continue;
         bool seen = false;
         for (int h = 0; h < g && !seen; ++h) seen = n.gpu_free_milli[h] == n.gpu_free_milli[g];
         if (seen) continue;
-        left[g] = static_cast<int16_t>(n.gpu_free_milli[g] - r.gpu_milli);
-        const double after = model_.NodeFrag(cpu_after, left.data(), n.num_gpus, n.gpu_model);
-        left[g] = n.gpu_free_milli[g];
+        const double after =
+            variants_.WithChange(n.gpu_free_milli[g], n.gpu_free_milli[g] - r.gpu_milli);
         const int64_t s = static_cast<int64_t>(Sigmoid((before - after) / 1000.0) * 100.0);
         if (best_gpu < 0 || s > best) {
           best = s;
@@ -116,8 +173,9 @@ class FgdPolicy final : public ScoringPolicy {
     if (!DefaultGpuChoice(r, n, gpus)) return false;
     for (int i = 0; i < r.num_gpu; ++i) {
       const int g = gpus[i];
-      left[g] = static_cast<int16_t>(r.IsMig() ? MigSlicesToMilli(n.gpu_free_slices[g] - MigSlices(r.mig))
-                                               : n.gpu_free_milli[g] - r.gpu_milli);
+      left[g] =
+          static_cast<int16_t>(r.IsMig() ? MigSlicesToMilli(n.gpu_free_slices[g] - MigSlices(r.mig))
+                                         : n.gpu_free_milli[g] - r.gpu_milli);
     }
     const double after = model_.NodeFrag(cpu_after, left.data(), n.num_gpus, n.gpu_model);
     *score = static_cast<int64_t>(Sigmoid((before - after) / 1000.0) * 100.0);
@@ -126,7 +184,8 @@ class FgdPolicy final : public ScoringPolicy {
 
  private:
   double FragBefore(const ClusterState& c, int32_t node) {
-    if (before_.size() != static_cast<size_t>(c.num_nodes())) before_.assign(c.num_nodes(), {0, 0.0});
+    if (before_.size() != static_cast<size_t>(c.num_nodes()))
+      before_.assign(c.num_nodes(), {0, 0.0});
     auto& [version, value] = before_[node];
     if (version != c.node(node).version) {
       version = c.node(node).version;
@@ -138,6 +197,7 @@ class FgdPolicy final : public ScoringPolicy {
   bool online_;
   ShapeLearner learner_;
   FragModel model_;
+  FragVariants variants_;  // scratch for share requests
   std::vector<std::pair<uint64_t, double>> before_;
 };
 

@@ -30,6 +30,7 @@ class FragModel {
   bool empty() const { return shapes_.empty(); }
 
  private:
+  friend class FragVariants;
   struct Item {
     int64_t cpu_milli;
     int32_t num_gpu;
@@ -39,6 +40,25 @@ class FragModel {
   };
   std::vector<Item> shapes_;
   double cpu_only_freq_ = 0;  // summed frequency of CPU-only shapes
+};
+
+// NodeFrag of several variants of one node state that each lower one GPU's free milli (a share
+// request tried on each GPU): the per-shape counts are taken once in Prepare(), and each variant
+// adjusts them in O(typical shapes) instead of O(typical shapes x GPUs). The result equals
+// NodeFrag of the variant bit for bit (same terms, same order of addition).
+class FragVariants {
+ public:
+  void Prepare(const FragModel& model, int64_t cpu_free, const int16_t* left, int num_gpus,
+               GpuModelId gpu_model);
+  // NodeFrag with one GPU's free milli `from` lowered to `to` (0 <= to <= from).
+  double WithChange(int32_t from, int32_t to) const;
+
+ private:
+  const FragModel* model_ = nullptr;
+  int64_t idle_ = 0;
+  // Per typical shape: -1 when it cannot run here at all, else GPUs with room for it.
+  std::vector<int32_t> fit_;
+  std::vector<int64_t> small_;  // idle milli on GPUs too small for the shape
 };
 
 // Cluster-wide fragment (milli-GPU) under `model`, for the reported metrics.

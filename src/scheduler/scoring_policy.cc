@@ -46,22 +46,18 @@ PlacementResult ScoringPolicy::PlaceScan(const Request& r, const ClusterState& c
 
 void ScoringPolicy::Refresh(ShapeIndex& idx, const Request& shape, const ClusterState& cluster,
                             int32_t node) {
-  if (idx.listed[node]) {
-    idx.order.erase({-idx.score[node], node});
-    idx.listed[node] = 0;
-  }
   int64_t score = 0;
   if (cluster.Fits(node, shape) && ScoreNode(shape, cluster, node, &score, idx.gpus[node].data())) {
-    idx.score[node] = score;
-    idx.listed[node] = 1;
-    idx.order.emplace_hint(idx.order.end(), -score, node);
+    idx.best.SetLeaf(node, score);
+  } else {
+    idx.best.UnsetLeaf(node);
   }
 }
 
 PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState& cluster) {
   ShapeIndex& idx = IndexFor(r, cluster.history_id());
   // The index lists nodes where the shape fits with any memory: memory varies per request and
-  // is checked while walking (it rarely binds, so the walk is short).
+  // is checked on the best nodes (it rarely binds, so few are set aside).
   Request shape = r;
   shape.memory_mib = 0;
   const int32_t n = cluster.num_nodes();
@@ -69,17 +65,17 @@ PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState
   // Rebuild when the index is for another cluster history, or catching up would cost about as
   // much as rescoring every node.
   if (idx.history != cluster.history_id() || idx.journal_pos < cluster.journal_begin() ||
-      idx.score.size() != static_cast<size_t>(n) ||
-      end - idx.journal_pos > static_cast<uint64_t>(n)) {
+      idx.best.size() != n || end - idx.journal_pos > static_cast<uint64_t>(n)) {
     idx.history = cluster.history_id();
-    idx.score.assign(n, 0);
-    idx.listed.assign(n, 0);
+    idx.best.Reset(n);
     idx.gpus.assign(n, {});
     idx.seen.assign(n, 0);
-    idx.order.clear();
     for (int32_t node = 0; node < n; ++node) Refresh(idx, shape, cluster, node);
+    idx.best.Build();
   } else {
-    // A node changed several times since is rescored once.
+    // A node changed several times since is rescored once. Many changes: repair the tree once
+    // (O(nodes)) rather than once per node (O(log nodes) each).
+    const bool bulk = (end - idx.journal_pos) * 16 > static_cast<uint64_t>(n);
     if (++idx.stamp == 0) {  // wrapped: forget old rounds
       std::fill(idx.seen.begin(), idx.seen.end(), 0);
       idx.stamp = 1;
@@ -89,16 +85,30 @@ PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState
       if (idx.seen[node] == idx.stamp) continue;
       idx.seen[node] = idx.stamp;
       Refresh(idx, shape, cluster, node);
+      if (!bulk) idx.best.Update(node);
     }
+    if (bulk) idx.best.Build();
   }
   idx.journal_pos = end;
-  for (const auto& entry : idx.order) {
-    const int32_t node = entry.second;
-    if (r.memory_mib > 0 && !cluster.Fits(node, r)) continue;
-    return PlacementResult{
-        PlacementStatus::kPlaced, MakePlacement(r, node, idx.gpus[node].data()), {}};
+  // Best node first; one without the memory is set aside (unlisted) and the next best taken, in
+  // the scan's order (score, then node id). The set-aside nodes are listed again afterwards.
+  PlacementResult result{PlacementStatus::kNoCapacityNow, {}, "no node has room now"};
+  set_aside_.clear();
+  for (int32_t node = idx.best.Best(); node >= 0; node = idx.best.Best()) {
+    if (r.memory_mib <= 0 || cluster.Fits(node, r)) {
+      result = PlacementResult{
+          PlacementStatus::kPlaced, MakePlacement(r, node, idx.gpus[node].data()), {}};
+      break;
+    }
+    set_aside_.push_back(node);
+    idx.best.UnsetLeaf(node);
+    idx.best.Update(node);
   }
-  return PlacementResult{PlacementStatus::kNoCapacityNow, {}, "no node has room now"};
+  for (const int32_t node : set_aside_) {
+    idx.best.RelistLeaf(node);
+    idx.best.Update(node);
+  }
+  return result;
 }
 
 ScoringPolicy::ShapeIndex& ScoringPolicy::IndexFor(const Request& r, uint64_t history) {

@@ -5,22 +5,22 @@
 // published simulator runs on does), drawn from the policy's seeded Rng.
 //
 // Score index: a policy whose node score depends only on (node state, request shape) can enable
-// it. Per request shape the policy keeps every node's score and an ordered set of (score, node
-// id) over the nodes where the shape fits (memory aside); ClusterState's change journal says
-// which nodes changed since the shape was last placed, so a decision rescores only those and
-// then walks the set from the best entry to the first node that also has the memory. The
-// decision is the exhaustive scan's (highest score, lowest node id; tested with the index off).
-// An index that has fallen too far behind (or belongs to another cluster) is rebuilt.
+// it. Per request shape the policy keeps every node's score in a BestIndex (a tournament tree
+// over the nodes where the shape fits, memory aside); ClusterState's change journal says which
+// nodes changed since the shape was last placed, so a decision rescores only those and then
+// takes the best node, setting aside the few without the memory until one has it. The decision
+// is the exhaustive scan's (highest score, lowest node id; tested with the index off). An index
+// that has fallen too far behind (or belongs to another cluster) is rebuilt.
 
 #include <array>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <vector>
 
+#include "scheduler/best_index.h"
 #include "scheduler/policy.h"
 #include "scheduler/rng.h"
 
@@ -58,34 +58,34 @@ class ScoringPolicy : public PlacementPolicy {
  private:
   // One request shape's index over the nodes of one cluster history.
   struct ShapeIndex {
-    uint64_t history = 0;        // ClusterState::history_id() it reflects; 0 = empty
-    uint64_t journal_pos = 0;    // journal entries before this are applied
-    std::vector<int64_t> score;  // per node, meaningful where listed
-    std::vector<uint8_t> listed;
+    uint64_t history = 0;      // ClusterState::history_id() it reflects; 0 = empty
+    uint64_t journal_pos = 0;  // journal entries before this are applied
+    BestIndex best;            // per node: score, listed where the shape fits
     std::vector<std::array<uint8_t, kMaxGpusPerNode>> gpus;
     std::vector<uint32_t> seen;  // catch-up round that last rescored the node
     uint32_t stamp = 0;
-    std::set<std::pair<int64_t, int32_t>> order;  // (-score, node): best first, lowest id on ties
   };
   using ShapeKey =
       std::tuple<int64_t, int32_t, int32_t, int64_t, uint64_t, int, bool, std::string, uint64_t>;
   PlacementResult PlaceScan(const Request& r, const ClusterState& cluster);
   PlacementResult PlaceIndexed(const Request& r, const ClusterState& cluster);
   ShapeIndex& IndexFor(const Request& r, uint64_t history);
+  // Rescores `node` into idx's leaves (the caller repairs the tree).
   void Refresh(ShapeIndex& idx, const Request& shape, const ClusterState& cluster, int32_t node);
 
   std::string name_;
   TieBreak tie_break_;
   Rng rng_;
   bool cacheable_;
-  // Shapes seen recently; least recently used evicted beyond this. Each costs ~100 bytes per
-  // node, so 64 shapes x 10,000 nodes stay near 64 MB; openb's default workload has 91 shapes,
+  // Shapes seen recently; least recently used evicted beyond this. Each costs ~35 bytes per
+  // node, so 64 shapes x 10,000 nodes stay near 23 MB; openb's default workload has 91 shapes,
   // 64 of them cover 99.4 % of its pods.
   static constexpr size_t kMaxCachedShapes = 64;
   std::map<ShapeKey, size_t> shape_ids_;
   std::vector<ShapeIndex> slots_;
   std::vector<uint64_t> last_used_;
   uint64_t tick_ = 0;
+  std::vector<int32_t> set_aside_;  // nodes skipped for memory during one decision
 };
 
 // Helpers used by several policies.

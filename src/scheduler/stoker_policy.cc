@@ -55,14 +55,13 @@ class StokerPolicy final : public ScoringPolicy {
     if (r.IsGpuShare()) {
       // Try each distinct free amount; equal expected waste: the fuller GPU (best fit).
       int best_gpu = -1;
+      variants_.Prepare(model_, cpu_after, left.data(), n.num_gpus, n.gpu_model);
       for (int g = 0; g < n.num_gpus; ++g) {
         if (n.gpu_free_milli[g] < r.gpu_milli) continue;
         bool seen = false;
         for (int h = 0; h < g && !seen; ++h) seen = n.gpu_free_milli[h] == n.gpu_free_milli[g];
         if (seen) continue;
-        left[g] = static_cast<int16_t>(n.gpu_free_milli[g] - r.gpu_milli);
-        const double waste = Waste(cpu_after, left.data(), n);
-        left[g] = n.gpu_free_milli[g];
+        const double waste = WasteOneChange(cpu_after, n.gpu_free_milli[g], r.gpu_milli, n);
         if (best_gpu < 0 || waste < best - 1e-9 ||
             (waste <= best + 1e-9 && n.gpu_free_milli[g] < n.gpu_free_milli[best_gpu])) {
           best = waste;
@@ -75,8 +74,9 @@ class StokerPolicy final : public ScoringPolicy {
       if (!DefaultGpuChoice(r, n, gpus)) return false;
       for (int i = 0; i < r.num_gpu; ++i) {
         const int g = gpus[i];
-        left[g] = static_cast<int16_t>(r.IsMig() ? MigSlicesToMilli(n.gpu_free_slices[g] - MigSlices(r.mig))
-                                                 : n.gpu_free_milli[g] - r.gpu_milli);
+        left[g] = static_cast<int16_t>(
+            r.IsMig() ? MigSlicesToMilli(n.gpu_free_slices[g] - MigSlices(r.mig))
+                      : n.gpu_free_milli[g] - r.gpu_milli);
       }
       best = Waste(cpu_after, left.data(), n);
     }
@@ -94,12 +94,27 @@ class StokerPolicy final : public ScoringPolicy {
     if (cpu_per_gpu_milli_ <= 0) return frag;
     double gpu_free = 0;
     for (int g = 0; g < n.num_gpus; ++g) gpu_free += left[g];
-    const double usable_by_cpu = static_cast<double>(std::max<int64_t>(0, cpu_free)) / cpu_per_gpu_milli_;
+    const double usable_by_cpu =
+        static_cast<double>(std::max<int64_t>(0, cpu_free)) / cpu_per_gpu_milli_;
+    return frag + kStrandedWeight * std::max(0.0, gpu_free - usable_by_cpu);
+  }
+
+  // Waste(cpu_free, left) for the state Prepare()d in variants_ with one GPU's free milli
+  // `from` lowered by `take` (same terms and order as Waste, so the same value).
+  double WasteOneChange(int64_t cpu_free, int32_t from, int32_t take, const NodeState& n) const {
+    const double frag = variants_.WithChange(from, from - take);
+    if (cpu_per_gpu_milli_ <= 0) return frag;
+    double gpu_free = 0;
+    for (int g = 0; g < n.num_gpus; ++g) gpu_free += n.gpu_free_milli[g];
+    gpu_free -= take;
+    const double usable_by_cpu =
+        static_cast<double>(std::max<int64_t>(0, cpu_free)) / cpu_per_gpu_milli_;
     return frag + kStrandedWeight * std::max(0.0, gpu_free - usable_by_cpu);
   }
 
   double WasteBefore(const ClusterState& c, int32_t node) {
-    if (before_.size() != static_cast<size_t>(c.num_nodes())) before_.assign(c.num_nodes(), {0, 0.0});
+    if (before_.size() != static_cast<size_t>(c.num_nodes()))
+      before_.assign(c.num_nodes(), {0, 0.0});
     auto& [version, value] = before_[node];
     const NodeState& n = c.node(node);
     if (version != n.version) {
@@ -111,6 +126,7 @@ class StokerPolicy final : public ScoringPolicy {
 
   ShapeLearner learner_;
   FragModel model_;
+  FragVariants variants_;  // scratch for share requests
   int64_t cpu_seen_ = 0, gpu_seen_ = 0;
   double cpu_per_gpu_milli_ = 0;
   std::vector<std::pair<uint64_t, double>> before_;

@@ -1,0 +1,156 @@
+// BestIndex (the score index's tournament tree) against a brute-force scan, and the indexed
+// policies against the exhaustive scan on random clusters with churn.
+#include "scheduler/best_index.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "scheduler/registry.h"
+#include "scheduler/rng.h"
+#include "scheduler/scoring_policy.h"
+
+namespace stoker::scheduler {
+namespace {
+
+// Highest score, lowest id among ties, over listed nodes; -1 if none.
+int32_t BruteBest(const std::vector<int64_t>& score, const std::vector<bool>& listed) {
+  int32_t best = -1;
+  for (int32_t i = 0; i < static_cast<int32_t>(score.size()); ++i) {
+    if (listed[i] && (best < 0 || score[i] > score[best])) best = i;
+  }
+  return best;
+}
+
+TEST(BestIndexTest, EmptyAndSingle) {
+  BestIndex idx;
+  idx.Reset(0);
+  EXPECT_EQ(idx.Best(), -1);
+  idx.Reset(1);
+  EXPECT_EQ(idx.Best(), -1);
+  idx.SetLeaf(0, -5);
+  idx.Update(0);
+  EXPECT_EQ(idx.Best(), 0);
+  idx.UnsetLeaf(0);
+  idx.Update(0);
+  EXPECT_EQ(idx.Best(), -1);
+}
+
+TEST(BestIndexTest, TiesGoToLowestId) {
+  BestIndex idx;
+  idx.Reset(5);
+  for (int32_t i : {4, 2, 3}) {
+    idx.SetLeaf(i, 7);
+    idx.Update(i);
+  }
+  EXPECT_EQ(idx.Best(), 2);
+  idx.SetLeaf(4, 8);
+  idx.Update(4);
+  EXPECT_EQ(idx.Best(), 4);
+}
+
+TEST(BestIndexTest, EqualsBruteForceUnderRandomChanges) {
+  Rng rng(7);
+  for (int32_t n : {1, 2, 3, 17, 64, 100, 1000}) {
+    BestIndex idx;
+    idx.Reset(n);
+    std::vector<int64_t> score(n, 0);
+    std::vector<bool> listed(n, false);
+    for (int step = 0; step < 4000; ++step) {
+      // Few distinct scores, so ties are common; extreme values included.
+      const int32_t i = static_cast<int32_t>(rng.Uniform(static_cast<uint64_t>(n)));
+      const uint64_t op = rng.Uniform(10);
+      if (op < 6) {
+        const int64_t s = op == 0   ? INT64_MIN
+                          : op == 1 ? INT64_MAX
+                                    : static_cast<int64_t>(rng.Uniform(5)) - 2;
+        score[i] = s;
+        listed[i] = true;
+        idx.SetLeaf(i, s);
+      } else if (op < 9) {
+        listed[i] = false;
+        idx.UnsetLeaf(i);
+      } else {
+        listed[i] = true;  // relist with the kept score
+        idx.RelistLeaf(i);
+      }
+      // Alternate path repair and whole rebuilds.
+      if (step % 7 == 0) {
+        idx.Build();
+      } else {
+        idx.Update(i);
+      }
+      ASSERT_EQ(idx.Best(), BruteBest(score, listed)) << "n=" << n << " step=" << step;
+    }
+  }
+}
+
+// The indexed policies decide exactly as the exhaustive scan on a random heterogeneous cluster
+// under allocation and release churn, memory-bound requests included.
+TEST(BestIndexTest, IndexedPoliciesEqualScanUnderChurn) {
+  for (const std::string name :
+       {"fgd", "stoker", "bestfit", "packing", "dotprod", "clustering", "weighted"}) {
+    ClusterState cluster;
+    const GpuModelId a = *cluster.models().Intern("A");
+    const GpuModelId b = *cluster.models().Intern("B");
+    Rng rng(11);
+    for (int i = 0; i < 300; ++i) {
+      const int gpus = static_cast<int>(rng.Uniform(3)) * 4;  // 0, 4 or 8
+      ASSERT_TRUE(cluster
+                      .AddNode({"n" + std::to_string(i),
+                                32000 + 32000 * static_cast<int64_t>(rng.Uniform(3)),
+                                65536 * (1 + static_cast<int64_t>(rng.Uniform(4))), gpus,
+                                rng.Uniform(2) == 0 ? a : b, 0, false})
+                      .ok());
+    }
+    std::vector<Request> shapes;
+    for (int i = 0; i < 40; ++i) {
+      const int64_t cpu = 1000 * (1 + static_cast<int64_t>(rng.Uniform(16)));
+      const int64_t mem = 4096 * (1 + static_cast<int64_t>(rng.Uniform(60)));
+      switch (rng.Uniform(3)) {
+        case 0:
+          shapes.push_back(
+              Request::GpuShare(50 * (1 + static_cast<int32_t>(rng.Uniform(19))), cpu, mem));
+          break;
+        case 1:
+          shapes.push_back(Request::WholeGpus(1 << rng.Uniform(4), cpu, mem));
+          break;
+        default:
+          shapes.push_back(Request::CpuOnly(cpu, mem));
+      }
+    }
+    PolicyConfig config;
+    config.typical_shapes = ComputeTypicalShapes(shapes, 95);
+    auto indexed = std::move(CreatePlacementPolicy(name, config).value());
+    auto scan = std::move(CreatePlacementPolicy(name, config).value());
+    auto* scoring = dynamic_cast<ScoringPolicy*>(scan.get());
+    ASSERT_NE(scoring, nullptr) << name;
+    scoring->DisableCache();
+    std::deque<Placement> live;
+    for (int step = 0; step < 3000; ++step) {
+      const Request& r = shapes[rng.Uniform(shapes.size())];
+      indexed->Observe(r);
+      scan->Observe(r);
+      const PlacementResult got = indexed->Place(r, cluster);
+      const PlacementResult want = scan->Place(r, cluster);
+      ASSERT_EQ(got.status, want.status) << name << " step " << step;
+      ASSERT_EQ(got.placement, want.placement) << name << " step " << step;
+      if (got.placed()) {
+        ASSERT_TRUE(cluster.Allocate(got.placement).ok());
+        live.push_back(got.placement);
+      }
+      // Release a random live placement now and then, the oldest when GPUs run out.
+      while (!live.empty() && (rng.Uniform(3) == 0 || cluster.allocated_gpu_milli() * 10 >
+                                                          cluster.total_gpu_milli() * 9)) {
+        const size_t k = rng.Uniform(live.size());
+        ASSERT_TRUE(cluster.Release(live[k]).ok());
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace stoker::scheduler

@@ -7,9 +7,10 @@
 // Time is simulated only: integer milliseconds since the first submission, advanced from event
 // to event; nothing reads a clock. Jobs larger than the cluster are reported infeasible.
 //
-// Extension points for idleness models, idle reclaim and oversubscription (a later issue):
-// JobSpec::gpu_util carries a per-job utilisation profile, and SimObserver sees every event,
-// every interval of constant allocation (OnAdvance) and optional periodic ticks.
+// Extension points for idleness models and idle reclaim: JobSpec::gpu_util carries a per-job
+// utilisation profile, and SimObserver sees every event, every interval of constant allocation
+// (OnAdvance) and optional periodic ticks. Oversubscription is a co-location mode
+// (JobsSimOptions::colocation, off by default) whose decisions come from a CoLocationPolicy.
 
 #include <cstdint>
 #include <functional>

@@ -404,11 +404,12 @@ void JobsSim::SchedulePreemptible() {
   const int64_t milli = pol.preemptible_milli();
   const auto n = static_cast<int32_t>(gpu_pre_.size());
   while (!pre_waiting_.empty()) {
-    // The GPU where the job would run fastest (most spare activity per co-located job), lowest
-    // index on ties; the policy decides whether it may go there at all.
+    // The GPU where the job would run fastest (most spare activity per co-located job); the
+    // policy decides whether it may go there at all. Ties go to the highest index: placement
+    // policies break ties toward low node ids, so guaranteed work lands there less often.
     int32_t best = -1;
     double best_rate = 0;
-    for (int32_t g = 0; g < n; ++g) {
+    for (int32_t g = n - 1; g >= 0; --g) {
       const double rate = SpareActivity(g) / static_cast<double>(gpu_pre_[g].size() + 1);
       if (rate <= best_rate) continue;
       LoadViewOf(g, /*with_host=*/true, scratch_view_);

@@ -1,6 +1,9 @@
 #include "scheduler/fgd.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <functional>
 
 #include "scheduler/scoring_policy.h"
 
@@ -15,7 +18,47 @@ FragModel::FragModel(const TypicalShapes& typical) {
       continue;
     }
     shapes_.push_back(
-        {t.shape.cpu_milli, t.shape.num_gpu, t.shape.gpu_milli, t.shape.allowed_models, freq});
+        {t.shape.cpu_milli, t.shape.num_gpu, t.shape.gpu_milli, t.shape.allowed_models, freq, 0});
+    thresholds_.push_back(t.shape.gpu_milli);
+  }
+  std::sort(thresholds_.begin(), thresholds_.end(), std::greater<>());
+  thresholds_.erase(std::unique(thresholds_.begin(), thresholds_.end()), thresholds_.end());
+  for (Item& p : shapes_) {
+    p.threshold = static_cast<int32_t>(
+        std::lower_bound(thresholds_.begin(), thresholds_.end(), p.gpu_milli, std::greater<>()) -
+        thresholds_.begin());
+  }
+}
+
+void FragModel::CountBySize(const int16_t* left, int num_gpus, int64_t idle, int32_t* fit,
+                            int64_t* small) const {
+  std::array<int32_t, kMaxGpusPerNode> v{};
+  for (int g = 0; g < num_gpus; ++g) v[g] = left[g];
+  for (int i = 1; i < num_gpus; ++i) {  // insertion sort, descending: at most 8 values
+    const int32_t x = v[i];
+    int k = i;
+    for (; k > 0 && v[k - 1] < x; --k) v[k] = v[k - 1];
+    v[k] = x;
+  }
+  int j = 0;
+  int64_t roomy = 0;  // free milli of the GPUs counted in fit
+  for (size_t t = 0; t < thresholds_.size(); ++t) {
+    while (j < num_gpus && v[j] >= thresholds_[t]) roomy += v[j++];
+    fit[t] = j;
+    small[t] = idle - roomy;
+  }
+}
+
+void FragModel::CountForShape(const Item& p, const int16_t* left, int num_gpus, int32_t* fit,
+                              int64_t* small) {
+  *fit = 0;
+  *small = 0;
+  for (int g = 0; g < num_gpus; ++g) {
+    if (left[g] >= p.gpu_milli) {
+      ++*fit;
+    } else {
+      *small += left[g];
+    }
   }
 }
 
@@ -27,19 +70,22 @@ double FragModel::NodeFrag(int64_t cpu_free, const int16_t* left, int num_gpus,
   const double idle_d = static_cast<double>(idle);
   double f = cpu_only_freq_ * idle_d;
   const GpuModelMask bit = GpuModelTable::Bit(model);
+  std::array<int32_t, kMaxThresholds> fit_by_size;
+  std::array<int64_t, kMaxThresholds> small_by_size;
+  const bool tabled = Tabled();
+  if (tabled) CountBySize(left, num_gpus, idle, fit_by_size.data(), small_by_size.data());
   for (const Item& p : shapes_) {
     if ((p.models != 0 && (p.models & bit) == 0) || cpu_free < p.cpu_milli) {
       f += p.freq * idle_d;
       continue;
     }
-    int fit = 0;
+    int32_t fit = 0;
     int64_t small = 0;
-    for (int g = 0; g < num_gpus; ++g) {
-      if (left[g] >= p.gpu_milli) {
-        ++fit;
-      } else {
-        small += left[g];
-      }
+    if (tabled) {
+      fit = fit_by_size[p.threshold];
+      small = small_by_size[p.threshold];
+    } else {
+      CountForShape(p, left, num_gpus, &fit, &small);
     }
     f += p.freq * static_cast<double>(fit >= p.num_gpu ? small : idle);
   }
@@ -55,23 +101,22 @@ void FragVariants::Prepare(const FragModel& model, int64_t cpu_free, const int16
   fit_.resize(k);
   small_.resize(k);
   const GpuModelMask bit = GpuModelTable::Bit(gpu_model);
+  std::array<int32_t, FragModel::kMaxThresholds> fit_by_size;
+  std::array<int64_t, FragModel::kMaxThresholds> small_by_size;
+  const bool tabled = model.Tabled();
+  if (tabled) model.CountBySize(left, num_gpus, idle_, fit_by_size.data(), small_by_size.data());
   for (size_t i = 0; i < k; ++i) {
     const FragModel::Item& p = model.shapes_[i];
     if ((p.models != 0 && (p.models & bit) == 0) || cpu_free < p.cpu_milli) {
       fit_[i] = -1;
       continue;
     }
-    int fit = 0;
-    int64_t small = 0;
-    for (int g = 0; g < num_gpus; ++g) {
-      if (left[g] >= p.gpu_milli) {
-        ++fit;
-      } else {
-        small += left[g];
-      }
+    if (tabled) {
+      fit_[i] = fit_by_size[p.threshold];
+      small_[i] = small_by_size[p.threshold];
+    } else {
+      FragModel::CountForShape(p, left, num_gpus, &fit_[i], &small_[i]);
     }
-    fit_[i] = fit;
-    small_[i] = small;
   }
 }
 

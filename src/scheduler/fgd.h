@@ -37,9 +37,22 @@ class FragModel {
     int32_t gpu_milli;
     GpuModelMask models;
     double freq;
+    int32_t threshold;  // index of gpu_milli in thresholds_
   };
+  // Shapes share few distinct per-GPU sizes (openb default: 35 shapes, 13 sizes), so the GPUs
+  // with room for each size and the idle milli on the others are counted once per size, from
+  // the node's GPUs sorted by free milli, instead of once per shape.
+  static constexpr size_t kMaxThresholds = 64;  // beyond this, count per shape (no stack tables)
+  bool Tabled() const { return thresholds_.size() <= kMaxThresholds; }
+  // fit[t] = GPUs with left >= thresholds_[t]; small[t] = idle milli on the others.
+  void CountBySize(const int16_t* left, int num_gpus, int64_t idle, int32_t* fit,
+                   int64_t* small) const;
+  // The same for one shape, directly.
+  static void CountForShape(const Item& p, const int16_t* left, int num_gpus, int32_t* fit,
+                            int64_t* small);
   std::vector<Item> shapes_;
-  double cpu_only_freq_ = 0;  // summed frequency of CPU-only shapes
+  std::vector<int32_t> thresholds_;  // distinct gpu_milli of shapes_, descending
+  double cpu_only_freq_ = 0;         // summed frequency of CPU-only shapes
 };
 
 // NodeFrag of several variants of one node state that each lower one GPU's free milli (a share

@@ -230,5 +230,90 @@ TEST(ScoreCacheTest, IndexMatchesExhaustiveScanUnderChurn) {
   }
 }
 
+// The definition in fgd.h, evaluated per shape with a plain loop over the GPUs (what NodeFrag did
+// before it counted per distinct GPU size), in the same order of addition.
+double ReferenceFrag(const TypicalShapes& typical, int64_t cpu_free, const int16_t* left,
+                     int num_gpus, GpuModelId model) {
+  int64_t idle = 0;
+  for (int g = 0; g < num_gpus; ++g) idle += left[g];
+  if (idle == 0) return 0.0;
+  const double total = static_cast<double>(typical.total);
+  double cpu_only = 0;
+  for (const TypicalShape& t : typical.shapes) {
+    if (t.shape.num_gpu == 0 || t.shape.gpu_milli == 0)
+      cpu_only += static_cast<double>(t.count) / total;
+  }
+  double f = cpu_only * static_cast<double>(idle);
+  for (const TypicalShape& t : typical.shapes) {
+    const PodShape& p = t.shape;
+    if (p.num_gpu == 0 || p.gpu_milli == 0) continue;
+    const double freq = static_cast<double>(t.count) / total;
+    if ((p.allowed_models != 0 && (p.allowed_models & GpuModelTable::Bit(model)) == 0) ||
+        cpu_free < p.cpu_milli) {
+      f += freq * static_cast<double>(idle);
+      continue;
+    }
+    int fit = 0;
+    int64_t small = 0;
+    for (int g = 0; g < num_gpus; ++g) {
+      if (left[g] >= p.gpu_milli) {
+        ++fit;
+      } else {
+        small += left[g];
+      }
+    }
+    f += freq * static_cast<double>(fit >= p.num_gpu ? small : idle);
+  }
+  return f;
+}
+
+// NodeFrag (counted once per distinct GPU size, or per shape beyond 64 sizes) and FragVariants
+// (one GPU lowered) equal the definition bit for bit on random shapes and node states.
+TEST(FragModelTest, CountsEqualDefinitionOnRandomStates) {
+  Rng rng(5);
+  for (const int sizes : {3, 13, 64, 65, 200}) {
+    for (int round = 0; round < 20; ++round) {
+      TypicalShapes typical;
+      for (int i = 0; i < 40 + sizes; ++i) {
+        PodShape p;
+        p.cpu_milli = 1000 * static_cast<int64_t>(rng.Uniform(40));
+        const uint64_t kind = rng.Uniform(4);
+        p.num_gpu = kind == 0 ? 0 : kind == 1 ? 1 << rng.Uniform(4) : 1;
+        p.gpu_milli = kind == 0 ? 0
+                      : kind == 1
+                          ? 1000
+                          : static_cast<int32_t>(1 + rng.Uniform(static_cast<uint64_t>(sizes)) *
+                                                         (999 / sizes));
+        p.allowed_models = rng.Uniform(4) == 0 ? GpuModelMask{2} : GpuModelMask{0};
+        typical.shapes.push_back({p, 1 + static_cast<int64_t>(rng.Uniform(50))});
+        typical.total += typical.shapes.back().count;
+      }
+      const FragModel model(typical);
+      FragVariants variants;
+      for (int node = 0; node < 50; ++node) {
+        const int num_gpus = 1 + static_cast<int>(rng.Uniform(8));
+        int16_t left[kMaxGpusPerNode] = {};
+        for (int g = 0; g < num_gpus; ++g) {
+          left[g] = static_cast<int16_t>(rng.Uniform(3) == 0 ? 1000 : rng.Uniform(1001));
+        }
+        const int64_t cpu = 1000 * static_cast<int64_t>(rng.Uniform(45));
+        const GpuModelId gpu_model = static_cast<GpuModelId>(rng.Uniform(2));
+        ASSERT_EQ(model.NodeFrag(cpu, left, num_gpus, gpu_model),
+                  ReferenceFrag(typical, cpu, left, num_gpus, gpu_model));
+        variants.Prepare(model, cpu, left, num_gpus, gpu_model);
+        for (int g = 0; g < num_gpus; ++g) {
+          const int16_t from = left[g];
+          const int16_t to = static_cast<int16_t>(rng.Uniform(static_cast<uint64_t>(from) + 1));
+          left[g] = to;
+          ASSERT_EQ(variants.WithChange(from, to),
+                    ReferenceFrag(typical, cpu, left, num_gpus, gpu_model))
+              << "sizes " << sizes << " gpu " << g;
+          left[g] = from;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stoker::scheduler

@@ -39,7 +39,7 @@ class FragModel {
     double freq;
     int32_t threshold;  // index of gpu_milli in thresholds_
   };
-  // Shapes share few distinct per-GPU sizes (openb default: 35 shapes, 13 sizes), so the GPUs
+  // Shapes share few distinct per-GPU sizes (openb default: 30 GPU shapes, 12 sizes), so the GPUs
   // with room for each size and the idle milli on the others are counted once per size, from
   // the node's GPUs sorted by free milli, instead of once per shape.
   static constexpr size_t kMaxThresholds = 64;  // beyond this, count per shape (no stack tables)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds dist/stoker: a single x86-64 binary that runs on any Linux with glibc >= 2.36 (Debian 12)
-# without installing anything. libstdc++, libgcc, OpenSSL, SQLite, yaml-cpp, spdlog/fmt and
-# cpp-httplib are linked statically; glibc stays dynamic because NVML is loaded with dlopen().
+# without installing anything. libstdc++, libgcc, OpenSSL, SQLite, yaml-cpp, spdlog/fmt,
+# cpp-httplib and simdjson are linked statically (Boost.Beast/Asio are header-only); glibc stays dynamic because NVML is loaded with dlopen().
 #
 # Debian packages cpp-httplib only as a shared library, so this script takes the upstream
 # single-file httplib.h from Debian's *source* package (apt-get source; no other download).
@@ -11,25 +11,38 @@ root=$PWD
 work=$root/build-portable
 mkdir -p "$work/third_party" dist
 
-if [[ ! -f $work/third_party/httplib.h ]]; then
-  apt_dir=$work/apt
+# Debian source packages (apt-get source; no other download) for what Debian ships only as a
+# shared library: the single-file httplib.h and simdjson's single-file amalgamation.
+fetch_source() {  # fetch_source PACKAGE
+  local apt_dir=$work/apt
   mkdir -p "$apt_dir/lists/partial"
   cat >"$apt_dir/sources.list" <<'LIST'
 deb-src http://deb.debian.org/debian bookworm main
 deb-src http://deb.debian.org/debian-security bookworm-security main
 LIST
-  apt_opts=(-o Dir::Etc::SourceList="$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
-            -o Dir::State::Lists="$apt_dir/lists" -o Debug::NoDropPrivs=1)
-  apt-get "${apt_opts[@]}" update -qq
-  (cd "$apt_dir" && apt-get "${apt_opts[@]}" source --download-only -qq cpp-httplib)
-  orig=$(ls "$apt_dir"/cpp-httplib_*.orig.tar.* | head -n 1)
-  tar -xf "$orig" -C "$apt_dir" --wildcards '*/httplib.h'
-  cp "$(find "$apt_dir" -name httplib.h | head -n 1)" "$work/third_party/httplib.h"
+  local apt_opts=(-o Dir::Etc::SourceList="$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+                  -o Dir::State::Lists="$apt_dir/lists" -o Debug::NoDropPrivs=1)
+  [[ -n $(ls "$apt_dir/lists" 2>/dev/null | grep -v partial) ]] || apt-get "${apt_opts[@]}" update -qq
+  (cd "$apt_dir" && apt-get "${apt_opts[@]}" source --download-only -qq "$1")
+  ls "$apt_dir/$1"_*.orig.tar.* | head -n 1
+}
+if [[ ! -f $work/third_party/httplib.h ]]; then
+  orig=$(fetch_source cpp-httplib)
+  tar -xf "$orig" -C "$work/apt" --wildcards '*/httplib.h'
+  cp "$(find "$work/apt" -name httplib.h | head -n 1)" "$work/third_party/httplib.h"
+fi
+if [[ ! -f $work/third_party/simdjson/simdjson.cpp ]]; then
+  orig=$(fetch_source simdjson)
+  tar -xf "$orig" -C "$work/apt" --wildcards '*/singleheader/simdjson.*'
+  mkdir -p "$work/third_party/simdjson"
+  cp "$(find "$work/apt" -path '*singleheader/simdjson.h' | head -n 1)" \
+     "$(find "$work/apt" -path '*singleheader/simdjson.cpp' | head -n 1)" "$work/third_party/simdjson/"
 fi
 
 cmake -S . -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTOKER_PORTABLE=ON \
   -DSTOKER_BUILD_TESTS=OFF -DSTOKER_BUILD_BENCH=OFF \
-  -DSTOKER_HTTPLIB_INCLUDE_DIR="$work/third_party" >/dev/null
+  -DSTOKER_HTTPLIB_INCLUDE_DIR="$work/third_party" \
+  -DSTOKER_SIMDJSON_DIR="$work/third_party/simdjson" >/dev/null
 ninja -C "$work/build" stoker
 cp "$work/build/bin/stoker" dist/stoker
 strip dist/stoker

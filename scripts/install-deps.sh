@@ -5,8 +5,8 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config clang clang-format libclang-rt-14-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev libsqlite3-dev
-  libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
-  prometheus prometheus-node-exporter prometheus-alertmanager curl python3 procps
+  libcpp-httplib-dev libboost1.74-dev libsimdjson-dev libssl-dev zlib1g-dev libbrotli-dev
+  prometheus prometheus-node-exporter prometheus-alertmanager curl openssl python3 procps
 )
 missing=()
 for p in "${packages[@]}"; do

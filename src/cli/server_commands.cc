@@ -270,7 +270,7 @@ struct ServerFlags {
   std::string sync = "full";
   std::string efficiency_config;  // YAML (docs/efficiency.md); empty: defaults
   std::string alertmanager;       // base URL: efficiency alerts are also posted there
-  int http_threads = 1100;
+  int http_threads = 32;
 };
 
 void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
@@ -288,10 +288,11 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
   cmd->add_option("--sync", f->sync, "SQLite synchronous mode: full (survives power loss) or normal (survives kill -9)")
       ->check(CLI::IsMember({"full", "normal"}))
       ->capture_default_str();
-  // httplib serves each keep-alive connection on one pool thread for the connection's life.
+  // Connections are served asynchronously; these threads run handlers, and a submission waits
+  // in one for its durable commit, so they bound how many commits are grouped together.
   cmd->add_option("--http-threads", f->http_threads,
-                  "HTTP worker threads; each open keep-alive connection (agent, user) holds one")
-      ->check(CLI::Range(4, 16384))
+                  "Threads that run API requests (each durable submission holds one until its commit)")
+      ->check(CLI::Range(2, 1024))
       ->capture_default_str();
 }
 

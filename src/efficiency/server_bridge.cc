@@ -63,7 +63,9 @@ Result<std::vector<GpuSample>> SamplesFromSnapshotJson(const json& j) {
       s.timestamp =
           WallTime(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(secs)));
     }
-    const json fields = g.value("fields", json::object());
+    static const json kNoFields = json::object();
+    const auto fit = g.find("fields");
+    const json& fields = fit != g.end() && fit->is_object() ? *fit : kNoFields;
     s.util_gpu_pct = FieldOf<uint32_t>(fields, "util_gpu_pct");
     s.util_mem_pct = FieldOf<uint32_t>(fields, "util_mem_pct");
     s.memory_total_bytes = FieldOf<uint64_t>(fields, "memory_total_bytes");
@@ -73,15 +75,22 @@ Result<std::vector<GpuSample>> SamplesFromSnapshotJson(const json& j) {
     s.gpm.sm_active = FieldOf<double>(fields, "sm_active_ratio");
     s.gpm.tensor_active = FieldOf<double>(fields, "tensor_active_ratio");
     s.gpm.dram_bw_util = FieldOf<double>(fields, "dram_active_ratio");
-    for (const json& p : g.value("processes", json::array())) {
-      GpuProcess proc;
-      proc.pid = p.value("pid", 0u);
-      const json job = p.value("job", json());
-      if (job.is_object() && job.contains("id") && job["id"].is_string()) {
-        proc.job.kind = JobRef::Kind::kStoker;
-        proc.job.id = job["id"].get<std::string>();
+    // Looked up in place: copying these sub-objects cost more than the rest of the walk.
+    const auto procs = g.find("processes");
+    if (procs != g.end() && procs->is_array()) {
+      for (const json& p : *procs) {
+        if (!p.is_object()) continue;
+        GpuProcess proc;
+        proc.pid = p.value("pid", 0u);
+        const auto job = p.find("job");
+        if (job != p.end() && job->is_object()) {
+          if (const auto id = job->find("id"); id != job->end() && id->is_string()) {
+            proc.job.kind = JobRef::Kind::kStoker;
+            proc.job.id = id->get<std::string>();
+          }
+        }
+        s.processes.push_back(std::move(proc));
       }
-      s.processes.push_back(std::move(proc));
     }
     out.push_back(std::move(s));
   }
@@ -298,17 +307,12 @@ void EfficiencyService::OnJobChanged(const server::Job& job) {
   if (job.start_ms > 0 && u.busy_beats == 0 && u.idle_beats == 0) u.since = FromMs(job.start_ms);
 }
 
-void EfficiencyService::OnHeartbeat(const std::string& node, const nlohmann::json& samples,
+void EfficiencyService::OnHeartbeat(const std::string& node, const std::vector<GpuSample>& gpus,
                                     WallTime at) {
-  auto parsed = SamplesFromSnapshotJson(samples);
-  if (!parsed.ok()) {
-    spdlog::warn("efficiency: heartbeat from {}: {}", node, parsed.status().message());
-    return;
-  }
   std::lock_guard lock(mu_);
   last_seen_ = std::max(last_seen_, at);
   std::map<std::string, double> job_activity;
-  for (GpuSample& s : *parsed) {
+  for (GpuSample s : gpus) {
     if (s.timestamp == WallTime{}) s.timestamp = at;
     const std::pair<std::string, uint32_t> key{node, s.id.index};
     if (!s.id.name.empty()) gpu_model_[key] = s.id.name;
@@ -344,9 +348,10 @@ void EfficiencyService::OnHeartbeat(const std::string& node, const nlohmann::jso
     if (auto u = usage_.find(job); u != usage_.end())
       ++(activity == 0 ? u->second.idle_beats : u->second.busy_beats);
   }
-  // Alert states advance with each observation; silences, inhibition and notifications (which
-  // may post to Alertmanager) wait for Evaluate(), off the heartbeat path.
-  reclaimer_->Evaluate(at);  // actions queue; Evaluate() runs them
+  // Alert states advance with each observation; silences, inhibition, notifications (which may
+  // post to Alertmanager) and idle-reclaim decisions wait for Evaluate(), off the heartbeat
+  // path: reclaim walks every running job, which made each heartbeat O(jobs) under this lock,
+  // and its decisions (minutes to hours apart) need no per-heartbeat check.
 }
 
 void EfficiencyService::ObserveClusterLocked(WallTime now) {
@@ -689,7 +694,6 @@ std::optional<ApiResponse> EfficiencyService::Handle(const server::ApiRequest& r
   return ApiResponse{200, RenderText(r), "text/plain; charset=utf-8"};
 }
 
-
 // The routes Handle() serves, for /api/v1/openapi.json (Api merges them into its document).
 json EfficiencyService::OpenApiPaths() const {
   const auto op = [](const char* summary, const char* role, json params = json::array()) {
@@ -705,24 +709,31 @@ json EfficiencyService::OpenApiPaths() const {
     return o;
   };
   const auto query = [](const char* name, const char* description) {
-    return json{{"name", name}, {"in", "query"}, {"required", false},
-                {"description", description}, {"schema", {{"type", "string"}}}};
+    return json{{"name", name},
+                {"in", "query"},
+                {"required", false},
+                {"description", description},
+                {"schema", {{"type", "string"}}}};
   };
   json paths = json::object();
-  paths["/zones"]["get"] = op("Efficiency zones (gold, silver, bronze, hot) of GPUs and jobs, and "
-                              "the consolidation plan for silver jobs",
-                              "admin or user (a user sees own jobs)");
-  paths["/alerts"]["get"] = op("Active graded alerts (yellow, orange, red) with inhibition and "
-                               "silence state", "admin or user");
+  paths["/zones"]["get"] =
+      op("Efficiency zones (gold, silver, bronze, hot) of GPUs and jobs, and "
+         "the consolidation plan for silver jobs",
+         "admin or user (a user sees own jobs)");
+  paths["/alerts"]["get"] =
+      op("Active graded alerts (yellow, orange, red) with inhibition and "
+         "silence state",
+         "admin or user");
   paths["/silences"]["get"] = op("Silences", "admin or user");
-  paths["/silences"]["post"] = op("Create a silence: {matchers, starts_at, ends_at, comment}",
-                                  "admin");
-  paths["/silences/{id}"]["delete"] =
-      op("Delete a silence", "admin",
-         json::array({{{"name", "id"}, {"in", "path"}, {"required", true},
-                       {"schema", {{"type", "string"}}}}}));
-  paths["/reclaim"]["get"] = op("Idle-reclaim actions (warn, requeue, cancel) with evidence",
-                                "admin or user (own jobs)");
+  paths["/silences"]["post"] =
+      op("Create a silence: {matchers, starts_at, ends_at, comment}", "admin");
+  paths["/silences/{id}"]["delete"] = op("Delete a silence", "admin",
+                                         json::array({{{"name", "id"},
+                                                       {"in", "path"},
+                                                       {"required", true},
+                                                       {"schema", {{"type", "string"}}}}}));
+  paths["/reclaim"]["get"] =
+      op("Idle-reclaim actions (warn, requeue, cancel) with evidence", "admin or user (own jobs)");
   paths["/ledger"]["get"] = op("Market ledger entries", "admin or user (own team)",
                                json::array({query("team", "only this team")}));
   paths["/budgets"]["get"] = op("Team credit budgets and balances", "admin or user (own team)",

@@ -77,7 +77,8 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   void Stop();
 
   // ServerObserver.
-  void OnHeartbeat(const std::string& node, const nlohmann::json& samples, WallTime at) override;
+  void OnHeartbeat(const std::string& node, const std::vector<GpuSample>& gpus,
+                   WallTime at) override;
   void OnJobChanged(const server::Job& job) override;
 
   // ApiExtension.

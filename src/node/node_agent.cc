@@ -88,16 +88,18 @@ server::JobReport NodeAgent::ReportFor(const runner::JobStatus& st) {
   r.stdout_data = ReadRange(dir + "/stdout.log", out_sent, options_.max_log_chunk);
   r.stderr_offset = err_sent;
   r.stderr_data = ReadRange(dir + "/stderr.log", err_sent, options_.max_log_chunk);
-  r.logs_complete = st.phase == runner::JobPhase::kExited &&
-                    out_sent + static_cast<int64_t>(r.stdout_data.size()) >= FileSize(dir + "/stdout.log") &&
-                    err_sent + static_cast<int64_t>(r.stderr_data.size()) >= FileSize(dir + "/stderr.log");
+  r.logs_complete =
+      st.phase == runner::JobPhase::kExited &&
+      out_sent + static_cast<int64_t>(r.stdout_data.size()) >= FileSize(dir + "/stdout.log") &&
+      err_sent + static_cast<int64_t>(r.stderr_data.size()) >= FileSize(dir + "/stderr.log");
   return r;
 }
 
 Status NodeAgent::RunOnce() {
   if (!registered_) {
-    STOKER_ASSIGN_OR_RETURN(server::HttpResult r,
-                            client_.Post("/api/v1/nodes/register", server::NodeInventoryToJson(inventory_)));
+    STOKER_ASSIGN_OR_RETURN(
+        server::HttpResult r,
+        client_.Post("/api/v1/nodes/register", server::NodeInventoryToJson(inventory_)));
     STOKER_RETURN_IF_ERROR(server::StatusFromHttp(r).WithContext("register"));
     registered_ = true;
     spdlog::info("node {} registered with {}", inventory_.name, options_.server_url);
@@ -116,10 +118,10 @@ Status NodeAgent::RunOnce() {
     r.logs_complete = true;
     hb.jobs.push_back(r);
   }
-  if (samples_) hb.samples = samples_();
+  if (samples_) hb.samples_json = samples_().dump();
   STOKER_ASSIGN_OR_RETURN(server::HttpResult res,
-                          client_.Post("/api/v1/nodes/" + inventory_.name + "/heartbeat",
-                                       server::HeartbeatToJson(hb)));
+                          client_.PostBody("/api/v1/nodes/" + inventory_.name + "/heartbeat",
+                                           server::HeartbeatBody(hb)));
   if (res.status == 404) {
     registered_ = false;  // the server forgot us (new database): register again next round
     return Unavailable("node not registered on the server; re-registering");
@@ -138,7 +140,8 @@ Status NodeAgent::RunOnce() {
   }
   for (int64_t id : reply.cancel) {
     Status s = runner_.Cancel(std::to_string(id));
-    if (!s.ok() && s.code() != StatusCode::kNotFound) spdlog::debug("cancel job {}: {}", id, s.ToString());
+    if (!s.ok() && s.code() != StatusCode::kNotFound)
+      spdlog::debug("cancel job {}: {}", id, s.ToString());
   }
   for (const server::LaunchOrder& o : reply.start) {
     runner::LaunchSpec spec;
@@ -165,7 +168,8 @@ void NodeAgent::Run(const std::atomic<bool>* stop) {
   while (!stop->load()) {
     Status s = RunOnce();
     if (!s.ok()) {
-      if (!was_down) spdlog::warn("node {}: {} (jobs keep running; retrying)", inventory_.name, s.ToString());
+      if (!was_down)
+        spdlog::warn("node {}: {} (jobs keep running; retrying)", inventory_.name, s.ToString());
       was_down = true;
     } else if (was_down) {
       spdlog::info("node {}: server reachable again", inventory_.name);

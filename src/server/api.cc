@@ -42,7 +42,8 @@ Result<json> ParseBody(const std::string& body) {
 }
 
 ApiResponse MethodNotAllowed() {
-  return Json(405, {{"error", {{"code", "method_not_allowed"}, {"message", "method not allowed"}}}});
+  return Json(405,
+              {{"error", {{"code", "method_not_allowed"}, {"message", "method not allowed"}}}});
 }
 
 }  // namespace
@@ -58,18 +59,29 @@ void Api::AddExtension(ApiExtension* e) {
 
 int HttpStatus(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return 200;
-    case StatusCode::kInvalidArgument: return 400;
-    case StatusCode::kUnauthenticated: return 401;
-    case StatusCode::kPermissionDenied: return 403;
-    case StatusCode::kNotFound: return 404;
+    case StatusCode::kOk:
+      return 200;
+    case StatusCode::kInvalidArgument:
+      return 400;
+    case StatusCode::kUnauthenticated:
+      return 401;
+    case StatusCode::kPermissionDenied:
+      return 403;
+    case StatusCode::kNotFound:
+      return 404;
     case StatusCode::kAlreadyExists:
-    case StatusCode::kFailedPrecondition: return 409;
-    case StatusCode::kResourceExhausted: return 413;
-    case StatusCode::kUnavailable: return 503;
-    case StatusCode::kDeadlineExceeded: return 504;
-    case StatusCode::kUnimplemented: return 501;
-    default: return 500;
+    case StatusCode::kFailedPrecondition:
+      return 409;
+    case StatusCode::kResourceExhausted:
+      return 413;
+    case StatusCode::kUnavailable:
+      return 503;
+    case StatusCode::kDeadlineExceeded:
+      return 504;
+    case StatusCode::kUnimplemented:
+      return 501;
+    default:
+      return 500;
   }
 }
 
@@ -110,7 +122,8 @@ ApiResponse Api::Handle(const ApiRequest& req) const {
   auto who_r = server_->Authenticate(req.authorization);
   if (!who_r.ok()) return ErrorResponse(who_r.status());
   const Principal who = *who_r;
-  if (req.body.size() > kMaxRequestBody) return ErrorResponse(ResourceExhausted("body: larger than 4 MiB"));
+  if (req.body.size() > kMaxRequestBody)
+    return ErrorResponse(ResourceExhausted("body: larger than 4 MiB"));
   if (n < 3) return ErrorResponse(NotFound("no such endpoint: " + req.path));
   const std::string& res = p[2];
 
@@ -151,7 +164,8 @@ ApiResponse Api::Handle(const ApiRequest& req) const {
         if (auto it = req.query.find("node"); it != req.query.end()) f.node = it->second;
         if (auto it = req.query.find("limit"); it != req.query.end()) {
           auto v = ParseId(it->second);
-          if (!v || *v > 100000) return ErrorResponse(InvalidArgument("limit: must be in 1..100000"));
+          if (!v || *v > 100000)
+            return ErrorResponse(InvalidArgument("limit: must be in 1..100000"));
           f.limit = static_cast<size_t>(*v);
         }
         auto jobs = server_->ListJobs(who, f);
@@ -182,21 +196,25 @@ ApiResponse Api::Handle(const ApiRequest& req) const {
       int64_t offset = 0;
       if (auto it = req.query.find("stream"); it != req.query.end()) stream = it->second;
       if (auto it = req.query.find("offset"); it != req.query.end()) {
-        auto [ptr, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), offset);
+        auto [ptr, ec] =
+            std::from_chars(it->second.data(), it->second.data() + it->second.size(), offset);
         if (ec != std::errc() || ptr != it->second.data() + it->second.size()) {
           return ErrorResponse(InvalidArgument("offset: must be a non-negative integer"));
         }
       }
       auto chunk = server_->ReadLog(who, *id, stream, offset);
       if (!chunk.ok()) return ErrorResponse(chunk.status());
-      return Json(200, {{"data", chunk->data}, {"next_offset", chunk->next_offset}, {"finished", chunk->finished}});
+      return Json(200, {{"data", chunk->data},
+                        {"next_offset", chunk->next_offset},
+                        {"finished", chunk->finished}});
     }
     if (n == 5 && p[4] == "events") {
       if (m != "GET") return MethodNotAllowed();
       auto ev = server_->Events(who, *id);
       if (!ev.ok()) return ErrorResponse(ev.status());
       json out = json::array();
-      for (const auto& e : *ev) out.push_back({{"ts_ms", e.ts_unix_ms}, {"kind", e.kind}, {"message", e.message}});
+      for (const auto& e : *ev)
+        out.push_back({{"ts_ms", e.ts_unix_ms}, {"kind", e.kind}, {"message", e.message}});
       return Json(200, out);
     }
     return ErrorResponse(NotFound("no such endpoint: " + req.path));
@@ -228,9 +246,10 @@ ApiResponse Api::Handle(const ApiRequest& req) const {
     }
     if (n == 5 && p[4] == "heartbeat") {
       if (m != "POST") return MethodNotAllowed();
-      auto body = ParseBody(req.body);
-      if (!body.ok()) return ErrorResponse(body.status());
-      auto hb = ParseHeartbeat(*body);
+      if (req.body.size() > kMaxRequestBody) {
+        return ErrorResponse(ResourceExhausted("body: larger than 4 MiB"));
+      }
+      auto hb = ParseHeartbeat(req.body);
       if (!hb.ok()) return ErrorResponse(hb.status());
       auto reply = server_->Heartbeat(who, name, std::move(*hb));
       if (!reply.ok()) return ErrorResponse(reply.status());
@@ -261,7 +280,8 @@ ApiResponse Api::Handle(const ApiRequest& req) const {
   }
   if (res == "tokens" && n == 3) {
     if (m != "POST") return MethodNotAllowed();
-    if (who.role != Role::kAdmin) return ErrorResponse(PermissionDenied("only admins create tokens"));
+    if (who.role != Role::kAdmin)
+      return ErrorResponse(PermissionDenied("only admins create tokens"));
     auto body = ParseBody(req.body);
     if (!body.ok()) return ErrorResponse(body.status());
     if (!body->is_object()) return ErrorResponse(InvalidArgument("body: must be a JSON object"));

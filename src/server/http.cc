@@ -7,67 +7,6 @@
 
 namespace stoker::server {
 
-HttpServer::HttpServer(Api* api, HttpOptions options) : api_(api), options_(std::move(options)) {}
-
-HttpServer::~HttpServer() { Stop(); }
-
-std::string HttpServer::url() const {
-  return std::string(options_.tls_cert.empty() ? "http" : "https") + "://" + options_.host + ":" +
-         std::to_string(port_);
-}
-
-Status HttpServer::Start() {
-  if (!options_.tls_cert.empty() || !options_.tls_key.empty()) {
-    if (options_.tls_cert.empty() || options_.tls_key.empty()) {
-      return InvalidArgument("tls: both a certificate and a key file are needed");
-    }
-    auto ssl = std::make_unique<httplib::SSLServer>(options_.tls_cert.c_str(), options_.tls_key.c_str());
-    if (!ssl->is_valid()) {
-      return InvalidArgument("tls: cannot load certificate " + options_.tls_cert + " / key " + options_.tls_key);
-    }
-    http_ = std::move(ssl);
-  } else {
-    http_ = std::make_unique<httplib::Server>();
-  }
-  const int threads = options_.threads;
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  http_->set_payload_max_length(kMaxRequestBody);
-  http_->set_keep_alive_max_count(1000);
-  http_->set_read_timeout(10, 0);
-  auto handler = [this](const httplib::Request& req, httplib::Response& res) {
-    ApiRequest a;
-    a.method = req.method;
-    a.path = req.path;
-    for (const auto& [k, v] : req.params) a.query[k] = v;
-    a.authorization = req.get_header_value("Authorization");
-    a.body = req.body;
-    ApiResponse r = api_->Handle(a);
-    res.status = r.status;
-    res.set_content(r.body, r.content_type.c_str());
-  };
-  http_->Get(R"(/.*)", handler);
-  http_->Post(R"(/.*)", handler);
-  http_->Put(R"(/.*)", handler);
-  http_->Delete(R"(/.*)", handler);
-  if (options_.port == 0) {
-    port_ = http_->bind_to_any_port(options_.host.c_str());
-    if (port_ <= 0) return Unavailable("cannot bind " + options_.host);
-  } else {
-    if (!http_->bind_to_port(options_.host.c_str(), options_.port)) {
-      return Unavailable("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
-                         " (in use?)");
-    }
-    port_ = options_.port;
-  }
-  thread_ = std::thread([this] { http_->listen_after_bind(); });
-  return Status::Ok();
-}
-
-void HttpServer::Stop() {
-  if (http_) http_->stop();
-  if (thread_.joinable()) thread_.join();
-}
-
 Result<std::pair<std::string, int>> ParseHostPort(const std::string& s) {
   const size_t colon = s.rfind(':');
   if (colon == std::string::npos || colon == 0) return InvalidArgument("listen: expected HOST:PORT, got '" + s + "'");

@@ -1,6 +1,7 @@
 #pragma once
-// HTTP(S) transport for the API (cpp-httplib): a server that forwards every /api/v1 request to
-// Api::Handle, and a small JSON client used by the CLI, the node loop and the load generator.
+// HTTP(S) transport for the API: a server (Boost.Beast, http_server.cc) that forwards every
+// request to Api::Handle, and a small JSON client (cpp-httplib, http.cc) used by the CLI, the
+// node loop and the load generator.
 
 #include <atomic>
 #include <memory>
@@ -10,18 +11,18 @@
 #include "core/status.h"
 #include "server/api.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace stoker::server {
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
-  int port = 8470;  // 0: pick a free port (see HttpServer::port())
+  int port = 8470;       // 0: pick a free port (see HttpServer::port())
   std::string tls_cert;  // PEM files; both set -> HTTPS
   std::string tls_key;
-  int threads = 64;
+  // Threads that run request handlers (a submission waits there for its durable commit, so
+  // this bounds how many commits can be grouped). Connections are not tied to threads.
+  int threads = 32;
+  int io_threads = 2;           // threads that read and write the sockets
+  int max_connections = 20000;  // beyond this a new connection is closed at once
 };
 
 class HttpServer {
@@ -34,11 +35,12 @@ class HttpServer {
   int port() const { return port_; }
   std::string url() const;
 
+  struct Impl;
+
  private:
   Api* api_;
   HttpOptions options_;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread thread_;
+  std::unique_ptr<Impl> impl_;
   int port_ = 0;
 };
 
@@ -63,12 +65,17 @@ class ApiClient {
   // Unavailable when the server cannot be reached.
   Result<HttpResult> Get(const std::string& path);
   Result<HttpResult> Post(const std::string& path, const json& body);
+  // POST of a body that is already JSON text.
+  Result<HttpResult> PostBody(const std::string& path, const std::string& body) {
+    return Do("POST", path, body);
+  }
   Result<HttpResult> Put(const std::string& path, const json& body);
   void set_keep_alive(bool on) { keep_alive_ = on; }
   const std::string& base_url() const { return base_url_; }
 
  private:
-  Result<HttpResult> Do(const std::string& method, const std::string& path, const std::string& body);
+  Result<HttpResult> Do(const std::string& method, const std::string& path,
+                        const std::string& body);
   std::string base_url_;
   std::string token_;
   double timeout_s_;

@@ -1,5 +1,8 @@
 #include "server/model.h"
 
+#include <simdjson.h>
+
+#include <limits>
 #include <set>
 
 #include "scheduler/resources.h"
@@ -382,45 +385,158 @@ json NodeInventoryToJson(const NodeInventory& n) {
   return j;
 }
 
-Result<Heartbeat> ParseHeartbeat(const json& body) {
-  STOKER_RETURN_IF_ERROR(CheckObject(body, "heartbeat"));
-  Heartbeat h;
-  if (auto it = body.find("jobs"); it != body.end() && !it->is_null()) {
-    if (!it->is_array()) return FieldError("jobs", "must be an array");
-    for (size_t i = 0; i < it->size(); ++i) {
-      const json& r = (*it)[i];
-      const std::string f = "jobs[" + std::to_string(i) + "]";
-      if (!r.is_object()) return FieldError(f, "must be an object");
-      JobReport rep;
-      Status s = GetInt(r, "id", &rep.id, 1, INT64_MAX);
-      if (s.ok()) s = GetString(r, "phase", &rep.phase, 16);
-      if (s.ok()) s = GetString(r, "error", &rep.error, 4096);
-      int64_t code = INT64_MIN, sig = INT64_MIN;
-      if (s.ok()) s = GetInt(r, "exit_code", &code, -1, 255);
-      if (s.ok()) s = GetInt(r, "signal", &sig, 1, 128);
-      if (s.ok()) s = GetInt(r, "stdout_offset", &rep.stdout_offset, 0, INT64_MAX);
-      if (s.ok()) s = GetString(r, "stdout_data", &rep.stdout_data, 1 << 20);
-      if (s.ok()) s = GetInt(r, "stderr_offset", &rep.stderr_offset, 0, INT64_MAX);
-      if (s.ok()) s = GetString(r, "stderr_data", &rep.stderr_data, 1 << 20);
-      if (s.ok()) s = GetBool(r, "logs_complete", &rep.logs_complete);
-      if (!s.ok()) return s.WithContext(f);
-      if (rep.id == 0) return FieldError(f + ".id", "required");
-      if (rep.phase != "starting" && rep.phase != "running" && rep.phase != "exited") {
-        return FieldError(f + ".phase", "must be starting, running or exited");
-      }
-      if (code != INT64_MIN) rep.exit_code = static_cast<int>(code);
-      if (sig != INT64_MIN) rep.signal = static_cast<int>(sig);
-      h.jobs.push_back(std::move(rep));
+namespace {
+
+Result<std::vector<JobReport>> ParseJobReports(const json& jobs) {
+  if (!jobs.is_array()) return FieldError("jobs", "must be an array");
+  std::vector<JobReport> out;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const json& r = jobs[i];
+    const std::string f = "jobs[" + std::to_string(i) + "]";
+    if (!r.is_object()) return FieldError(f, "must be an object");
+    JobReport rep;
+    Status s = GetInt(r, "id", &rep.id, 1, INT64_MAX);
+    if (s.ok()) s = GetString(r, "phase", &rep.phase, 16);
+    if (s.ok()) s = GetString(r, "error", &rep.error, 4096);
+    int64_t code = INT64_MIN, sig = INT64_MIN;
+    if (s.ok()) s = GetInt(r, "exit_code", &code, -1, 255);
+    if (s.ok()) s = GetInt(r, "signal", &sig, 1, 128);
+    if (s.ok()) s = GetInt(r, "stdout_offset", &rep.stdout_offset, 0, INT64_MAX);
+    if (s.ok()) s = GetString(r, "stdout_data", &rep.stdout_data, 1 << 20);
+    if (s.ok()) s = GetInt(r, "stderr_offset", &rep.stderr_offset, 0, INT64_MAX);
+    if (s.ok()) s = GetString(r, "stderr_data", &rep.stderr_data, 1 << 20);
+    if (s.ok()) s = GetBool(r, "logs_complete", &rep.logs_complete);
+    if (!s.ok()) return s.WithContext(f);
+    if (rep.id == 0) return FieldError(f + ".id", "required");
+    if (rep.phase != "starting" && rep.phase != "running" && rep.phase != "exited") {
+      return FieldError(f + ".phase", "must be starting, running or exited");
     }
+    if (code != INT64_MIN) rep.exit_code = static_cast<int>(code);
+    if (sig != INT64_MIN) rep.signal = static_cast<int>(sig);
+    out.push_back(std::move(rep));
   }
-  if (auto it = body.find("samples"); it != body.end() && !it->is_null()) {
-    if (!it->is_array()) return FieldError("samples", "must be an array");
-    h.samples = *it;
+  return out;
+}
+
+// One field of the agent's snapshot JSON (telemetry/snapshot_json.cc writes it):
+// {"state": "value" | "unsupported" | "error" | ..., "value": x}. Anything else reads as "no
+// reading", as a missing field would.
+template <typename T>
+Field<T> SampleField(simdjson::dom::object fields, std::string_view key) {
+  simdjson::dom::object f;
+  if (fields[key].get_object().get(f)) return {};
+  std::string_view state;
+  if (f["state"].get_string().get(state)) return {};
+  if (state == "unsupported") return Field<T>::Unsupported();
+  if (state != "value") return {};
+  simdjson::dom::element v;
+  if (f["value"].get(v)) return {};
+  if constexpr (std::is_same_v<T, bool>) {
+    bool b = false;
+    return v.get_bool().get(b) ? Field<T>{} : Field<T>::Of(b);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    double d = 0;
+    return v.get_double().get(d) ? Field<T>{} : Field<T>::Of(static_cast<T>(d));
+  } else {
+    uint64_t u = 0;
+    if (v.get_uint64().get(u) || u > std::numeric_limits<T>::max()) return {};
+    return Field<T>::Of(static_cast<T>(u));
+  }
+}
+
+// The GPU readings the server's observers use, from the samples array.
+Result<std::vector<GpuSample>> ParseGpuSamples(simdjson::dom::array gpus) {
+  std::vector<GpuSample> out;
+  size_t i = 0;
+  for (simdjson::dom::element e : gpus) {
+    const std::string where = "samples[" + std::to_string(i++) + "]";
+    simdjson::dom::object g;
+    if (e.get_object().get(g)) return FieldError(where, "must be an object");
+    GpuSample s;
+    uint64_t index = 0;
+    if (!g["index"].get_uint64().get(index)) {
+      if (index > UINT32_MAX) return FieldError(where + ".index", "out of range");
+      s.id.index = static_cast<uint32_t>(index);
+    }
+    std::string_view text;
+    if (!g["uuid"].get_string().get(text)) s.id.uuid = text;
+    if (!g["name"].get_string().get(text)) s.id.name = text;
+    if (!g["health"].get_string().get(text)) {
+      s.health = text == "lost" ? GpuHealth::kLost
+                 : text == "ok" ? GpuHealth::kOk
+                                : GpuHealth::kUnreachable;
+    }
+    double secs = 0;
+    if (!g["timestamp_unix"].get_double().get(secs)) {
+      if (secs < 0 || secs > 4e9) return FieldError(where + ".timestamp_unix", "not a Unix time");
+      s.timestamp =
+          WallTime(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(secs)));
+    }
+    simdjson::dom::object fields;
+    if (!g["fields"].get_object().get(fields)) {
+      s.util_gpu_pct = SampleField<uint32_t>(fields, "util_gpu_pct");
+      s.util_mem_pct = SampleField<uint32_t>(fields, "util_mem_pct");
+      s.memory_total_bytes = SampleField<uint64_t>(fields, "memory_total_bytes");
+      s.memory_used_bytes = SampleField<uint64_t>(fields, "memory_used_bytes");
+      s.temperature_c = SampleField<uint32_t>(fields, "temperature_c");
+      s.power_mw = SampleField<uint32_t>(fields, "power_mw");
+      s.gpm.sm_active = SampleField<double>(fields, "sm_active_ratio");
+      s.gpm.tensor_active = SampleField<double>(fields, "tensor_active_ratio");
+      s.gpm.dram_bw_util = SampleField<double>(fields, "dram_active_ratio");
+    }
+    simdjson::dom::array procs;
+    if (!g["processes"].get_array().get(procs)) {
+      for (simdjson::dom::element pe : procs) {
+        simdjson::dom::object p;
+        if (pe.get_object().get(p)) continue;
+        GpuProcess proc;
+        uint64_t pid = 0;
+        if (!p["pid"].get_uint64().get(pid) && pid <= UINT32_MAX)
+          proc.pid = static_cast<uint32_t>(pid);
+        if (!p["job"]["id"].get_string().get(text)) {
+          proc.job.kind = JobRef::Kind::kStoker;
+          proc.job.id = text;
+        }
+        s.processes.push_back(std::move(proc));
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Heartbeat> ParseHeartbeat(std::string_view body) {
+  Heartbeat h;
+  if (body.empty()) return h;
+  // One parser per thread: it keeps its buffers between heartbeats.
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (auto err = parser.parse(body.data(), body.size()).get(doc)) {
+    return InvalidArgument(std::string("body: not valid JSON (") + simdjson::error_message(err) +
+                           ")");
+  }
+  simdjson::dom::object root;
+  if (doc.get_object().get(root)) return InvalidArgument("heartbeat: body must be a JSON object");
+  simdjson::dom::element jobs;
+  if (!root["jobs"].get(jobs) && !jobs.is_null()) {
+    // Job reports are few and small; they go through the same validation as the other API
+    // objects. The samples, 20 KB a node each second, never become a JSON tree.
+    const json reports = json::parse(simdjson::minify(jobs), nullptr, false);
+    STOKER_ASSIGN_OR_RETURN(h.jobs, ParseJobReports(reports));
+  }
+  simdjson::dom::element samples;
+  if (!root["samples"].get(samples) && !samples.is_null()) {
+    simdjson::dom::array gpus;
+    if (samples.get_array().get(gpus)) return FieldError("samples", "must be an array");
+    STOKER_ASSIGN_OR_RETURN(h.gpus, ParseGpuSamples(gpus));
+    h.samples_json = simdjson::minify(samples);
   }
   return h;
 }
 
-json HeartbeatToJson(const Heartbeat& h) {
+std::string HeartbeatBody(const Heartbeat& h) {
   json jobs = json::array();
   for (const JobReport& r : h.jobs) {
     json j{{"id", r.id}, {"phase", r.phase}};
@@ -438,7 +554,9 @@ json HeartbeatToJson(const Heartbeat& h) {
     j["logs_complete"] = r.logs_complete;
     jobs.push_back(std::move(j));
   }
-  return json{{"jobs", jobs}, {"samples", h.samples}};
+  // The samples are already JSON text: spliced in, not re-serialized.
+  return "{\"jobs\":" + jobs.dump() +
+         ",\"samples\":" + (h.samples_json.empty() ? "[]" : h.samples_json) + "}";
 }
 
 json HeartbeatReplyToJson(const HeartbeatReply& r) {

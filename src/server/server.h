@@ -48,11 +48,13 @@ struct ServerOptions {
 };
 
 // Extension point for the efficiency engine: told about every heartbeat (with the agent's GPU
-// samples) and every job change. Called outside the server lock, from request threads.
+// samples) and every job change. Called outside every server lock, concurrently from request
+// threads: an observer guards its own state.
 class ServerObserver {
  public:
   virtual ~ServerObserver() = default;
-  virtual void OnHeartbeat(const std::string& /*node*/, const json& /*samples*/, WallTime /*at*/) {}
+  virtual void OnHeartbeat(const std::string& /*node*/, const std::vector<GpuSample>& /*gpus*/,
+                           WallTime /*at*/) {}
   virtual void OnJobChanged(const Job& /*job*/) {}
 };
 
@@ -151,7 +153,7 @@ class Server final : public JobActions {
     int64_t last_heartbeat_ms = 0;
     int64_t registered_ms = 0;
     // Shared, immutable: a heartbeat swaps the pointer under mu_ (no deep copy of ~20 KB of JSON).
-    std::shared_ptr<const json> samples = std::make_shared<const json>(json::array());
+    std::shared_ptr<const std::string> samples = std::make_shared<const std::string>("[]");
   };
 
   Server(store::Store* store, Clock* clock, ServerOptions options);
@@ -195,8 +197,12 @@ class Server final : public JobActions {
 
   std::mutex policy_mu_;  // serializes SetPolicy (taken before mu_)
   std::mutex log_mu_;
-  std::mutex observers_mu_;
-  std::vector<ServerObserver*> observers_;
+  // Copy-on-write, so observers are called without a server lock: a heartbeat's observer work
+  // (the efficiency engine's) must not serialize all heartbeats.
+  mutable std::mutex observers_mu_;
+  std::shared_ptr<const std::vector<ServerObserver*>> observers_ =
+      std::make_shared<const std::vector<ServerObserver*>>();
+  std::shared_ptr<const std::vector<ServerObserver*>> Observers() const;
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;

@@ -36,7 +36,8 @@ TEST(JobSpec, ErrorsNameTheField) {
   EXPECT_EQ(ErrorOf(R"({"command":["x"],"on_node_loss":"explode"})").rfind("on_node_loss:", 0), 0u);
   EXPECT_EQ(ErrorOf(R"({"command":["x"],"workdir":"rel"})"), "workdir: must be an absolute path");
   EXPECT_EQ(ErrorOf(R"({"command":["x"],"env":{"1BAD":"v"}})"), "env.1BAD: invalid variable name");
-  EXPECT_EQ(ErrorOf(R"({"command":["x"],"gpus":1,"min_gpus":2})"), "min_gpus: must not exceed gpus");
+  EXPECT_EQ(ErrorOf(R"({"command":["x"],"gpus":1,"min_gpus":2})"),
+            "min_gpus: must not exceed gpus");
   EXPECT_EQ(ErrorOf(R"({"command":["x"],"colour":"red"})"), "colour: unknown field");
   EXPECT_EQ(ErrorOf(R"({"command":["x"],"priority":18446744073709551615})"),
             "priority: must be in -1000..1000");
@@ -70,13 +71,74 @@ TEST(Heartbeat, RoundTripAndValidation) {
   r.exit_code = 1;
   r.stdout_data = "hi";
   h.jobs.push_back(r);
-  auto back = ParseHeartbeat(HeartbeatToJson(h));
-  ASSERT_TRUE(back.ok());
+  auto back = ParseHeartbeat(HeartbeatBody(h));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->jobs[0].exit_code, 1);
   EXPECT_EQ(back->jobs[0].stdout_data, "hi");
-  auto bad = ParseHeartbeat(json::parse(R"({"jobs":[{"id":1,"phase":"dancing"}]})"));
+  EXPECT_EQ(back->samples_json, "[]");
+  auto bad = ParseHeartbeat(R"({"jobs":[{"id":1,"phase":"dancing"}]})");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message().rfind("jobs[0].phase", 0), 0u);
+  EXPECT_TRUE(ParseHeartbeat("").ok());  // an empty body is an empty heartbeat
+}
+
+// The samples as telemetry's SampleToJson writes them: typed readings for the observers, and
+// the text kept (minified) for GET /nodes/{name}.
+TEST(Heartbeat, SamplesAreReadIntoTypedReadingsAndKeptAsText) {
+  const json fields = {{"util_gpu_pct", {{"state", "value"}, {"value", 42}}},
+                       {"memory_used_bytes", {{"state", "value"}, {"value", 3'000'000'000LL}}},
+                       {"temperature_c", {{"state", "error"}, {"value", nullptr}}},
+                       {"sm_active_ratio", {{"state", "unsupported"}, {"value", nullptr}}},
+                       {"tensor_active_ratio", {{"state", "value"}, {"value", 0.25}}},
+                       {"power_mw", {{"state", "value"}, {"value", -5}}}};  // not a reading
+  const json gpus = json::array(
+      {{{"index", 3},
+        {"uuid", "GPU-a"},
+        {"name", "NVIDIA H100"},
+        {"health", "lost"},
+        {"timestamp_unix", 1767225600.5},
+        {"fields", fields},
+        {"processes", json::array({{{"pid", 77}, {"job", {{"kind", "stoker"}, {"id", "12"}}}},
+                                   {{"pid", 78}, {"job", nullptr}}})}}});
+  auto hb = ParseHeartbeat(json{{"jobs", json::array()}, {"samples", gpus}}.dump(2));
+  ASSERT_TRUE(hb.ok()) << hb.status().ToString();
+  EXPECT_EQ(json::parse(hb->samples_json), gpus);
+  EXPECT_EQ(hb->samples_json.find('\n'), std::string::npos);  // minified
+  ASSERT_EQ(hb->gpus.size(), 1u);
+  const GpuSample& g = hb->gpus[0];
+  EXPECT_EQ(g.id.index, 3u);
+  EXPECT_EQ(g.id.uuid, "GPU-a");
+  EXPECT_EQ(g.id.name, "NVIDIA H100");
+  EXPECT_EQ(g.health, GpuHealth::kLost);
+  EXPECT_EQ(
+      std::chrono::duration_cast<std::chrono::milliseconds>(g.timestamp.time_since_epoch()).count(),
+      1'767'225'600'500);
+  EXPECT_EQ(g.util_gpu_pct, Field<uint32_t>::Of(42));
+  EXPECT_EQ(g.memory_used_bytes, Field<uint64_t>::Of(3'000'000'000ULL));
+  EXPECT_FALSE(g.temperature_c.has_value());
+  EXPECT_EQ(g.gpm.sm_active.state(), FieldState::kUnsupported);
+  EXPECT_EQ(g.gpm.tensor_active, Field<double>::Of(0.25));
+  EXPECT_FALSE(g.power_mw.has_value());
+  ASSERT_EQ(g.processes.size(), 2u);
+  EXPECT_EQ(g.processes[0].pid, 77u);
+  EXPECT_EQ(g.processes[0].job.id, "12");
+  EXPECT_FALSE(g.processes[1].job.known());
+}
+
+TEST(Heartbeat, BadBodiesNameWhatIsWrong) {
+  auto msg = [](std::string_view body) {
+    auto r = ParseHeartbeat(body);
+    EXPECT_FALSE(r.ok()) << body;
+    return r.ok() ? std::string() : std::string(r.status().message());
+  };
+  EXPECT_NE(msg(R"({"samples": [)").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(msg("[1]").find("must be a JSON object"), std::string::npos);
+  EXPECT_EQ(msg(R"({"samples": {}})").rfind("samples", 0), 0u);
+  EXPECT_EQ(msg(R"({"samples": [1]})").rfind("samples[0]", 0), 0u);
+  EXPECT_EQ(
+      msg(R"({"samples": [{}, {"timestamp_unix": -1}]})").rfind("samples[1].timestamp_unix", 0),
+      0u);
+  EXPECT_EQ(msg(R"({"jobs": {}})").rfind("jobs", 0), 0u);
 }
 
 }  // namespace

@@ -16,8 +16,9 @@ using json = nlohmann::json;
 class UpTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (fs::temp_directory_path() / ("stoker_e2e_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+    dir_ = (fs::temp_directory_path() /
+            ("stoker_e2e_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
                .string();
     fs::remove_all(dir_);
     fs::create_directories(dir_ + "/config");
@@ -77,7 +78,8 @@ class UpTest : public ::testing::Test {
       if (j.is_object() && states.count(j["state"].get<std::string>())) return j;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    ADD_FAILURE() << "job " << id << " never reached the expected state; last: " << j.dump() << "\n" << Log();
+    ADD_FAILURE() << "job " << id << " never reached the expected state; last: " << j.dump() << "\n"
+                  << Log();
     return j;
   }
 
@@ -104,7 +106,8 @@ TEST_F(UpTest, JobsRunFinishFailAndGetCancelled) {
 
   const int64_t ok = Submit("--name hello -- sh -c 'echo hello; echo warn >&2'");
   const int64_t bad = Submit("-- sh -c 'exit 3'");
-  const int64_t gpu = Submit("--gpus 2 --cpu 0.5 --mem 256M -- sh -c 'echo dev=$CUDA_VISIBLE_DEVICES job=$STOKER_JOB_ID'");
+  const int64_t gpu = Submit(
+      "--gpus 2 --cpu 0.5 --mem 256M -- sh -c 'echo dev=$CUDA_VISIBLE_DEVICES job=$STOKER_JOB_ID'");
   const int64_t longjob = Submit("-- sleep 300");
   int64_t mig = -1;
   if (simulated) mig = Submit("--mig 1g.10gb -- sh -c 'echo dev=$CUDA_VISIBLE_DEVICES'");
@@ -148,7 +151,9 @@ TEST_F(UpTest, JobsRunFinishFailAndGetCancelled) {
   EXPECT_EQ(Cli("job 999999").exit_code, 4);
   EXPECT_EQ(Cli("jobs --token stk_bogus").exit_code, 5);
   EXPECT_EQ(Cli("submit --gpus 99 -- true").exit_code, 2);
-  EXPECT_EQ(e2e::Run(env_prefix_ + STOKER_BIN + " jobs --server http://127.0.0.1:1 2>/dev/null").exit_code, 3);
+  EXPECT_EQ(e2e::Run(env_prefix_ + STOKER_BIN + " jobs --server http://127.0.0.1:1 2>/dev/null")
+                .exit_code,
+            3);
   // Users see only their own jobs.
   const std::string alice = Cli("token create --role user --name alice").out;
   ASSERT_FALSE(alice.empty());
@@ -158,6 +163,66 @@ TEST_F(UpTest, JobsRunFinishFailAndGetCancelled) {
   EXPECT_EQ(Cli("drain " + nodes[0]["name"].get<std::string>() + " --token " + tok).exit_code, 5);
   EXPECT_EQ(Cli("drain " + nodes[0]["name"].get<std::string>()).exit_code, 0);
   EXPECT_EQ(Cli("undrain " + nodes[0]["name"].get<std::string>()).exit_code, 0);
+}
+
+// The cluster layout of the README's "More nodes": `stoker server` and, as a separate process,
+// `stoker agent --server --token` with an agent token created through the CLI.
+TEST_F(UpTest, SeparateServerAndAgentRunJobs) {
+  const std::string url = "http://127.0.0.1:" + std::to_string(port_);
+  const std::map<std::string, std::string> env = {{"XDG_CONFIG_HOME", dir_ + "/config"}};
+  const pid_t server = Spawn({STOKER_BIN, "server", "--data-dir", dir_ + "/srv", "--listen",
+                              "127.0.0.1:" + std::to_string(port_)},
+                             env, dir_ + "/server.log");
+  pid_ = server;  // TearDown stops it if an assertion ends the test early
+  std::string admin;
+  for (int i = 0; i < 300 && admin.empty(); ++i) {
+    std::ifstream in(dir_ + "/srv/admin.token");
+    std::getline(in, admin);
+    if (admin.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(admin.empty()) << "no admin token";
+  env_prefix_ += "STOKER_SERVER=" + url + " STOKER_TOKEN=" + admin + " ";
+  CmdResult t = Cli("token create --json --role agent --name gpu-node-7");
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  const std::string agent_token = json::parse(t.out)["token"].get<std::string>();
+  const pid_t agent =
+      Spawn({STOKER_BIN, "agent", "--simulate", "h100-mig-node", "--hostname", "gpu-node-7",
+             "--listen", "127.0.0.1:" + std::to_string(FreePort()), "--server", url, "--token",
+             agent_token, "--state-dir", dir_ + "/agent-jobs"},
+            env, dir_ + "/agent.log");
+  struct Reaper {  // the agent, if an assertion ends the test early
+    pid_t pid;
+    ~Reaper() {
+      if (pid > 0) {
+        ::kill(pid, SIGKILL);
+        WaitExit(pid);
+      }
+    }
+  } reaper{agent};
+  json nodes;
+  for (int i = 0; i < 300; ++i) {
+    nodes = json::parse(Cli("nodes --json").out, nullptr, false);
+    if (nodes.is_array() && nodes.size() == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(nodes.is_array() && nodes.size() == 1u) << nodes.dump();
+  EXPECT_EQ(nodes[0]["name"], "gpu-node-7");
+  EXPECT_EQ(nodes[0]["gpus"].size(), 8u);
+
+  const int64_t gpu = Submit("--gpus 1 -- sh -c 'echo dev=$CUDA_VISIBLE_DEVICES'");
+  json j = WaitState(gpu, {"succeeded", "failed"});
+  EXPECT_EQ(j["state"], "succeeded") << j.dump();
+  EXPECT_EQ(j["assignment"]["node"], "gpu-node-7");
+  EXPECT_EQ(Cli("logs -f " + std::to_string(gpu)).out,
+            "dev=" + j["assignment"]["cuda_visible_devices"].get<std::string>() + "\n");
+  // The node's samples reached the server through the heartbeats.
+  json node = json::parse(Cli("nodes --json").out);
+  EXPECT_GT(node[0]["last_heartbeat_ms"].get<int64_t>(), 0);
+
+  ::kill(agent, SIGTERM);
+  EXPECT_EQ(WaitExit(agent), 0);
+  reaper.pid = -1;
+  Stop();  // the server, expecting a clean exit
 }
 
 TEST_F(UpTest, JobThatEndsWhileTheServerIsDownIsReconciled) {

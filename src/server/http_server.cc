@@ -269,10 +269,17 @@ void HttpServer::Impl::Accept() {
           std::make_shared<Session<beast::tcp_stream>>(this, std::move(stream))->Start();
         }
       }
-    } else {
-      spdlog::warn("http: accept: {}", ec.message());
+      Accept();
+      return;
     }
-    Accept();
+    // Out of descriptors (EMFILE) or similar: retrying at once would spin and flood the log
+    // while the condition lasts; wait a little, then accept again.
+    spdlog::warn("http: accept: {} ({} connections open); retrying in 100 ms", ec.message(),
+                 open_connections.load());
+    auto timer = std::make_shared<asio::steady_timer>(ioc, std::chrono::milliseconds(100));
+    timer->async_wait([this, timer](beast::error_code wec) {
+      if (wec != asio::error::operation_aborted) Accept();
+    });
   });
 }
 

@@ -1,5 +1,7 @@
 // Server benchmarks: one scheduling pass over 10,000 queued jobs on 1,000 nodes (target <= 1 s),
-// and durable submissions through the API handler layer with concurrent callers (group commit).
+// durable submissions through the API handler layer with concurrent callers (group commit), and
+// reading one heartbeat body (8 GPUs of an agent's samples) with the server's simdjson parser
+// against an nlohmann tree of the same body (what the server did before).
 
 #include <benchmark/benchmark.h>
 #include <unistd.h>
@@ -7,9 +9,12 @@
 #include <filesystem>
 #include <thread>
 
+#include "../../tests/telemetry/fake_gpu_source.h"
 #include "server/api.h"
 #include "server/server.h"
 #include "store/store.h"
+#include "telemetry/sampler.h"
+#include "telemetry/snapshot_json.h"
 
 namespace stoker::server {
 namespace {
@@ -49,8 +54,12 @@ void BM_SchedulingPass10kJobs1kNodes(benchmark::State& state) {
       inv.cpu_milli = 96000;
       inv.memory_mib = 1 << 20;
       for (uint32_t g = 0; g < 8; ++g) {
-        inv.gpus.push_back(GpuInfo{g, "GPU-" + std::to_string(n) + "-" + std::to_string(g),
-                                   n % 2 ? "NVIDIA H100 80GB HBM3" : "NVIDIA A100-SXM4-80GB", 81920, false, {}});
+        inv.gpus.push_back(GpuInfo{g,
+                                   "GPU-" + std::to_string(n) + "-" + std::to_string(g),
+                                   n % 2 ? "NVIDIA H100 80GB HBM3" : "NVIDIA A100-SXM4-80GB",
+                                   81920,
+                                   false,
+                                   {}});
       }
       (void)w->server->RegisterNode(admin, inv);
     }
@@ -62,8 +71,10 @@ void BM_SchedulingPass10kJobs1kNodes(benchmark::State& state) {
           s.command = {"train"};
           s.cpu_milli = 4000;
           s.memory_mib = 16384;
-          if (i % 10 < 6) s.gpus = 1 + i % 2;
-          else if (i % 10 < 9) s.gpu_milli = 250 + 50 * (i % 5);
+          if (i % 10 < 6)
+            s.gpus = 1 + i % 2;
+          else if (i % 10 < 9)
+            s.gpu_milli = 250 + 50 * (i % 5);
           (void)w->server->Submit(admin, s);
         }
       });
@@ -79,7 +90,10 @@ void BM_SchedulingPass10kJobs1kNodes(benchmark::State& state) {
     state.ResumeTiming();
   }
 }
-BENCHMARK(BM_SchedulingPass10kJobs1kNodes)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+BENCHMARK(BM_SchedulingPass10kJobs1kNodes)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3)
+    ->UseRealTime();
 
 // Durable submissions (synchronous=FULL) from `threads` concurrent callers through Api::Handle:
 // validation, auth, the store's group commit. items/s = acknowledged submissions per second.
@@ -92,7 +106,8 @@ void BM_DurableSubmissions(benchmark::State& state) {
   }
   for (auto _ : state) {
     Api a(w->server.get());
-    ApiRequest r{"POST", "/api/v1/jobs", {}, "Bearer " + token, R"({"command":["sleep","1"],"gpus":1})"};
+    ApiRequest r{
+        "POST", "/api/v1/jobs", {}, "Bearer " + token, R"({"command":["sleep","1"],"gpus":1})"};
     ApiResponse resp = a.Handle(r);
     if (resp.status != 201) state.SkipWithError("submission failed");
   }
@@ -103,6 +118,45 @@ void BM_DurableSubmissions(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_DurableSubmissions)->Threads(1)->Threads(16)->Threads(64)->UseRealTime()->MinTime(2.0);
+
+// An agent's heartbeat body: 8 H100 samples with `procs` processes each, as telemetry writes
+// them.
+std::string HeartbeatBenchBody(size_t procs) {
+  std::vector<GpuSample> gpus;
+  for (uint32_t i = 0; i < 8; ++i) gpus.push_back(stoker::testing::MakeH100Sample(i, procs));
+  stoker::testing::FakeGpuSource source(gpus);
+  ManualClock clock;
+  telemetry::Sampler sampler(&source, &clock, nullptr, telemetry::SamplerOptions{});
+  for (uint32_t i = 0; i < 8; ++i) sampler.SampleOnce(i);
+  telemetry::TelemetrySnapshot snap;
+  sampler.Snapshot(&snap);
+  Heartbeat hb;
+  hb.samples_json = telemetry::SnapshotToJson(snap, "bench")["gpus"].dump();
+  return HeartbeatBody(hb);
+}
+
+void BM_HeartbeatParse(benchmark::State& state) {
+  const std::string body = HeartbeatBenchBody(static_cast<size_t>(state.range(0)));
+  for (auto _ : state) {
+    auto hb = ParseHeartbeat(body);
+    benchmark::DoNotOptimize(hb);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
+  state.counters["body_bytes"] = static_cast<double>(body.size());
+}
+BENCHMARK(BM_HeartbeatParse)->Arg(1)->Arg(25);  // processes per GPU
+
+// The previous path: the body as an nlohmann tree (built and freed per heartbeat).
+void BM_HeartbeatParseNlohmannTree(benchmark::State& state) {
+  const std::string body = HeartbeatBenchBody(static_cast<size_t>(state.range(0)));
+  for (auto _ : state) {
+    json tree = json::parse(body);
+    benchmark::DoNotOptimize(tree);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
+  state.counters["body_bytes"] = static_cast<double>(body.size());
+}
+BENCHMARK(BM_HeartbeatParseNlohmannTree)->Arg(1)->Arg(25);
 
 }  // namespace
 }  // namespace stoker::server

@@ -48,10 +48,6 @@
 
 namespace stoker::efficiency {
 
-// Telemetry's snapshot JSON (an object with "gpus", or the "gpus" array itself) -> samples.
-// Fields are {"value": v, "state": "value"|...}; a missing or non-value field stays unset.
-Result<std::vector<GpuSample>> SamplesFromSnapshotJson(const nlohmann::json& j);
-
 // The ledger in the server's store (table `ledger`, one row per entry, append-only).
 class StoreLedgerStore final : public LedgerStore {
  public:

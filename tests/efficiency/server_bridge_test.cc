@@ -47,17 +47,11 @@ server::Job RunningJob() {
   return j;
 }
 
-TEST(SnapshotJsonTest, ParsesFieldsStatesAndJobs) {
-  auto s = SamplesFromSnapshotJson(Snapshot(1'767'225'600, 42, true));
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  ASSERT_EQ(s->size(), 1u);
-  EXPECT_EQ((*s)[0].id.uuid, "GPU-x");
-  EXPECT_EQ((*s)[0].util_gpu_pct, Field<uint32_t>::Of(42));
-  EXPECT_EQ((*s)[0].gpm.sm_active.state(), FieldState::kUnsupported);
-  ASSERT_EQ((*s)[0].processes.size(), 1u);
-  EXPECT_EQ((*s)[0].processes[0].job.id, "12");
-  EXPECT_FALSE(SamplesFromSnapshotJson(json{{"nogpus", 1}}).ok());
-  EXPECT_FALSE(SamplesFromSnapshotJson(json::array({1})).ok());
+// The readings as the server hands them to observers: parsed from a heartbeat body.
+std::vector<GpuSample> Readings(const json& snapshot) {
+  auto hb = server::ParseHeartbeat(json{{"samples", snapshot["gpus"]}}.dump());
+  EXPECT_TRUE(hb.ok()) << hb.status().ToString();
+  return hb.ok() ? hb->gpus : std::vector<GpuSample>{};
 }
 
 TEST(EfficiencyServiceTest, HeartbeatsDriveZonesAlertsAndIdleCancelThroughTheServer) {
@@ -69,7 +63,7 @@ TEST(EfficiencyServiceTest, HeartbeatsDriveZonesAlertsAndIdleCancelThroughTheSer
   const double t0 = 1'767'225'600;
   for (int s = 0; s <= 130 * 60; s += 30) {
     const WallTime at = WallTime(std::chrono::seconds(static_cast<int64_t>(t0) + s));
-    svc.OnHeartbeat("n1", *SamplesFromSnapshotJson(Snapshot(t0 + s, 0, true)), at);
+    svc.OnHeartbeat("n1", Readings(Snapshot(t0 + s, 0, true)), at);
     // Heartbeats only record; decisions are the evaluation loop's (every 5 minutes here).
     if (s < 120 * 60) {
       EXPECT_TRUE(actions.cancelled.empty()) << "at " << s << " s";

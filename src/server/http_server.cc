@@ -196,7 +196,15 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     keep_alive_ = req.keep_alive();
     version_ = req.version();
     asio::post(*server_->workers, [self = this->shared_from_this(), a = std::move(a)] {
-      ApiResponse r = self->server_->api->Handle(a);
+      ApiResponse r;
+      try {
+        r = self->server_->api->Handle(a);
+      } catch (const std::exception& e) {
+        // A bug must cost one request, not a worker thread of the pool (and the connection).
+        spdlog::error("http: {} {}: {}", a.method, a.path, e.what());
+        r.status = 500;
+        r.body = ErrorBody("internal", "internal error");
+      }
       asio::post(self->stream_.get_executor(),
                  [self, r = std::move(r)]() mutable { self->Write(std::move(r)); });
     });

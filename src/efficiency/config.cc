@@ -36,13 +36,15 @@ Result<Duration> ParseDuration(std::string_view text) {
   if (s.empty()) return InvalidArgument("empty duration");
   if (s[0] == '-') return InvalidArgument("negative duration '" + std::string(text) + "'");
   // A bare number is seconds.
-  if (std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) || c == '.'; })) {
+  if (std::all_of(s.begin(), s.end(),
+                  [](unsigned char c) { return std::isdigit(c) || c == '.'; })) {
     char* end = nullptr;
     const double v = std::strtod(s.c_str(), &end);
     if (end != s.c_str() + s.size() || !std::isfinite(v)) {
       return InvalidArgument("bad duration '" + std::string(text) + "'");
     }
-    if (v > kMaxDurationSeconds) return InvalidArgument("duration '" + std::string(text) + "' too long (max 100 years)");
+    if (v > kMaxDurationSeconds)
+      return InvalidArgument("duration '" + std::string(text) + "' too long (max 100 years)");
     return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(v));
   }
   Duration total{0};
@@ -50,19 +52,28 @@ Result<Duration> ParseDuration(std::string_view text) {
   while (i < s.size()) {
     size_t j = i;
     while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '.')) ++j;
-    if (j == i) return InvalidArgument("bad duration '" + std::string(text) + "': expected a number");
+    if (j == i)
+      return InvalidArgument("bad duration '" + std::string(text) + "': expected a number");
     const double v = std::strtod(s.substr(i, j - i).c_str(), nullptr);
     size_t k = j;
     while (k < s.size() && std::isalpha(static_cast<unsigned char>(s[k]))) ++k;
     const std::string unit = s.substr(j, k - j);
     double unit_s = 0;
-    if (unit == "ms") unit_s = 1e-3;
-    else if (unit == "s") unit_s = 1;
-    else if (unit == "m") unit_s = 60;
-    else if (unit == "h") unit_s = 3600;
-    else if (unit == "d") unit_s = 86400;
-    else return InvalidArgument("bad duration '" + std::string(text) + "': unknown unit '" + unit + "' (ms, s, m, h, d)");
-    if (!(v * unit_s <= kMaxDurationSeconds) || ToSeconds(total) + v * unit_s > kMaxDurationSeconds) {
+    if (unit == "ms")
+      unit_s = 1e-3;
+    else if (unit == "s")
+      unit_s = 1;
+    else if (unit == "m")
+      unit_s = 60;
+    else if (unit == "h")
+      unit_s = 3600;
+    else if (unit == "d")
+      unit_s = 86400;
+    else
+      return InvalidArgument("bad duration '" + std::string(text) + "': unknown unit '" + unit +
+                             "' (ms, s, m, h, d)");
+    if (!(v * unit_s <= kMaxDurationSeconds) ||
+        ToSeconds(total) + v * unit_s > kMaxDurationSeconds) {
       return InvalidArgument("duration '" + std::string(text) + "' too long (max 100 years)");
     }
     total += std::chrono::duration_cast<Duration>(std::chrono::duration<double>(v * unit_s));
@@ -93,18 +104,24 @@ Result<ActivityMetric> ParseActivityMetric(std::string_view name) {
 
 const char* ActivityMetricName(ActivityMetric m) {
   switch (m) {
-    case ActivityMetric::kAuto: return "auto";
-    case ActivityMetric::kSmActive: return "sm_active";
-    case ActivityMetric::kGpuUtil: return "gpu_util";
+    case ActivityMetric::kAuto:
+      return "auto";
+    case ActivityMetric::kSmActive:
+      return "sm_active";
+    case ActivityMetric::kGpuUtil:
+      return "gpu_util";
   }
   return "?";
 }
 
 const char* GradeName(Grade g) {
   switch (g) {
-    case Grade::kYellow: return "yellow";
-    case Grade::kOrange: return "orange";
-    case Grade::kRed: return "red";
+    case Grade::kYellow:
+      return "yellow";
+    case Grade::kOrange:
+      return "orange";
+    case Grade::kRed:
+      return "red";
   }
   return "?";
 }
@@ -129,35 +146,59 @@ Result<CompareOp> ParseCompareOp(std::string_view op) {
 
 const char* CompareOpName(CompareOp op) {
   switch (op) {
-    case CompareOp::kLess: return "<";
-    case CompareOp::kLessEqual: return "<=";
-    case CompareOp::kGreater: return ">";
-    case CompareOp::kGreaterEqual: return ">=";
-    case CompareOp::kEqual: return "==";
-    case CompareOp::kNotEqual: return "!=";
+    case CompareOp::kLess:
+      return "<";
+    case CompareOp::kLessEqual:
+      return "<=";
+    case CompareOp::kGreater:
+      return ">";
+    case CompareOp::kGreaterEqual:
+      return ">=";
+    case CompareOp::kEqual:
+      return "==";
+    case CompareOp::kNotEqual:
+      return "!=";
   }
   return "?";
 }
 
 bool Compare(double lhs, CompareOp op, double rhs) {
   switch (op) {
-    case CompareOp::kLess: return lhs < rhs;
-    case CompareOp::kLessEqual: return lhs <= rhs;
-    case CompareOp::kGreater: return lhs > rhs;
-    case CompareOp::kGreaterEqual: return lhs >= rhs;
-    case CompareOp::kEqual: return lhs == rhs;
-    case CompareOp::kNotEqual: return lhs != rhs;
+    case CompareOp::kLess:
+      return lhs < rhs;
+    case CompareOp::kLessEqual:
+      return lhs <= rhs;
+    case CompareOp::kGreater:
+      return lhs > rhs;
+    case CompareOp::kGreaterEqual:
+      return lhs >= rhs;
+    case CompareOp::kEqual:
+      return lhs == rhs;
+    case CompareOp::kNotEqual:
+      return lhs != rhs;
   }
   return false;
 }
 
 const char* RuleScopeName(RuleScope s) {
   switch (s) {
-    case RuleScope::kGpu: return "gpu";
-    case RuleScope::kJob: return "job";
-    case RuleScope::kCluster: return "cluster";
+    case RuleScope::kGpu:
+      return "gpu";
+    case RuleScope::kJob:
+      return "job";
+    case RuleScope::kCluster:
+      return "cluster";
   }
   return "?";
+}
+
+Status ValidateOversubscription(const OversubscriptionPolicy& p) {
+  if (p.max_ratio_milli < 1000 || p.max_ratio_milli > 1500) {
+    return InvalidArgument("oversubscription.max_ratio: must be in [1.0, 1.5], got " +
+                           std::to_string(static_cast<double>(p.max_ratio_milli) / 1000.0));
+  }
+  if (p.grace < Duration{0}) return InvalidArgument("oversubscription.grace: must not be negative");
+  return Status::Ok();
 }
 
 Status ValidateZones(const ZoneConfig& z) {
@@ -170,10 +211,12 @@ Status ValidateZones(const ZoneConfig& z) {
     return InvalidArgument("zones.bands.bronze: max must be in (0, 100]");
   }
   if (z.silver_max <= z.bronze_max) {
-    return InvalidArgument("zones.bands.silver: overlaps bronze or is empty (silver must lie above bronze)");
+    return InvalidArgument(
+        "zones.bands.silver: overlaps bronze or is empty (silver must lie above bronze)");
   }
   if (z.gold_max <= z.silver_max) {
-    return InvalidArgument("zones.bands.gold: overlaps silver or is empty (gold must lie above silver)");
+    return InvalidArgument(
+        "zones.bands.gold: overlaps silver or is empty (gold must lie above silver)");
   }
   if (z.gold_max > 100'000) return InvalidArgument("zones.bands.gold: max above 100");
   return Status::Ok();
@@ -181,23 +224,26 @@ Status ValidateZones(const ZoneConfig& z) {
 
 const std::vector<std::string>& KnownSignals(RuleScope scope) {
   static const std::vector<std::string> kGpu = {
-      "activity", "gpu_util", "sm_active", "tensor_active", "dram_bw_util", "mem_util",
-      "memory_used_pct", "temperature_c", "power_w", "allocated", "memory_bound", "xid_fatal",
-      "gpu_lost"};
-  static const std::vector<std::string> kJob = {"activity", "idle", "gpus", "sm_active",
-                                                "tensor_active", "dram_bw_util", "memory_bound"};
-  static const std::vector<std::string> kCluster = {"backlog_wait_s", "idle_gpus",
-                                                    "pending_jobs"};
+      "activity",     "gpu_util",        "sm_active",     "tensor_active", "dram_bw_util",
+      "mem_util",     "memory_used_pct", "temperature_c", "power_w",       "allocated",
+      "memory_bound", "xid_fatal",       "gpu_lost"};
+  static const std::vector<std::string> kJob = {
+      "activity", "idle", "gpus", "sm_active", "tensor_active", "dram_bw_util", "memory_bound"};
+  static const std::vector<std::string> kCluster = {"backlog_wait_s", "idle_gpus", "pending_jobs"};
   switch (scope) {
-    case RuleScope::kGpu: return kGpu;
-    case RuleScope::kJob: return kJob;
-    case RuleScope::kCluster: return kCluster;
+    case RuleScope::kGpu:
+      return kGpu;
+    case RuleScope::kJob:
+      return kJob;
+    case RuleScope::kCluster:
+      return kCluster;
   }
   return kCluster;
 }
 
 Status ValidateRule(const AlertRule& rule) {
-  const std::string who = "rule '" + (rule.name.empty() ? std::string("<unnamed>") : rule.name) + "'";
+  const std::string who =
+      "rule '" + (rule.name.empty() ? std::string("<unnamed>") : rule.name) + "'";
   if (rule.name.empty()) return InvalidArgument(who + ": name: missing");
   if (rule.when.empty()) return InvalidArgument(who + ": when: needs at least one condition");
   if (rule.for_duration < Duration{0}) return InvalidArgument(who + ": for: negative duration");
@@ -236,7 +282,9 @@ std::vector<AlertRule> BuiltinRules() {
       {{"gpu_util", CO::kGreaterEqual, 50}, {"sm_active", CO::kLess, 60}}, minutes(15),
       "busy GPU with SM activity below 60 % for 15 minutes");
   add("GpuTensorWaste", Grade::kOrange, RuleScope::kGpu,
-      {{"gpu_util", CO::kGreaterEqual, 50}, {"tensor_active", CO::kLess, 60}, {"tensor_active", CO::kGreater, 0}},
+      {{"gpu_util", CO::kGreaterEqual, 50},
+       {"tensor_active", CO::kLess, 60},
+       {"tensor_active", CO::kGreater, 0}},
       minutes(15), "busy GPU using tensor cores below 60 % for 15 minutes");
   add("GpuMemoryBandwidthWaste", Grade::kOrange, RuleScope::kGpu,
       {{"memory_bound", CO::kEqual, 1}, {"dram_bw_util", CO::kLess, 70}}, minutes(15),
@@ -249,9 +297,8 @@ std::vector<AlertRule> BuiltinRules() {
       "GPU lost (NVML GPU_IS_LOST)");
   add("GpuOverheat", Grade::kRed, RuleScope::kGpu, {{"temperature_c", CO::kGreater, 85}},
       minutes(1), "temperature above 85 C for 1 minute");
-  add("ClusterBacklog", Grade::kRed, RuleScope::kCluster,
-      {{"backlog_wait_s", CO::kGreater, 1800}}, Duration{0},
-      "jobs waiting over 30 minutes while GPUs that could run them sit idle");
+  add("ClusterBacklog", Grade::kRed, RuleScope::kCluster, {{"backlog_wait_s", CO::kGreater, 1800}},
+      Duration{0}, "jobs waiting over 30 minutes while GPUs that could run them sit idle");
   return r;
 }
 
@@ -328,14 +375,19 @@ Status LoadZones(const YAML::Node& n, ZoneConfig& z) {
     if (!metric.ok()) return metric.status().WithContext("zones.metric");
     z.metric = *metric;
   }
-  if (n["window"]) { STOKER_ASSIGN_OR_RETURN(z.window, Dur(n["window"], "zones.window")); }
+  if (n["window"]) {
+    STOKER_ASSIGN_OR_RETURN(z.window, Dur(n["window"], "zones.window"));
+  }
   if (n["min_coverage"]) {
     STOKER_ASSIGN_OR_RETURN(z.min_coverage, Dur(n["min_coverage"], "zones.min_coverage"));
   }
   if (const YAML::Node bands = n["bands"]) {
     STOKER_RETURN_IF_ERROR(CheckKeys(bands, "zones.bands", {"bronze", "silver", "gold", "hot"}));
     // Each band is {min, max} in percent; read all, then check they tile 0..100.
-    struct Band { std::string name; double lo, hi; };
+    struct Band {
+      std::string name;
+      double lo, hi;
+    };
     std::vector<Band> seen;
     for (const char* name : {"bronze", "silver", "gold", "hot"}) {
       const YAML::Node b = bands[name];
@@ -361,7 +413,8 @@ Status LoadZones(const YAML::Node& n, ZoneConfig& z) {
       }
     }
     auto find = [&](const char* name) -> const Band* {
-      for (const auto& b : seen) if (b.name == name) return &b;
+      for (const auto& b : seen)
+        if (b.name == name) return &b;
       return nullptr;
     };
     if (const Band* b = find("bronze")) z.bronze_max = std::llround(b->hi * 1000);
@@ -388,47 +441,64 @@ Status LoadZones(const YAML::Node& n, ZoneConfig& z) {
 }
 
 Status LoadIdle(const YAML::Node& n, IdleReclaimPolicy& p) {
-  STOKER_RETURN_IF_ERROR(CheckKeys(n, "idle_reclaim",
-                                   {"enabled", "dry_run", "warn_after", "act_after", "action",
-                                    "idle_threshold", "min_idle_gpu_fraction", "max_sample_gap",
-                                    "exempt_users", "exempt_classes", "exempt_interactive",
-                                    "owner_webhook"}));
-  if (n["enabled"]) { STOKER_ASSIGN_OR_RETURN(p.enabled, Bool(n["enabled"], "idle_reclaim.enabled")); }
-  if (n["dry_run"]) { STOKER_ASSIGN_OR_RETURN(p.dry_run, Bool(n["dry_run"], "idle_reclaim.dry_run")); }
-  if (n["warn_after"]) { STOKER_ASSIGN_OR_RETURN(p.warn_after, Dur(n["warn_after"], "idle_reclaim.warn_after")); }
-  if (n["act_after"]) { STOKER_ASSIGN_OR_RETURN(p.act_after, Dur(n["act_after"], "idle_reclaim.act_after")); }
+  STOKER_RETURN_IF_ERROR(
+      CheckKeys(n, "idle_reclaim",
+                {"enabled", "dry_run", "warn_after", "act_after", "action", "idle_threshold",
+                 "min_idle_gpu_fraction", "max_sample_gap", "exempt_users", "exempt_classes",
+                 "exempt_interactive", "owner_webhook"}));
+  if (n["enabled"]) {
+    STOKER_ASSIGN_OR_RETURN(p.enabled, Bool(n["enabled"], "idle_reclaim.enabled"));
+  }
+  if (n["dry_run"]) {
+    STOKER_ASSIGN_OR_RETURN(p.dry_run, Bool(n["dry_run"], "idle_reclaim.dry_run"));
+  }
+  if (n["warn_after"]) {
+    STOKER_ASSIGN_OR_RETURN(p.warn_after, Dur(n["warn_after"], "idle_reclaim.warn_after"));
+  }
+  if (n["act_after"]) {
+    STOKER_ASSIGN_OR_RETURN(p.act_after, Dur(n["act_after"], "idle_reclaim.act_after"));
+  }
   if (n["max_sample_gap"]) {
-    STOKER_ASSIGN_OR_RETURN(p.max_sample_gap, Dur(n["max_sample_gap"], "idle_reclaim.max_sample_gap"));
+    STOKER_ASSIGN_OR_RETURN(p.max_sample_gap,
+                            Dur(n["max_sample_gap"], "idle_reclaim.max_sample_gap"));
   }
   if (n["action"]) {
     STOKER_ASSIGN_OR_RETURN(std::string a, Scalar(n["action"], "idle_reclaim.action"));
-    if (a == "requeue") p.action = IdleReclaimPolicy::Action::kRequeue;
-    else if (a == "cancel") p.action = IdleReclaimPolicy::Action::kCancel;
-    else return InvalidArgument("idle_reclaim.action: unknown action '" + a + "' (requeue, cancel)");
+    if (a == "requeue")
+      p.action = IdleReclaimPolicy::Action::kRequeue;
+    else if (a == "cancel")
+      p.action = IdleReclaimPolicy::Action::kCancel;
+    else
+      return InvalidArgument("idle_reclaim.action: unknown action '" + a + "' (requeue, cancel)");
   }
   if (n["idle_threshold"]) {
     STOKER_ASSIGN_OR_RETURN(double v, Number(n["idle_threshold"], "idle_reclaim.idle_threshold"));
-    if (v < 0 || v > 100) return InvalidArgument("idle_reclaim.idle_threshold: must be in 0..100 %");
+    if (v < 0 || v > 100)
+      return InvalidArgument("idle_reclaim.idle_threshold: must be in 0..100 %");
     p.idle_threshold = std::llround(v * 1000);
   }
   if (n["min_idle_gpu_fraction"]) {
-    STOKER_ASSIGN_OR_RETURN(p.min_idle_gpu_fraction,
-                            Number(n["min_idle_gpu_fraction"], "idle_reclaim.min_idle_gpu_fraction"));
+    STOKER_ASSIGN_OR_RETURN(p.min_idle_gpu_fraction, Number(n["min_idle_gpu_fraction"],
+                                                            "idle_reclaim.min_idle_gpu_fraction"));
     if (p.min_idle_gpu_fraction <= 0 || p.min_idle_gpu_fraction > 1) {
       return InvalidArgument("idle_reclaim.min_idle_gpu_fraction: must be in (0, 1]");
     }
   }
   if (n["exempt_users"]) {
-    STOKER_ASSIGN_OR_RETURN(p.exempt_users, StringList(n["exempt_users"], "idle_reclaim.exempt_users"));
+    STOKER_ASSIGN_OR_RETURN(p.exempt_users,
+                            StringList(n["exempt_users"], "idle_reclaim.exempt_users"));
   }
   if (n["exempt_classes"]) {
-    STOKER_ASSIGN_OR_RETURN(p.exempt_classes, StringList(n["exempt_classes"], "idle_reclaim.exempt_classes"));
+    STOKER_ASSIGN_OR_RETURN(p.exempt_classes,
+                            StringList(n["exempt_classes"], "idle_reclaim.exempt_classes"));
   }
   if (n["exempt_interactive"]) {
-    STOKER_ASSIGN_OR_RETURN(p.exempt_interactive, Bool(n["exempt_interactive"], "idle_reclaim.exempt_interactive"));
+    STOKER_ASSIGN_OR_RETURN(p.exempt_interactive,
+                            Bool(n["exempt_interactive"], "idle_reclaim.exempt_interactive"));
   }
   if (n["owner_webhook"]) {
-    STOKER_ASSIGN_OR_RETURN(p.owner_webhook, Scalar(n["owner_webhook"], "idle_reclaim.owner_webhook"));
+    STOKER_ASSIGN_OR_RETURN(p.owner_webhook,
+                            Scalar(n["owner_webhook"], "idle_reclaim.owner_webhook"));
   }
   if (p.act_after < p.warn_after) {
     return InvalidArgument("idle_reclaim.act_after: must not be shorter than warn_after");
@@ -437,18 +507,22 @@ Status LoadIdle(const YAML::Node& n, IdleReclaimPolicy& p) {
 }
 
 Status LoadOversub(const YAML::Node& n, OversubscriptionPolicy& p) {
-  STOKER_RETURN_IF_ERROR(CheckKeys(n, "oversubscription", {"max_ratio", "grace", "use_reclaimed_capacity"}));
+  STOKER_RETURN_IF_ERROR(
+      CheckKeys(n, "oversubscription", {"max_ratio", "grace", "use_reclaimed_capacity"}));
   if (n["max_ratio"]) {
     STOKER_ASSIGN_OR_RETURN(double r, Number(n["max_ratio"], "oversubscription.max_ratio"));
-    if (r < 1.0 || r > 1.5) return InvalidArgument("oversubscription.max_ratio: must be in [1.0, 1.5]");
-    p.max_ratio_milli = std::llround(r * 1000);
+    // Rounded only when representable; anything else stays out of range for the check below.
+    p.max_ratio_milli = r >= 0 && r <= 1e6 ? std::llround(r * 1000) : -1;
   }
-  if (n["grace"]) { STOKER_ASSIGN_OR_RETURN(p.grace, Dur(n["grace"], "oversubscription.grace")); }
+  if (n["grace"]) {
+    STOKER_ASSIGN_OR_RETURN(p.grace, Dur(n["grace"], "oversubscription.grace"));
+  }
   if (n["use_reclaimed_capacity"]) {
-    STOKER_ASSIGN_OR_RETURN(p.use_reclaimed_capacity,
-                            Bool(n["use_reclaimed_capacity"], "oversubscription.use_reclaimed_capacity"));
+    STOKER_ASSIGN_OR_RETURN(
+        p.use_reclaimed_capacity,
+        Bool(n["use_reclaimed_capacity"], "oversubscription.use_reclaimed_capacity"));
   }
-  return Status::Ok();
+  return ValidateOversubscription(p);
 }
 
 Result<AlertRule> LoadRule(const YAML::Node& n, size_t index) {
@@ -457,7 +531,8 @@ Result<AlertRule> LoadRule(const YAML::Node& n, size_t index) {
   if (!n.IsMap()) return InvalidArgument(who + ": expected a mapping");
   for (const auto& kv : n) {
     const std::string key = kv.first.as<std::string>();
-    static const std::set<std::string> kAllowed = {"name", "grade", "scope", "when", "for", "labels", "summary"};
+    static const std::set<std::string> kAllowed = {"name", "grade",  "scope",  "when",
+                                                   "for",  "labels", "summary"};
     if (!kAllowed.count(key)) return InvalidArgument(who + ": " + key + ": unknown field");
   }
   AlertRule rule;
@@ -471,10 +546,14 @@ Result<AlertRule> LoadRule(const YAML::Node& n, size_t index) {
   }
   if (n["scope"]) {
     STOKER_ASSIGN_OR_RETURN(std::string s, Scalar(n["scope"], who + ": scope"));
-    if (s == "gpu") rule.scope = RuleScope::kGpu;
-    else if (s == "job") rule.scope = RuleScope::kJob;
-    else if (s == "cluster") rule.scope = RuleScope::kCluster;
-    else return InvalidArgument(who + ": scope: unknown scope '" + s + "' (gpu, job, cluster)");
+    if (s == "gpu")
+      rule.scope = RuleScope::kGpu;
+    else if (s == "job")
+      rule.scope = RuleScope::kJob;
+    else if (s == "cluster")
+      rule.scope = RuleScope::kCluster;
+    else
+      return InvalidArgument(who + ": scope: unknown scope '" + s + "' (gpu, job, cluster)");
   }
   if (n["for"]) {
     STOKER_ASSIGN_OR_RETURN(std::string f, Scalar(n["for"], who + ": for"));
@@ -482,15 +561,19 @@ Result<AlertRule> LoadRule(const YAML::Node& n, size_t index) {
     if (!d.ok()) return d.status().WithContext(who + ": for");
     rule.for_duration = *d;
   }
-  if (n["summary"]) { STOKER_ASSIGN_OR_RETURN(rule.summary, Scalar(n["summary"], who + ": summary")); }
+  if (n["summary"]) {
+    STOKER_ASSIGN_OR_RETURN(rule.summary, Scalar(n["summary"], who + ": summary"));
+  }
   if (const YAML::Node labels = n["labels"]) {
     if (!labels.IsMap()) return InvalidArgument(who + ": labels: expected a mapping");
     for (const auto& kv : labels) {
-      STOKER_ASSIGN_OR_RETURN(rule.labels[kv.first.as<std::string>()], Scalar(kv.second, who + ": labels"));
+      STOKER_ASSIGN_OR_RETURN(rule.labels[kv.first.as<std::string>()],
+                              Scalar(kv.second, who + ": labels"));
     }
   }
   const YAML::Node when = n["when"];
-  if (!when || !when.IsSequence()) return InvalidArgument(who + ": when: expected a list of conditions");
+  if (!when || !when.IsSequence())
+    return InvalidArgument(who + ": when: expected a list of conditions");
   for (size_t i = 0; i < when.size(); ++i) {
     const std::string p = who + ": when[" + std::to_string(i) + "]";
     const YAML::Node c = when[i];
@@ -511,20 +594,29 @@ Result<AlertRule> LoadRule(const YAML::Node& n, size_t index) {
 }
 
 Status LoadAlerts(const YAML::Node& n, AlertingConfig& a, std::vector<Status>& rule_errors) {
-  STOKER_RETURN_IF_ERROR(CheckKeys(n, "alerts", {"builtin_rules", "rules", "silences", "group_by",
-                                                 "repeat_interval", "xid_hold"}));
-  if (n["builtin_rules"]) { STOKER_ASSIGN_OR_RETURN(a.builtin_rules, Bool(n["builtin_rules"], "alerts.builtin_rules")); }
-  if (n["group_by"]) { STOKER_ASSIGN_OR_RETURN(a.group_by, StringList(n["group_by"], "alerts.group_by")); }
+  STOKER_RETURN_IF_ERROR(
+      CheckKeys(n, "alerts",
+                {"builtin_rules", "rules", "silences", "group_by", "repeat_interval", "xid_hold"}));
+  if (n["builtin_rules"]) {
+    STOKER_ASSIGN_OR_RETURN(a.builtin_rules, Bool(n["builtin_rules"], "alerts.builtin_rules"));
+  }
+  if (n["group_by"]) {
+    STOKER_ASSIGN_OR_RETURN(a.group_by, StringList(n["group_by"], "alerts.group_by"));
+  }
   if (n["repeat_interval"]) {
     STOKER_ASSIGN_OR_RETURN(a.repeat_interval, Dur(n["repeat_interval"], "alerts.repeat_interval"));
   }
-  if (n["xid_hold"]) { STOKER_ASSIGN_OR_RETURN(a.xid_hold, Dur(n["xid_hold"], "alerts.xid_hold")); }
+  if (n["xid_hold"]) {
+    STOKER_ASSIGN_OR_RETURN(a.xid_hold, Dur(n["xid_hold"], "alerts.xid_hold"));
+  }
   if (const YAML::Node rules = n["rules"]) {
     if (!rules.IsSequence()) return InvalidArgument("alerts.rules: expected a list");
     for (size_t i = 0; i < rules.size(); ++i) {
       auto rule = LoadRule(rules[i], i);
-      if (rule.ok()) a.rules.push_back(std::move(rule).value());
-      else rule_errors.push_back(rule.status());  // one bad rule never stops the engine
+      if (rule.ok())
+        a.rules.push_back(std::move(rule).value());
+      else
+        rule_errors.push_back(rule.status());  // one bad rule never stops the engine
     }
   }
   if (const YAML::Node silences = n["silences"]) {
@@ -538,22 +630,28 @@ Status LoadAlerts(const YAML::Node& n, AlertingConfig& a, std::vector<Status>& r
         return InvalidArgument(p + ".matchers: needs at least one label: value");
       }
       for (const auto& kv : s["matchers"]) {
-        STOKER_ASSIGN_OR_RETURN(silence.matchers[kv.first.as<std::string>()], Scalar(kv.second, p + ".matchers"));
+        STOKER_ASSIGN_OR_RETURN(silence.matchers[kv.first.as<std::string>()],
+                                Scalar(kv.second, p + ".matchers"));
       }
       // Times are Unix seconds; a silence without ends_at lasts until removed.
       silence.ends_at = WallTime::max();
       if (s["starts_at"]) {
         STOKER_ASSIGN_OR_RETURN(double t, Number(s["starts_at"], p + ".starts_at"));
         if (t < 0 || t > kMaxUnixSeconds) return InvalidArgument(p + ".starts_at: not a Unix time");
-        silence.starts_at = WallTime(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)));
+        silence.starts_at =
+            WallTime(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)));
       }
       if (s["ends_at"]) {
         STOKER_ASSIGN_OR_RETURN(double t, Number(s["ends_at"], p + ".ends_at"));
         if (t < 0 || t > kMaxUnixSeconds) return InvalidArgument(p + ".ends_at: not a Unix time");
-        silence.ends_at = WallTime(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)));
+        silence.ends_at =
+            WallTime(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)));
       }
-      if (silence.ends_at <= silence.starts_at) return InvalidArgument(p + ".ends_at: not after starts_at");
-      if (s["comment"]) { STOKER_ASSIGN_OR_RETURN(silence.comment, Scalar(s["comment"], p + ".comment")); }
+      if (silence.ends_at <= silence.starts_at)
+        return InvalidArgument(p + ".ends_at: not after starts_at");
+      if (s["comment"]) {
+        STOKER_ASSIGN_OR_RETURN(silence.comment, Scalar(s["comment"], p + ".comment"));
+      }
       a.silences.push_back(std::move(silence));
     }
   }
@@ -561,9 +659,10 @@ Status LoadAlerts(const YAML::Node& n, AlertingConfig& a, std::vector<Status>& r
 }
 
 Status LoadMarket(const YAML::Node& n, MarketConfig& m) {
-  STOKER_RETURN_IF_ERROR(CheckKeys(n, "market", {"guaranteed_price", "preemptible_price",
-                                                 "reclaimed_discount_pct", "budgets", "teams",
-                                                 "charge_interval"}));
+  STOKER_RETURN_IF_ERROR(
+      CheckKeys(n, "market",
+                {"guaranteed_price", "preemptible_price", "reclaimed_discount_pct", "budgets",
+                 "teams", "charge_interval"}));
   if (n["teams"]) {
     if (!n["teams"].IsMap()) return InvalidArgument("market.teams: expected a mapping user: team");
     for (const auto& kv : n["teams"]) {
@@ -575,15 +674,26 @@ Status LoadMarket(const YAML::Node& n, MarketConfig& m) {
     STOKER_ASSIGN_OR_RETURN(std::string t, Scalar(n["charge_interval"], "market.charge_interval"));
     auto d = ParseDuration(t);
     if (!d.ok()) return d.status().WithContext("market.charge_interval");
-    if (*d < std::chrono::seconds(1)) return InvalidArgument("market.charge_interval: must be at least 1s");
+    if (*d < std::chrono::seconds(1))
+      return InvalidArgument("market.charge_interval: must be at least 1s");
     m.charge_interval = *d;
   }
-  if (n["guaranteed_price"]) { STOKER_ASSIGN_OR_RETURN(m.guaranteed_price, IntMap(n["guaranteed_price"], "market.guaranteed_price")); }
-  if (n["preemptible_price"]) { STOKER_ASSIGN_OR_RETURN(m.preemptible_price, IntMap(n["preemptible_price"], "market.preemptible_price")); }
-  if (n["budgets"]) { STOKER_ASSIGN_OR_RETURN(m.budgets, IntMap(n["budgets"], "market.budgets")); }
+  if (n["guaranteed_price"]) {
+    STOKER_ASSIGN_OR_RETURN(m.guaranteed_price,
+                            IntMap(n["guaranteed_price"], "market.guaranteed_price"));
+  }
+  if (n["preemptible_price"]) {
+    STOKER_ASSIGN_OR_RETURN(m.preemptible_price,
+                            IntMap(n["preemptible_price"], "market.preemptible_price"));
+  }
+  if (n["budgets"]) {
+    STOKER_ASSIGN_OR_RETURN(m.budgets, IntMap(n["budgets"], "market.budgets"));
+  }
   if (n["reclaimed_discount_pct"]) {
-    STOKER_ASSIGN_OR_RETURN(double d, Number(n["reclaimed_discount_pct"], "market.reclaimed_discount_pct"));
-    if (d < 0 || d > 100) return InvalidArgument("market.reclaimed_discount_pct: must be in 0..100");
+    STOKER_ASSIGN_OR_RETURN(double d,
+                            Number(n["reclaimed_discount_pct"], "market.reclaimed_discount_pct"));
+    if (d < 0 || d > 100)
+      return InvalidArgument("market.reclaimed_discount_pct: must be in 0..100");
     m.reclaimed_discount_pct = std::llround(d);
   }
   return Status::Ok();
@@ -595,21 +705,26 @@ Result<EfficiencyConfig> LoadFromNode(const YAML::Node& root) {
     cfg.alerting.rules = BuiltinRules();
     return cfg;
   }
-  STOKER_RETURN_IF_ERROR(CheckKeys(root, "<root>", {"zones", "idle_reclaim", "oversubscription",
-                                                    "alerts", "market", "price_per_gpu_hour",
-                                                    "service"}));
+  STOKER_RETURN_IF_ERROR(CheckKeys(root, "<root>",
+                                   {"zones", "idle_reclaim", "oversubscription", "alerts", "market",
+                                    "price_per_gpu_hour", "service"}));
   if (root["zones"]) STOKER_RETURN_IF_ERROR(LoadZones(root["zones"], cfg.zones));
   if (root["idle_reclaim"]) STOKER_RETURN_IF_ERROR(LoadIdle(root["idle_reclaim"], cfg.idle));
-  if (root["oversubscription"]) STOKER_RETURN_IF_ERROR(LoadOversub(root["oversubscription"], cfg.oversub));
+  if (root["oversubscription"])
+    STOKER_RETURN_IF_ERROR(LoadOversub(root["oversubscription"], cfg.oversub));
   std::vector<AlertRule> user_rules;
-  if (root["alerts"]) STOKER_RETURN_IF_ERROR(LoadAlerts(root["alerts"], cfg.alerting, cfg.rule_errors));
+  if (root["alerts"])
+    STOKER_RETURN_IF_ERROR(LoadAlerts(root["alerts"], cfg.alerting, cfg.rule_errors));
   if (cfg.alerting.builtin_rules) {
     std::vector<AlertRule> all = BuiltinRules();
     // A user rule with a built-in's name replaces it.
     for (auto& r : cfg.alerting.rules) {
-      auto it = std::find_if(all.begin(), all.end(), [&](const AlertRule& b) { return b.name == r.name; });
-      if (it != all.end()) *it = r;
-      else all.push_back(r);
+      auto it = std::find_if(all.begin(), all.end(),
+                             [&](const AlertRule& b) { return b.name == r.name; });
+      if (it != all.end())
+        *it = r;
+      else
+        all.push_back(r);
     }
     cfg.alerting.rules = std::move(all);
   }
@@ -617,10 +732,12 @@ Result<EfficiencyConfig> LoadFromNode(const YAML::Node& root) {
   if (const YAML::Node sv = root["service"]) {
     STOKER_RETURN_IF_ERROR(CheckKeys(sv, "service", {"evaluate_every", "keep_samples"}));
     if (sv["evaluate_every"]) {
-      STOKER_ASSIGN_OR_RETURN(std::string t, Scalar(sv["evaluate_every"], "service.evaluate_every"));
+      STOKER_ASSIGN_OR_RETURN(std::string t,
+                              Scalar(sv["evaluate_every"], "service.evaluate_every"));
       auto d = ParseDuration(t);
       if (!d.ok()) return d.status().WithContext("service.evaluate_every");
-      if (*d < std::chrono::milliseconds(100)) return InvalidArgument("service.evaluate_every: must be at least 100ms");
+      if (*d < std::chrono::milliseconds(100))
+        return InvalidArgument("service.evaluate_every: must be at least 100ms");
       cfg.service.evaluate_every = *d;
     }
     if (sv["keep_samples"]) {
@@ -630,7 +747,8 @@ Result<EfficiencyConfig> LoadFromNode(const YAML::Node& root) {
     }
   }
   if (root["price_per_gpu_hour"]) {
-    STOKER_ASSIGN_OR_RETURN(cfg.price_per_gpu_hour_micro, IntMap(root["price_per_gpu_hour"], "price_per_gpu_hour"));
+    STOKER_ASSIGN_OR_RETURN(cfg.price_per_gpu_hour_micro,
+                            IntMap(root["price_per_gpu_hour"], "price_per_gpu_hour"));
   }
   return cfg;
 }
@@ -644,7 +762,8 @@ Result<EfficiencyConfig> LoadConfigYaml(std::string_view text, std::string_view 
     if (!cfg.ok()) return cfg.status().WithContext(origin);
     return cfg;
   } catch (const YAML::Exception& e) {
-    return InvalidArgument(std::string(origin) + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+    return InvalidArgument(std::string(origin) + ":" + std::to_string(e.mark.line + 1) + ": " +
+                           e.msg);
   }
 }
 

@@ -22,9 +22,9 @@ std::string FormatDuration(Duration d);
 
 // Which activity signal drives the zones.
 enum class ActivityMetric : uint8_t {
-  kAuto,       // GPM SM activity where the GPU reports it, GPU utilisation otherwise
-  kSmActive,   // GPM only; GPUs without it have no zone
-  kGpuUtil,    // nvmlDeviceGetUtilizationRates().gpu
+  kAuto,      // GPM SM activity where the GPU reports it, GPU utilisation otherwise
+  kSmActive,  // GPM only; GPUs without it have no zone
+  kGpuUtil,   // nvmlDeviceGetUtilizationRates().gpu
 };
 Result<ActivityMetric> ParseActivityMetric(std::string_view name);
 const char* ActivityMetricName(ActivityMetric m);
@@ -96,7 +96,7 @@ struct AlertRule {
 };
 
 struct Silence {
-  std::string id;  // set by AlertEngine::AddSilence when empty
+  std::string id;                               // set by AlertEngine::AddSilence when empty
   std::map<std::string, std::string> matchers;  // label -> exact value
   WallTime starts_at{};
   WallTime ends_at{};
@@ -116,8 +116,8 @@ struct MarketConfig {
   // micro-credits per GPU-hour, by GPU model ("H100", "A100", "*" = any) and tier.
   std::map<std::string, int64_t> guaranteed_price;
   std::map<std::string, int64_t> preemptible_price;
-  int64_t reclaimed_discount_pct = 50;  // reclaimed capacity sold at this % off preemptible
-  std::map<std::string, int64_t> budgets;  // team -> initial micro-credits
+  int64_t reclaimed_discount_pct = 50;       // reclaimed capacity sold at this % off preemptible
+  std::map<std::string, int64_t> budgets;    // team -> initial micro-credits
   std::map<std::string, std::string> teams;  // user -> team (default: the user's own name)
   // Running jobs are charged at least this often (and when they end).
   Duration charge_interval = std::chrono::hours(1);
@@ -148,6 +148,9 @@ struct EfficiencyConfig {
 };
 
 Status ValidateZones(const ZoneConfig& z);
+// max_ratio within [1.0, 1.5], grace not negative; the message names the field. Used by the
+// loader and by callers that set the policy from flags.
+Status ValidateOversubscription(const OversubscriptionPolicy& p);
 
 // Signals a rule condition may name, per scope (the list the loader checks against).
 const std::vector<std::string>& KnownSignals(RuleScope scope);

@@ -105,15 +105,6 @@ std::vector<bool> DrawPreemptible(const std::vector<sim::JobSpec>& jobs,
   return out;
 }
 
-Status ValidateOversubscription(const OversubscriptionPolicy& p) {
-  if (p.max_ratio_milli < 1000 || p.max_ratio_milli > 1500) {
-    return InvalidArgument("oversubscription.max_ratio: must be in [1.0, 1.5], got " +
-                           std::to_string(static_cast<double>(p.max_ratio_milli) / 1000.0));
-  }
-  if (p.grace < Duration{0}) return InvalidArgument("oversubscription.grace: must not be negative");
-  return Status::Ok();
-}
-
 std::shared_ptr<const sim::CoLocationPolicy> MakeCoLocationPolicy(const OversubscriptionPolicy& p) {
   if (p.max_ratio_milli <= 1000) return nullptr;
   return std::make_shared<OversubCoLocation>(p);

@@ -59,9 +59,6 @@ struct PreemptibleModel {
 };
 std::vector<bool> DrawPreemptible(const std::vector<sim::JobSpec>& jobs, const PreemptibleModel& m);
 
-// max_ratio within [1.0, 1.5], grace not negative; the message names the field.
-Status ValidateOversubscription(const OversubscriptionPolicy& p);
-
 // The engine's oversubscription decisions as the simulator's co-location policy. A preemptible
 // job commits max_ratio - 1.0 of a GPU (0.5 at 1.5 : 1). Null when max_ratio is 1.0 (off).
 std::shared_ptr<const sim::CoLocationPolicy> MakeCoLocationPolicy(const OversubscriptionPolicy& p);

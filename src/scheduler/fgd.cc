@@ -13,6 +13,7 @@ FragModel::FragModel(const TypicalShapes& typical) {
   const double total = static_cast<double>(typical.total);
   for (const TypicalShape& t : typical.shapes) {
     const double freq = total > 0 ? static_cast<double>(t.count) / total : 0.0;
+    freq_sum_ += freq;
     if (t.shape.num_gpu == 0 || t.shape.gpu_milli == 0) {
       cpu_only_freq_ += freq;
       continue;
@@ -23,11 +24,21 @@ FragModel::FragModel(const TypicalShapes& typical) {
   }
   std::sort(thresholds_.begin(), thresholds_.end(), std::greater<>());
   thresholds_.erase(std::unique(thresholds_.begin(), thresholds_.end()), thresholds_.end());
+  freq_above_.assign(thresholds_.size(), 0.0);
   for (Item& p : shapes_) {
     p.threshold = static_cast<int32_t>(
         std::lower_bound(thresholds_.begin(), thresholds_.end(), p.gpu_milli, std::greater<>()) -
         thresholds_.begin());
+    for (int32_t t = p.threshold; t < static_cast<int32_t>(thresholds_.size()); ++t)
+      freq_above_[t] += p.freq;
   }
+}
+
+double FragModel::FreqAbove(int32_t milli) const {
+  // thresholds_ descend; freq_above_[t] covers the shapes needing >= thresholds_[t].
+  double f = 0;
+  for (size_t t = 0; t < thresholds_.size() && thresholds_[t] > milli; ++t) f = freq_above_[t];
+  return f;
 }
 
 void FragModel::CountBySize(const int16_t* left, int num_gpus, int64_t idle, int32_t* fit,
@@ -62,13 +73,15 @@ void FragModel::CountForShape(const Item& p, const int16_t* left, int num_gpus, 
   }
 }
 
-double FragModel::NodeFrag(int64_t cpu_free, const int16_t* left, int num_gpus,
-                           GpuModelId model) const {
+double FragModel::NodeFrag(int64_t cpu_free, const int16_t* left, int num_gpus, GpuModelId model,
+                           double* blocked) const {
   int64_t idle = 0;
   for (int g = 0; g < num_gpus; ++g) idle += left[g];
+  if (blocked) *blocked = freq_sum_;
   if (idle == 0) return 0.0;
   const double idle_d = static_cast<double>(idle);
   double f = cpu_only_freq_ * idle_d;
+  double b = cpu_only_freq_;  // summed apart from f, so f's terms and order stay as they were
   const GpuModelMask bit = GpuModelTable::Bit(model);
   std::array<int32_t, kMaxThresholds> fit_by_size;
   std::array<int64_t, kMaxThresholds> small_by_size;
@@ -77,6 +90,7 @@ double FragModel::NodeFrag(int64_t cpu_free, const int16_t* left, int num_gpus,
   for (const Item& p : shapes_) {
     if ((p.models != 0 && (p.models & bit) == 0) || cpu_free < p.cpu_milli) {
       f += p.freq * idle_d;
+      b += p.freq;
       continue;
     }
     int32_t fit = 0;
@@ -88,7 +102,9 @@ double FragModel::NodeFrag(int64_t cpu_free, const int16_t* left, int num_gpus,
       CountForShape(p, left, num_gpus, &fit, &small);
     }
     f += p.freq * static_cast<double>(fit >= p.num_gpu ? small : idle);
+    if (fit < p.num_gpu) b += p.freq;
   }
+  if (blocked) *blocked = b;
   return f;
 }
 
@@ -145,6 +161,13 @@ double FragVariants::WithChange(int32_t from, int32_t to) const {
     f += p.freq * static_cast<double>(fit >= p.num_gpu ? small : idle);
   }
   return f;
+}
+
+double FragDropBound(const FragModel& model, const Request& r, double frag, double blocked) {
+  if (r.IsMig()) return frag;
+  const double taken = static_cast<double>(IdleMilliTaken(r));
+  const double per_milli = r.IsGpuShare() ? blocked + model.FreqAbove(r.gpu_milli) : blocked;
+  return std::min(frag, taken * std::min(per_milli, model.freq_sum()));
 }
 
 double ClusterFrag(const ClusterState& cluster, const FragModel& model) {
@@ -227,23 +250,41 @@ class FgdPolicy final : public ScoringPolicy {
     return true;
   }
 
- private:
-  double FragBefore(const ClusterState& c, int32_t node) {
-    if (before_.size() != static_cast<size_t>(c.num_nodes()))
-      before_.assign(c.num_nodes(), {0, 0.0});
-    auto& [version, value] = before_[node];
-    if (version != c.node(node).version) {
-      version = c.node(node).version;
-      value = model_.NodeFrag(c.node(node));
-    }
-    return value;
+  // before - after <= before (F is never negative) and <= the idle milli taken times
+  // freq_sum() (see FragModel). Half a milli of slack covers the rounding of the sums; the
+  // score is monotone in before - after.
+  bool HasScoreBound() const override { return true; }
+  int64_t ScoreBound(const Request& r, const ClusterState& c, int32_t node) override {
+    const Before& b = BeforeOf(c, node);
+    const double drop = FragDropBound(model_, r, b.frag, b.blocked);
+    return static_cast<int64_t>(Sigmoid((drop + 0.5) / 1000.0) * 100.0);
   }
+
+ private:
+  // F of a node's current state and its blocked frequency, cached per node version.
+  struct Before {
+    uint64_t version = 0;
+    double frag = 0;
+    double blocked = 0;
+  };
+  const Before& BeforeOf(const ClusterState& c, int32_t node) {
+    if (before_.size() != static_cast<size_t>(c.num_nodes())) before_.assign(c.num_nodes(), {});
+    Before& b = before_[node];
+    const NodeState& n = c.node(node);
+    if (b.version != n.version) {
+      b.version = n.version;
+      b.frag = model_.NodeFrag(n.free_cpu_milli, n.gpu_free_milli.data(), n.num_gpus, n.gpu_model,
+                               &b.blocked);
+    }
+    return b;
+  }
+  double FragBefore(const ClusterState& c, int32_t node) { return BeforeOf(c, node).frag; }
 
   bool online_;
   ShapeLearner learner_;
   FragModel model_;
   FragVariants variants_;  // scratch for share requests
-  std::vector<std::pair<uint64_t, double>> before_;
+  std::vector<Before> before_;
 };
 
 }  // namespace

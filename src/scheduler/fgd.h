@@ -23,11 +23,26 @@ class FragModel {
   explicit FragModel(const TypicalShapes& typical);
 
   // F for a node of `model` with `cpu_free` and the GPUs' free milli `left[0..num_gpus)`.
-  double NodeFrag(int64_t cpu_free, const int16_t* left, int num_gpus, GpuModelId model) const;
+  // With `blocked`, also the summed frequency of the shapes that count all idle milli there
+  // (CPU-only shapes and those that cannot run on the node; freq_sum() when nothing is idle).
+  double NodeFrag(int64_t cpu_free, const int16_t* left, int num_gpus, GpuModelId model,
+                  double* blocked = nullptr) const;
   double NodeFrag(const NodeState& n) const {
     return NodeFrag(n.free_cpu_milli, n.gpu_free_milli.data(), n.num_gpus, n.gpu_model);
   }
   bool empty() const { return shapes_.empty(); }
+  // Sum of the typical shapes' frequencies (1, or 0 when empty). Placing a request that takes
+  // k idle milli-GPU from a node lowers its F by at most k * freq_sum(): no shape's fragment
+  // falls by more than the idle milli taken (score bounds rely on this).
+  double freq_sum() const { return freq_sum_; }
+  // Summed frequency of the GPU shapes needing more than `milli` on one GPU.
+  double FreqAbove(int32_t milli) const;
+  //
+  // Bounds on the fall of F when a request takes idle milli from a node (F before minus F
+  // after), with B = NodeFrag's `blocked` for the node before: whole GPUs (k milli in all, on
+  // fully free GPUs) at most k * B, since a shape that can run keeps its small GPUs and one
+  // that cannot loses exactly k; a share of m milli at most m * (B + FreqAbove(m)), since only
+  // shapes for which the chosen GPU is too small lose m more. Never more than F before.
 
  private:
   friend class FragVariants;
@@ -53,6 +68,8 @@ class FragModel {
   std::vector<Item> shapes_;
   std::vector<int32_t> thresholds_;  // distinct gpu_milli of shapes_, descending
   double cpu_only_freq_ = 0;         // summed frequency of CPU-only shapes
+  double freq_sum_ = 0;
+  std::vector<double> freq_above_;  // per thresholds_[t]: summed freq of shapes needing >= it
 };
 
 // NodeFrag of several variants of one node state that each lower one GPU's free milli (a share
@@ -73,6 +90,16 @@ class FragVariants {
   std::vector<int32_t> fit_;
   std::vector<int64_t> small_;  // idle milli on GPUs too small for the shape
 };
+
+// Idle milli-GPU a placement of `r` takes from a node, for score bounds; -1 for MIG (its milli
+// equivalent rounds per GPU, so bounds use only "F after >= 0" for it).
+inline int64_t IdleMilliTaken(const Request& r) {
+  return r.IsMig() ? -1 : int64_t{r.num_gpu} * r.gpu_milli;
+}
+
+// Upper bound on F before minus F after for placing `r` on a node with F `frag` and NodeFrag's
+// `blocked` (see FragModel::freq_sum).
+double FragDropBound(const FragModel& model, const Request& r, double frag, double blocked);
 
 // Cluster-wide fragment (milli-GPU) under `model`, for the reported metrics.
 double ClusterFrag(const ClusterState& cluster, const FragModel& model);

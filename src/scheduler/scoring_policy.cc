@@ -54,47 +54,76 @@ void ScoringPolicy::Refresh(ShapeIndex& idx, const Request& shape, const Cluster
   }
 }
 
-PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState& cluster) {
-  ShapeIndex& idx = IndexFor(r, cluster.history_id());
-  // The index lists nodes where the shape fits with any memory: memory varies per request and
-  // is checked on the best nodes (it rarely binds, so few are set aside).
-  Request shape = r;
-  shape.memory_mib = 0;
+void ScoringPolicy::Mark(ShapeIndex& idx, const ClusterState& cluster, int32_t node, bool bounds) {
+  if (!bounds) {
+    Refresh(idx, idx.shape, cluster, node);
+    return;
+  }
+  if (cluster.Fits(node, idx.shape)) {
+    idx.best.SetLeaf(node, ScoreBound(idx.shape, cluster, node));
+    idx.bounded[node] = 1;
+  } else {
+    idx.best.UnsetLeaf(node);
+    idx.bounded[node] = 0;
+  }
+}
+
+void ScoringPolicy::CatchUp(ShapeIndex& idx, const ClusterState& cluster, bool bounds) {
   const int32_t n = cluster.num_nodes();
   const uint64_t end = cluster.journal_end();
   // Rebuild when the index is for another cluster history, or catching up would cost about as
-  // much as rescoring every node.
+  // much as marking every node.
   if (idx.history != cluster.history_id() || idx.journal_pos < cluster.journal_begin() ||
       idx.best.size() != n || end - idx.journal_pos > static_cast<uint64_t>(n)) {
     idx.history = cluster.history_id();
     idx.best.Reset(n);
     idx.gpus.assign(n, {});
-    idx.seen.assign(n, 0);
-    for (int32_t node = 0; node < n; ++node) Refresh(idx, shape, cluster, node);
+    idx.bounded.assign(n, 0);
+    for (int32_t node = 0; node < n; ++node) Mark(idx, cluster, node, bounds);
     idx.best.Build();
-  } else {
-    // A node changed several times since is rescored once. Many changes: repair the tree once
-    // (O(nodes)) rather than once per node (O(log nodes) each).
+  } else if (idx.journal_pos != end) {
+    // Many changes: repair the index once (O(nodes)) rather than once per change. A node
+    // changed several times is marked again each time (cheaper than remembering it).
     const bool bulk = (end - idx.journal_pos) * 16 > static_cast<uint64_t>(n);
-    if (++idx.stamp == 0) {  // wrapped: forget old rounds
-      std::fill(idx.seen.begin(), idx.seen.end(), 0);
-      idx.stamp = 1;
-    }
     for (uint64_t pos = idx.journal_pos; pos < end; ++pos) {
       const int32_t node = cluster.journal_at(pos);
-      if (idx.seen[node] == idx.stamp) continue;
-      idx.seen[node] = idx.stamp;
-      Refresh(idx, shape, cluster, node);
+      Mark(idx, cluster, node, bounds);
       if (!bulk) idx.best.Update(node);
     }
     if (bulk) idx.best.Build();
   }
   idx.journal_pos = end;
-  // Best node first; one without the memory is set aside (unlisted) and the next best taken, in
-  // the scan's order (score, then node id). The set-aside nodes are listed again afterwards.
+}
+
+PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState& cluster) {
+  const bool bounds = HasScoreBound();
+  ShapeIndex& idx = IndexFor(r, cluster.history_id());
+  // The index lists nodes where the shape fits with any memory: memory varies per request and
+  // is checked on the best nodes (it rarely binds, so few are set aside).
+  idx.shape = r;
+  idx.shape.memory_mib = 0;
+  if (bounds) {
+    // Marking a change costs a bound and a tree repair, so every cached shape of this cluster
+    // follows every change: no shape builds up a backlog to catch up on when it is next
+    // requested (a rare shape would otherwise rescan thousands of changed nodes at once).
+    for (ShapeIndex& other : slots_) {
+      if (&other != &idx && other.history == cluster.history_id()) CatchUp(other, cluster, true);
+    }
+  }
+  CatchUp(idx, cluster, bounds);
+  // Best node first. A node holding a bound is scored exactly and put back (its score is at
+  // most the bound, so once the best entry is exact it beats every bound: the scan's choice).
+  // One without the memory is set aside (unlisted) and the next best taken, in the scan's
+  // order (score, then node id). The set-aside nodes are listed again afterwards.
   PlacementResult result{PlacementStatus::kNoCapacityNow, {}, "no node has room now"};
   set_aside_.clear();
   for (int32_t node = idx.best.Best(); node >= 0; node = idx.best.Best()) {
+    if (bounds && idx.bounded[node]) {
+      idx.bounded[node] = 0;
+      Refresh(idx, idx.shape, cluster, node);
+      idx.best.Update(node);
+      continue;
+    }
     if (r.memory_mib <= 0 || cluster.Fits(node, r)) {
       result = PlacementResult{
           PlacementStatus::kPlaced, MakePlacement(r, node, idx.gpus[node].data()), {}};

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <string_view>
@@ -46,6 +47,14 @@ class ScoringPolicy : public PlacementPolicy {
                          int64_t* score, uint8_t* gpus) = 0;
   // Called once per Place() before any ScoreNode (per-request precomputation).
   virtual void BeginRequest(const Request& /*r*/, const ClusterState& /*cluster*/) {}
+  // Optional upper bound on ScoreNode's score for `r` on `node` (where `r` fits), much cheaper
+  // than scoring. A policy that has one returns true from HasScoreBound(); its index then marks
+  // changed nodes with their bound and scores exactly only the nodes whose bound could win.
+  virtual bool HasScoreBound() const { return false; }
+  virtual int64_t ScoreBound(const Request& /*r*/, const ClusterState& /*cluster*/,
+                             int32_t /*node*/) {
+    return std::numeric_limits<int64_t>::max();
+  }
   // Drops every cached score (call when the scoring function itself changes, e.g. a new
   // typical-shape distribution).
   void InvalidateCache() {
@@ -60,10 +69,11 @@ class ScoringPolicy : public PlacementPolicy {
   struct ShapeIndex {
     uint64_t history = 0;      // ClusterState::history_id() it reflects; 0 = empty
     uint64_t journal_pos = 0;  // journal entries before this are applied
+    Request shape;             // the request shape, memory 0
     BestIndex best;            // per node: score, listed where the shape fits
     std::vector<std::array<uint8_t, kMaxGpusPerNode>> gpus;
-    std::vector<uint32_t> seen;  // catch-up round that last rescored the node
-    uint32_t stamp = 0;
+    // With a score bound: 1 = the node's leaf holds ScoreBound (gpus not chosen yet).
+    std::vector<uint8_t> bounded;
   };
   using ShapeKey =
       std::tuple<int64_t, int32_t, int32_t, int64_t, uint64_t, int, bool, std::string, uint64_t>;
@@ -72,6 +82,11 @@ class ScoringPolicy : public PlacementPolicy {
   ShapeIndex& IndexFor(const Request& r, uint64_t history);
   // Rescores `node` into idx's leaves (the caller repairs the tree).
   void Refresh(ShapeIndex& idx, const Request& shape, const ClusterState& cluster, int32_t node);
+  // Puts ScoreBound (or, unbounded policies, the score) of `node` into idx's leaves.
+  void Mark(ShapeIndex& idx, const ClusterState& cluster, int32_t node, bool bounds);
+  // Brings idx up to the cluster's journal end: rebuilt when it is for another history or too
+  // far behind, else the changed nodes are marked.
+  void CatchUp(ShapeIndex& idx, const ClusterState& cluster, bool bounds);
 
   std::string name_;
   TieBreak tie_break_;
@@ -80,7 +95,7 @@ class ScoringPolicy : public PlacementPolicy {
   // Shapes seen recently; least recently used evicted beyond this. Each costs ~35 bytes per
   // node, so 64 shapes x 10,000 nodes stay near 23 MB; openb's default workload has 91 shapes,
   // 64 of them cover 99.4 % of its pods.
-  static constexpr size_t kMaxCachedShapes = 64;
+  static constexpr size_t kMaxCachedShapes = 128;
   std::map<ShapeKey, size_t> shape_ids_;
   std::vector<ShapeIndex> slots_;
   std::vector<uint64_t> last_used_;

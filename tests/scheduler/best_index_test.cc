@@ -53,7 +53,7 @@ TEST(BestIndexTest, TiesGoToLowestId) {
 
 TEST(BestIndexTest, EqualsBruteForceUnderRandomChanges) {
   Rng rng(7);
-  for (int32_t n : {1, 2, 3, 17, 64, 100, 1000}) {
+  for (int32_t n : {1, 2, 3, 17, 31, 32, 33, 64, 100, 1000, 5000}) {
     BestIndex idx;
     idx.Reset(n);
     std::vector<int64_t> score(n, 0);
@@ -87,11 +87,38 @@ TEST(BestIndexTest, EqualsBruteForceUnderRandomChanges) {
   }
 }
 
+// Several leaves changed, then one Build(): the bulk path of a catch-up.
+TEST(BestIndexTest, BuildAfterManyChangesEqualsBruteForce) {
+  Rng rng(3);
+  for (int32_t n : {1, 40, 1000, 10000}) {
+    BestIndex idx;
+    idx.Reset(n);
+    std::vector<int64_t> score(n, 0);
+    std::vector<bool> listed(n, false);
+    for (int round = 0; round < 50; ++round) {
+      const int changes = 1 + static_cast<int>(rng.Uniform(static_cast<uint64_t>(n)));
+      for (int c = 0; c < changes; ++c) {
+        const int32_t i = static_cast<int32_t>(rng.Uniform(static_cast<uint64_t>(n)));
+        if (rng.Uniform(4) == 0) {
+          listed[i] = false;
+          idx.UnsetLeaf(i);
+        } else {
+          score[i] = static_cast<int64_t>(rng.Uniform(20));
+          listed[i] = true;
+          idx.SetLeaf(i, score[i]);
+        }
+      }
+      idx.Build();
+      ASSERT_EQ(idx.Best(), BruteBest(score, listed)) << "n=" << n << " round=" << round;
+    }
+  }
+}
+
 // The indexed policies decide exactly as the exhaustive scan on a random heterogeneous cluster
 // under allocation and release churn, memory-bound requests included.
 TEST(BestIndexTest, IndexedPoliciesEqualScanUnderChurn) {
   for (const std::string name :
-       {"fgd", "stoker", "bestfit", "packing", "dotprod", "clustering", "weighted"}) {
+       {"fgd", "fgd-online", "stoker", "bestfit", "packing", "dotprod", "clustering", "weighted"}) {
     ClusterState cluster;
     const GpuModelId a = *cluster.models().Intern("A");
     const GpuModelId b = *cluster.models().Intern("B");

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <vector>
+
 #include "scheduler/registry.h"
 #include "scheduler/rng.h"
 #include "scheduler/scoring_policy.h"
@@ -313,6 +316,83 @@ TEST(FragModelTest, CountsEqualDefinitionOnRandomStates) {
       }
     }
   }
+}
+
+// The score bounds' premise: placing a request lowers F by at most FragDropBound, for whole GPUs
+// (on fully free GPUs), a share on any GPU with room, CPU-only requests and MIG, on random
+// typical sets and node states; the bound is tight for some whole-GPU placements.
+TEST(FragModelTest, DropNeverExceedsBound) {
+  Rng rng(9);
+  int tight = 0;
+  for (int round = 0; round < 30; ++round) {
+    TypicalShapes typical;
+    for (int i = 0; i < 40; ++i) {
+      PodShape p;
+      p.cpu_milli = 1000 * static_cast<int64_t>(rng.Uniform(40));
+      const uint64_t kind = rng.Uniform(4);
+      p.num_gpu = kind == 0 ? 0 : kind == 1 ? 1 << rng.Uniform(4) : 1;
+      p.gpu_milli = kind == 0   ? 0
+                    : kind == 1 ? 1000
+                                : static_cast<int32_t>(10 * (1 + rng.Uniform(99)));
+      p.allowed_models = rng.Uniform(4) == 0 ? GpuModelMask{2} : GpuModelMask{0};
+      typical.shapes.push_back({p, 1 + static_cast<int64_t>(rng.Uniform(50))});
+      typical.total += typical.shapes.back().count;
+    }
+    const FragModel model(typical);
+    for (int node = 0; node < 200; ++node) {
+      NodeState n;
+      n.num_gpus = static_cast<uint8_t>(1 + rng.Uniform(8));
+      for (int g = 0; g < n.num_gpus; ++g) {
+        n.gpu_free_milli[g] =
+            static_cast<int16_t>(rng.Uniform(2) == 0 ? 1000 : 10 * rng.Uniform(101));
+      }
+      n.free_cpu_milli = 1000 * static_cast<int64_t>(rng.Uniform(45));
+      n.gpu_model = static_cast<GpuModelId>(rng.Uniform(2));
+      double blocked = 0;
+      const double before = model.NodeFrag(n.free_cpu_milli, n.gpu_free_milli.data(), n.num_gpus,
+                                           n.gpu_model, &blocked);
+      ASSERT_EQ(before, model.NodeFrag(n));
+      const int64_t cpu = 1000 * static_cast<int64_t>(rng.Uniform(20));
+      Request r;
+      std::array<int16_t, kMaxGpusPerNode> left = n.gpu_free_milli;
+      switch (rng.Uniform(4)) {
+        case 0:
+          r = Request::CpuOnly(cpu, 0);
+          break;
+        case 1: {
+          r = Request::WholeGpus(1 << rng.Uniform(4), cpu, 0);
+          uint8_t gpus[kMaxGpusPerNode];
+          if (!PickFullyFreeGpus(n, r.num_gpu, gpus)) continue;
+          for (int i = 0; i < r.num_gpu; ++i) left[gpus[i]] = 0;
+          break;
+        }
+        case 2: {
+          r = Request::GpuShare(static_cast<int32_t>(10 * (1 + rng.Uniform(99))), cpu, 0);
+          std::vector<int> room;
+          for (int g = 0; g < n.num_gpus; ++g) {
+            if (n.gpu_free_milli[g] >= r.gpu_milli) room.push_back(g);
+          }
+          if (room.empty()) continue;
+          left[room[rng.Uniform(room.size())]] -= static_cast<int16_t>(r.gpu_milli);
+          break;
+        }
+        default: {
+          // MIG: any lowering of one GPU's free milli (the bound then uses F before only).
+          r = Request::Mig(MigProfile::k1g, cpu, 0);
+          const int g = static_cast<int>(rng.Uniform(n.num_gpus));
+          left[g] = static_cast<int16_t>(rng.Uniform(static_cast<uint64_t>(left[g]) + 1));
+        }
+      }
+      if (n.free_cpu_milli < cpu) continue;
+      const double after =
+          model.NodeFrag(n.free_cpu_milli - cpu, left.data(), n.num_gpus, n.gpu_model);
+      const double bound = FragDropBound(model, r, before, blocked);
+      ASSERT_LE(before - after, bound + 1e-6) << "round " << round << " node " << node << " gpus "
+                                              << r.num_gpu << " milli " << r.gpu_milli;
+      if (r.num_gpu > 0 && !r.IsGpuShare() && !r.IsMig() && before - after > bound - 1e-6) ++tight;
+    }
+  }
+  EXPECT_GT(tight, 0);  // a bound that is never reached would be suspiciously loose
 }
 
 }  // namespace

@@ -163,10 +163,19 @@ double FragVariants::WithChange(int32_t from, int32_t to) const {
   return f;
 }
 
-double FragDropBound(const FragModel& model, const Request& r, double frag, double blocked) {
+double FragDropBound(const FragModel& model, const Request& r, const NodeState& n, double frag,
+                     double blocked) {
   if (r.IsMig()) return frag;
   const double taken = static_cast<double>(IdleMilliTaken(r));
-  const double per_milli = r.IsGpuShare() ? blocked + model.FreqAbove(r.gpu_milli) : blocked;
+  double per_milli = blocked;
+  if (r.IsGpuShare()) {
+    int32_t smallest = kMilliPerGpu;  // the fullest GPU with room (no GPU: no placement)
+    for (int g = 0; g < n.num_gpus; ++g) {
+      const int32_t f = n.gpu_free_milli[g];
+      if (f >= r.gpu_milli && f < smallest) smallest = f;
+    }
+    per_milli += model.FreqAbove(smallest);
+  }
   return std::min(frag, taken * std::min(per_milli, model.freq_sum()));
 }
 
@@ -256,7 +265,7 @@ class FgdPolicy final : public ScoringPolicy {
   bool HasScoreBound() const override { return true; }
   int64_t ScoreBound(const Request& r, const ClusterState& c, int32_t node) override {
     const Before& b = BeforeOf(c, node);
-    const double drop = FragDropBound(model_, r, b.frag, b.blocked);
+    const double drop = FragDropBound(model_, r, c.node(node), b.frag, b.blocked);
     return static_cast<int64_t>(Sigmoid((drop + 0.5) / 1000.0) * 100.0);
   }
 

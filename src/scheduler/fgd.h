@@ -41,8 +41,9 @@ class FragModel {
   // Bounds on the fall of F when a request takes idle milli from a node (F before minus F
   // after), with B = NodeFrag's `blocked` for the node before: whole GPUs (k milli in all, on
   // fully free GPUs) at most k * B, since a shape that can run keeps its small GPUs and one
-  // that cannot loses exactly k; a share of m milli at most m * (B + FreqAbove(m)), since only
-  // shapes for which the chosen GPU is too small lose m more. Never more than F before.
+  // that cannot loses exactly k; a share of m milli on a GPU with f free at most
+  // m * (B + FreqAbove(f)), since only shapes for which that GPU is too small lose m more (the
+  // bound takes the smallest f >= m on the node). Never more than F before.
 
  private:
   friend class FragVariants;
@@ -97,9 +98,10 @@ inline int64_t IdleMilliTaken(const Request& r) {
   return r.IsMig() ? -1 : int64_t{r.num_gpu} * r.gpu_milli;
 }
 
-// Upper bound on F before minus F after for placing `r` on a node with F `frag` and NodeFrag's
-// `blocked` (see FragModel::freq_sum).
-double FragDropBound(const FragModel& model, const Request& r, double frag, double blocked);
+// Upper bound on F before minus F after for placing `r` on node state `n` with F `frag` and
+// NodeFrag's `blocked` (see FragModel::freq_sum).
+double FragDropBound(const FragModel& model, const Request& r, const NodeState& n, double frag,
+                     double blocked);
 
 // Cluster-wide fragment (milli-GPU) under `model`, for the reported metrics.
 double ClusterFrag(const ClusterState& cluster, const FragModel& model);

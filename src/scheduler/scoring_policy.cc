@@ -61,10 +61,10 @@ void ScoringPolicy::Mark(ShapeIndex& idx, const ClusterState& cluster, int32_t n
   }
   if (cluster.Fits(node, idx.shape)) {
     idx.best.SetLeaf(node, ScoreBound(idx.shape, cluster, node));
-    idx.bounded[node] = 1;
+    idx.best.set_tag(node, 1);
   } else {
     idx.best.UnsetLeaf(node);
-    idx.bounded[node] = 0;
+    idx.best.set_tag(node, 0);
   }
 }
 
@@ -78,7 +78,6 @@ void ScoringPolicy::CatchUp(ShapeIndex& idx, const ClusterState& cluster, bool b
     idx.history = cluster.history_id();
     idx.best.Reset(n);
     idx.gpus.assign(n, {});
-    idx.bounded.assign(n, 0);
     for (int32_t node = 0; node < n; ++node) Mark(idx, cluster, node, bounds);
     idx.best.Build();
   } else if (idx.journal_pos != end) {
@@ -106,6 +105,13 @@ PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState
     // Marking a change costs a bound and a tree repair, so every cached shape of this cluster
     // follows every change: no shape builds up a backlog to catch up on when it is next
     // requested (a rare shape would otherwise rescan thousands of changed nodes at once).
+    const uint64_t end = cluster.journal_end();
+    for (ShapeIndex& other : slots_) {
+      if (other.history != cluster.history_id() || end - other.journal_pos > 8) continue;
+      for (uint64_t pos = other.journal_pos; pos < end; ++pos) {
+        if (pos >= cluster.journal_begin()) other.best.Prefetch(cluster.journal_at(pos));
+      }
+    }
     for (ShapeIndex& other : slots_) {
       if (&other != &idx && other.history == cluster.history_id()) CatchUp(other, cluster, true);
     }
@@ -118,8 +124,8 @@ PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState
   PlacementResult result{PlacementStatus::kNoCapacityNow, {}, "no node has room now"};
   set_aside_.clear();
   for (int32_t node = idx.best.Best(); node >= 0; node = idx.best.Best()) {
-    if (bounds && idx.bounded[node]) {
-      idx.bounded[node] = 0;
+    if (bounds && idx.best.tag(node)) {
+      idx.best.set_tag(node, 0);
       Refresh(idx, idx.shape, cluster, node);
       idx.best.Update(node);
       continue;

@@ -71,9 +71,8 @@ class ScoringPolicy : public PlacementPolicy {
     uint64_t journal_pos = 0;  // journal entries before this are applied
     Request shape;             // the request shape, memory 0
     BestIndex best;            // per node: score, listed where the shape fits
+    // best's tag per node, with a score bound: 1 = the leaf holds ScoreBound (gpus not chosen).
     std::vector<std::array<uint8_t, kMaxGpusPerNode>> gpus;
-    // With a score bound: 1 = the node's leaf holds ScoreBound (gpus not chosen yet).
-    std::vector<uint8_t> bounded;
   };
   using ShapeKey =
       std::tuple<int64_t, int32_t, int32_t, int64_t, uint64_t, int, bool, std::string, uint64_t>;

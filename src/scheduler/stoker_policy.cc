@@ -87,32 +87,10 @@ class StokerPolicy final : public ScoringPolicy {
     return true;
   }
 
-  // Expected waste falls by at most the fragment's fall (FragDropBound) plus the stranded
-  // part's, which is at most the stranded milli and the idle milli taken (free GPU milli falls
-  // by what is taken, usable CPU only falls). So growth has a floor; the tie terms are the
-  // node's own. Half a milli of slack covers rounding.
-  bool HasScoreBound() const override { return true; }
-  int64_t ScoreBound(const Request& r, const ClusterState& c, int32_t node) override {
-    const NodeState& n = c.node(node);
-    const Before& b = BeforeOf(c, node);
-    double drop = FragDropBound(model_, r, b.frag, b.blocked);
-    const int64_t taken = IdleMilliTaken(r);
-    drop +=
-        taken < 0 ? b.stranded : std::min(b.stranded, kStrandedWeight * static_cast<double>(taken));
-    const int64_t growth = static_cast<int64_t>(std::floor((-drop - 0.5) / kWasteQuantumMilli));
-    return -growth * 1000000 - int64_t{n.free_gpu_milli} * 100 -
-           std::clamp<int64_t>(n.free_cpu_milli / 2000, 0, 99);
-  }
-
  private:
   // Expected waste of a node state (milli-GPU).
   double Waste(int64_t cpu_free, const int16_t* left, const NodeState& n) const {
-    return WasteWithFrag(model_.NodeFrag(cpu_free, left, n.num_gpus, n.gpu_model), cpu_free, left,
-                         n);
-  }
-  // Waste given the state's fragment `frag`.
-  double WasteWithFrag(double frag, int64_t cpu_free, const int16_t* left,
-                       const NodeState& n) const {
+    const double frag = model_.NodeFrag(cpu_free, left, n.num_gpus, n.gpu_model);
     if (cpu_per_gpu_milli_ <= 0) return frag;
     double gpu_free = 0;
     for (int g = 0; g < n.num_gpus; ++g) gpu_free += left[g];
@@ -134,36 +112,24 @@ class StokerPolicy final : public ScoringPolicy {
     return frag + kStrandedWeight * std::max(0.0, gpu_free - usable_by_cpu);
   }
 
-  // The node's current expected waste, its fragment and stranded parts, and NodeFrag's
-  // blocked frequency, cached per node version.
-  struct Before {
-    uint64_t version = 0;
-    double waste = 0;
-    double frag = 0;
-    double stranded = 0;
-    double blocked = 0;
-  };
-  const Before& BeforeOf(const ClusterState& c, int32_t node) {
-    if (before_.size() != static_cast<size_t>(c.num_nodes())) before_.assign(c.num_nodes(), {});
-    Before& b = before_[node];
+  double WasteBefore(const ClusterState& c, int32_t node) {
+    if (before_.size() != static_cast<size_t>(c.num_nodes()))
+      before_.assign(c.num_nodes(), {0, 0.0});
+    auto& [version, value] = before_[node];
     const NodeState& n = c.node(node);
-    if (b.version != n.version) {
-      b.version = n.version;
-      b.frag = model_.NodeFrag(n.free_cpu_milli, n.gpu_free_milli.data(), n.num_gpus, n.gpu_model,
-                               &b.blocked);
-      b.waste = WasteWithFrag(b.frag, n.free_cpu_milli, n.gpu_free_milli.data(), n);
-      b.stranded = b.waste - b.frag;  // weighted already
+    if (version != n.version) {
+      version = n.version;
+      value = Waste(n.free_cpu_milli, n.gpu_free_milli.data(), n);
     }
-    return b;
+    return value;
   }
-  double WasteBefore(const ClusterState& c, int32_t node) { return BeforeOf(c, node).waste; }
 
   ShapeLearner learner_;
   FragModel model_;
   FragVariants variants_;  // scratch for share requests
   int64_t cpu_seen_ = 0, gpu_seen_ = 0;
   double cpu_per_gpu_milli_ = 0;
-  std::vector<Before> before_;
+  std::vector<std::pair<uint64_t, double>> before_;
 };
 
 }  // namespace

@@ -386,7 +386,7 @@ TEST(FragModelTest, DropNeverExceedsBound) {
       if (n.free_cpu_milli < cpu) continue;
       const double after =
           model.NodeFrag(n.free_cpu_milli - cpu, left.data(), n.num_gpus, n.gpu_model);
-      const double bound = FragDropBound(model, r, before, blocked);
+      const double bound = FragDropBound(model, r, n, before, blocked);
       ASSERT_LE(before - after, bound + 1e-6) << "round " << round << " node " << node << " gpus "
                                               << r.num_gpu << " milli " << r.gpu_milli;
       if (r.num_gpu > 0 && !r.IsGpuShare() && !r.IsMig() && before - after > bound - 1e-6) ++tight;

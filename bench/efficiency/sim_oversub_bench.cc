@@ -34,7 +34,9 @@ void BM_JobsSimRun(benchmark::State& state) {
   const std::vector<sim::JobSpec> jobs = Trace(static_cast<int>(state.range(1)));
   sim::JobsSimOptions opt;
   opt.cluster = {16, 8};
-  if (coloc) opt.colocation = MakeCoLocationPolicy(OversubscriptionPolicy{});
+  OversubscriptionPolicy ratio;
+  ratio.max_ratio_milli = 1500;
+  if (coloc) opt.colocation = MakeCoLocationPolicy(ratio);
   int64_t preemptions = 0;
   for (auto _ : state) {
     auto q = queue::CreateQueuePolicy("fifo");

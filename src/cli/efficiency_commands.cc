@@ -371,6 +371,9 @@ int RunSimEfficiency(const SimEffFlags& f) {
   o.policy = cfg->idle;
   o.queue_policy = f.queue;
   o.oversub = cfg->oversub;
+  // The third variant exists to show oversubscription: with it off in the configuration (the
+  // default), it simulates the largest ratio allowed.
+  if (!f.oversub_ratio && o.oversub.max_ratio_milli == 1000) o.oversub.max_ratio_milli = 1500;
   if (f.oversub_ratio) {
     if (!std::isfinite(*f.oversub_ratio))
       return fail(InvalidArgument("--oversub-ratio: not a number"), kExitUsage);
@@ -615,7 +618,8 @@ void RegisterEfficiencyCommands(CLI::App& app, int& exit_code) {
                      "efficiency configuration (idle_reclaim and oversubscription sections)");
   simeff->add_option(
       "--oversub-ratio", sim_flags.oversub_ratio,
-      "reclaim+oversub variant: GPU commitments ratio, 1.0..1.5 (default: config, 1.5)");
+      "reclaim+oversub variant: GPU commitments ratio, 1.0..1.5 (default: the config's "
+      "oversubscription.max_ratio, or 1.5 where the config leaves it off)");
   simeff->add_option("--grace", sim_flags.grace, "preemption grace period (default: config, 2m)");
   simeff->add_option("--preemptible-share", sim_flags.preemptible_share,
                      "share of short single-GPU jobs that are preemptible (default 0.5)");

@@ -5,11 +5,14 @@
 // ~/.config/stoker/config.yaml (server:, token: or token_file:); the local server recorded by
 // `stoker up` in ~/.config/stoker/local.yaml (server + token_file = DIR/admin.token).
 
+#include <fmt/core.h>
 #include <pwd.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <atomic>
 #include <chrono>
@@ -18,10 +21,6 @@
 #include <fstream>
 #include <iostream>
 #include <thread>
-
-#include <fmt/core.h>
-#include <spdlog/spdlog.h>
-#include <yaml-cpp/yaml.h>
 
 #include "cli/cli.h"
 #include "core/clock.h"
@@ -60,13 +59,19 @@ void InstallSignalHandlers() {
 
 int ExitFor(const Status& s) {
   switch (s.code()) {
-    case StatusCode::kOk: return kExitOk;
-    case StatusCode::kInvalidArgument: return kExitUsage;
-    case StatusCode::kUnavailable: return kExitUnavailable;
-    case StatusCode::kNotFound: return kExitNotFound;
+    case StatusCode::kOk:
+      return kExitOk;
+    case StatusCode::kInvalidArgument:
+      return kExitUsage;
+    case StatusCode::kUnavailable:
+      return kExitUnavailable;
+    case StatusCode::kNotFound:
+      return kExitNotFound;
     case StatusCode::kUnauthenticated:
-    case StatusCode::kPermissionDenied: return kExitDenied;
-    default: return kExitFailure;
+    case StatusCode::kPermissionDenied:
+      return kExitDenied;
+    default:
+      return kExitFailure;
   }
 }
 
@@ -160,8 +165,10 @@ Result<server::ApiClient> MakeClient(const ClientFlags& f) {
       YAML::Node y = YAML::LoadFile(file);
       if (url.empty() && y["server"]) url = y["server"].as<std::string>();
       if (token.empty() && token_file.empty()) {
-        if (y["token"]) token = y["token"].as<std::string>();
-        else if (y["token_file"]) token_file = y["token_file"].as<std::string>();
+        if (y["token"])
+          token = y["token"].as<std::string>();
+        else if (y["token_file"])
+          token_file = y["token_file"].as<std::string>();
       }
     } catch (const std::exception& e) {
       return InvalidArgument(file + ": " + e.what());
@@ -180,9 +187,10 @@ Result<server::ApiClient> MakeClient(const ClientFlags& f) {
 // Runs a request and turns transport and HTTP errors into a Status.
 Result<json> Call(server::ApiClient& c, const std::string& method, const std::string& path,
                   const json& body = nullptr) {
-  Result<server::HttpResult> r = method == "GET"    ? c.Get(path)
-                                 : method == "POST" ? c.Post(path, body.is_null() ? json::object() : body)
-                                                    : c.Put(path, body);
+  Result<server::HttpResult> r = method == "GET" ? c.Get(path)
+                                 : method == "POST"
+                                     ? c.Post(path, body.is_null() ? json::object() : body)
+                                     : c.Put(path, body);
   if (!r.ok()) return r.status();
   STOKER_RETURN_IF_ERROR(server::StatusFromHttp(*r));
   return r->body;
@@ -199,13 +207,16 @@ std::string Age(int64_t from_ms, int64_t to_ms) {
 }
 
 int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(SystemClock().WallNow().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             SystemClock().WallNow().time_since_epoch())
+      .count();
 }
 
 std::string GpuText(const json& spec) {
   if (spec.value("gpus", 0) > 0) {
     const int min = spec.value("min_gpus", 0);
-    return std::to_string(spec["gpus"].get<int>()) + (min > 0 ? " (min " + std::to_string(min) + ")" : "");
+    return std::to_string(spec["gpus"].get<int>()) +
+           (min > 0 ? " (min " + std::to_string(min) + ")" : "");
   }
   if (spec.value("gpu_milli", 0) > 0) return std::to_string(spec["gpu_milli"].get<int>()) + "m";
   if (!spec.value("mig", std::string()).empty()) return "mig " + spec["mig"].get<std::string>();
@@ -218,18 +229,23 @@ void PrintJobsTable(const json& jobs) {
   const int64_t now = NowMs();
   for (const json& j : jobs) {
     std::string info = j.value("reason", "");
-    if (j.contains("exit_code")) info = "exit " + std::to_string(j["exit_code"].get<int>()) + (info.empty() ? "" : "; " + info);
+    if (j.contains("exit_code"))
+      info =
+          "exit " + std::to_string(j["exit_code"].get<int>()) + (info.empty() ? "" : "; " + info);
     std::string node = j.contains("assignment") ? j["assignment"].value("node", "") : "";
-    if (j.contains("assignment") && !j["assignment"].value("cuda_visible_devices", std::string()).empty()) {
-      info = "devices " + j["assignment"]["cuda_visible_devices"].get<std::string>() + (info.empty() ? "" : "; " + info);
+    if (j.contains("assignment") &&
+        !j["assignment"].value("cuda_visible_devices", std::string()).empty()) {
+      info = "devices " + j["assignment"]["cuda_visible_devices"].get<std::string>() +
+             (info.empty() ? "" : "; " + info);
     }
     std::string name = j.value("name", "");
     if (name.empty() && j["spec"]["command"].is_array() && !j["spec"]["command"].empty()) {
       name = j["spec"]["command"][0].get<std::string>();
     }
     fmt::print("{:<6} {:<10} {:<11} {:<18} {:<14} {:<10} {:<6} {}\n", j["id"].get<int64_t>(),
-               j.value("user", ""), j.value("state", ""), name.substr(0, 18), node.empty() ? "-" : node,
-               GpuText(j["spec"]), Age(j.value("submit_ms", int64_t{0}), now), info);
+               j.value("user", ""), j.value("state", ""), name.substr(0, 18),
+               node.empty() ? "-" : node, GpuText(j["spec"]),
+               Age(j.value("submit_ms", int64_t{0}), now), info);
   }
 }
 
@@ -277,22 +293,32 @@ struct ServerFlags {
 void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
   cmd->add_option("--efficiency-config", f->efficiency_config,
                   "Efficiency engine configuration (zones, alerts, idle reclaim, market; YAML)");
-  cmd->add_option("--alertmanager", f->alertmanager, "Also send efficiency alerts to this Alertmanager (http://host:9093)");
-  cmd->add_option("--data-dir", f->data_dir, "Data directory (default $XDG_STATE_HOME/stoker or ~/.local/state/stoker)");
+  cmd->add_option("--alertmanager", f->alertmanager,
+                  "Also send efficiency alerts to this Alertmanager (http://host:9093)");
+  cmd->add_option("--data-dir", f->data_dir,
+                  "Data directory (default $XDG_STATE_HOME/stoker or ~/.local/state/stoker)");
   cmd->add_option("--listen", f->listen, "HOST:PORT to serve the API on")->capture_default_str();
   cmd->add_option("--tls-cert", f->tls_cert, "PEM certificate: serve HTTPS");
   cmd->add_option("--tls-key", f->tls_key, "PEM private key for --tls-cert");
-  cmd->add_option("--placement", f->placement, "Placement policy (scheduler library name; default: the library's default)");
-  cmd->add_option("--queue", f->queue, "Queue policy: fifo, sjf, srtf, las, priority")->capture_default_str();
-  cmd->add_flag("--no-backfill", f->no_backfill, "Strict queue order: a blocked job stops later ones");
-  cmd->add_option("--node-timeout", f->node_timeout_s, "Seconds without heartbeat before a node is lost")->capture_default_str();
-  cmd->add_option("--sync", f->sync, "SQLite synchronous mode: full (survives power loss) or normal (survives kill -9)")
+  cmd->add_option("--placement", f->placement,
+                  "Placement policy (scheduler library name; default: the library's default)");
+  cmd->add_option("--queue", f->queue, "Queue policy: fifo, sjf, srtf, las, priority")
+      ->capture_default_str();
+  cmd->add_flag("--no-backfill", f->no_backfill,
+                "Strict queue order: a blocked job stops later ones");
+  cmd->add_option("--node-timeout", f->node_timeout_s,
+                  "Seconds without heartbeat before a node is lost")
+      ->capture_default_str();
+  cmd->add_option(
+         "--sync", f->sync,
+         "SQLite synchronous mode: full (survives power loss) or normal (survives kill -9)")
       ->check(CLI::IsMember({"full", "normal"}))
       ->capture_default_str();
   // Connections are served asynchronously; these threads run handlers, and a submission waits
   // in one for its durable commit, so they bound how many commits are grouped together.
-  cmd->add_option("--http-threads", f->http_threads,
-                  "Threads that run API requests (each durable submission holds one until its commit)")
+  cmd->add_option(
+         "--http-threads", f->http_threads,
+         "Threads that run API requests (each durable submission holds one until its commit)")
       ->check(CLI::Range(2, 1024))
       ->capture_default_str();
 }
@@ -312,16 +338,24 @@ struct RunningServer {
   std::unique_ptr<efficiency::EfficiencyService> efficiency;
 };
 
-// Loads --efficiency-config and plugs the engine into the server, its API and /metrics.
-Status StartEfficiency(RunningServer& rs, const ServerFlags& f) {
+// Loads --efficiency-config (defaults without one); rejected rules are reported, not fatal.
+Result<efficiency::EfficiencyConfig> LoadEfficiencyConfig(const ServerFlags& f) {
   auto cfg = f.efficiency_config.empty() ? efficiency::LoadConfigYaml("")
                                          : efficiency::LoadConfigFile(f.efficiency_config);
   if (!cfg.ok()) return InvalidArgument("--efficiency-config: " + cfg.status().message());
   for (const Status& e : cfg->rule_errors) {
     std::cerr << "stoker: --efficiency-config: rule rejected: " << e.message() << "\n";
   }
+  return cfg;
+}
+
+// Plugs the efficiency engine into the server, its API and /metrics.
+Status StartEfficiency(RunningServer& rs, const ServerFlags& f,
+                       const efficiency::EfficiencyConfig& cfg_value) {
+  const efficiency::EfficiencyConfig* cfg = &cfg_value;
   rs.ledger = std::make_unique<efficiency::StoreLedgerStore>(rs.store.get());
-  rs.efficiency = std::make_unique<efficiency::EfficiencyService>(*cfg, rs.core.get(), rs.ledger.get());
+  rs.efficiency =
+      std::make_unique<efficiency::EfficiencyService>(*cfg, rs.core.get(), rs.ledger.get());
   STOKER_RETURN_IF_ERROR(rs.efficiency->Init(rs.clock.WallNow()));
   rs.efficiency->AddNotifier(&rs.log_notifier);
   if (!f.alertmanager.empty()) {
@@ -332,8 +366,8 @@ Status StartEfficiency(RunningServer& rs, const ServerFlags& f) {
   }
   // Jobs already running (a restart) join the engine's directory.
   server::JobFilter active;
-  active.states = {server::JobState::kAssigned, server::JobState::kRunning, server::JobState::kCancelling,
-                   server::JobState::kQueued};
+  active.states = {server::JobState::kAssigned, server::JobState::kRunning,
+                   server::JobState::kCancelling, server::JobState::kQueued};
   active.limit = 100000;
   auto jobs = rs.core->ListJobs(server::Principal{"efficiency", server::Role::kAdmin}, active);
   if (jobs.ok()) {
@@ -358,14 +392,19 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   ::chmod(f.data_dir.c_str(), 0700);
   STOKER_ASSIGN_OR_RETURN(auto hp, server::ParseHostPort(f.listen));
   auto rs = std::make_unique<RunningServer>();
-  STOKER_ASSIGN_OR_RETURN(rs->store, store::OpenSqliteStore(f.data_dir + "/stoker.db",
-                                                            {.synchronous_full = f.sync == "full"}));
+  STOKER_ASSIGN_OR_RETURN(
+      rs->store,
+      store::OpenSqliteStore(f.data_dir + "/stoker.db", {.synchronous_full = f.sync == "full"}));
   server::ServerOptions so;
   so.data_dir = f.data_dir;
   so.placement_policy = f.placement;
   so.queue_policy = f.queue;
   so.backfill = !f.no_backfill;
   so.node_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.node_timeout_s * 1000));
+  STOKER_ASSIGN_OR_RETURN(efficiency::EfficiencyConfig eff_cfg, LoadEfficiencyConfig(f));
+  // Oversubscription is the efficiency configuration's; the scheduling pass applies it.
+  so.gpu_oversubscription_milli = static_cast<int32_t>(eff_cfg.oversub.max_ratio_milli);
+  so.preemption_grace = eff_cfg.oversub.grace;
   STOKER_ASSIGN_OR_RETURN(rs->core, server::Server::Create(rs->store.get(), &rs->clock, so));
   rs->api = std::make_unique<server::Api>(rs->core.get());
   server::HttpOptions ho;
@@ -374,7 +413,7 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   ho.tls_cert = f.tls_cert;
   ho.tls_key = f.tls_key;
   ho.threads = f.http_threads;
-  STOKER_RETURN_IF_ERROR(StartEfficiency(*rs, f));
+  STOKER_RETURN_IF_ERROR(StartEfficiency(*rs, f, eff_cfg));
   rs->http = std::make_unique<server::HttpServer>(rs->api.get(), ho);
   STOKER_RETURN_IF_ERROR(rs->http->Start());
   rs->core->Start();
@@ -506,8 +545,8 @@ int RunUp(ServerFlags f, GpuFlags g, std::string node_name) {
 
   fmt::print("stoker up: server {} , data dir {}\n", url, f.data_dir);
   if (!gpus->note.empty()) fmt::print("{}\n", gpus->note);
-  fmt::print("node '{}': {} CPUs, {} MiB, {} GPU(s){}\n", node_name, inv.cpu_milli / 1000, inv.memory_mib,
-             inv.gpus.size(), inv.simulated ? " [simulated]" : "");
+  fmt::print("node '{}': {} CPUs, {} MiB, {} GPU(s){}\n", node_name, inv.cpu_milli / 1000,
+             inv.memory_mib, inv.gpus.size(), inv.simulated ? " [simulated]" : "");
   fmt::print("admin token in {}/admin.token; the CLI on this machine finds it via {}/local.yaml\n",
              f.data_dir, ConfigDir());
   fmt::print("try: stoker submit -- echo hello   ·   stoker jobs   ·   stoker nodes\n");
@@ -611,7 +650,8 @@ int RunSubmit(const ClientFlags& c, const SubmitFlags& s) {
   json env = json::object();
   for (const std::string& kv : s.env) {
     const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) return Fail(InvalidArgument("--env: expected K=V, got '" + kv + "'"));
+    if (eq == std::string::npos || eq == 0)
+      return Fail(InvalidArgument("--env: expected K=V, got '" + kv + "'"));
     env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
   if (!env.empty()) spec["env"] = env;
@@ -659,8 +699,9 @@ int RunLogs(const ClientFlags& c, int64_t id, bool follow, bool stderr_stream) {
   int64_t offset = 0;
   const std::string stream = stderr_stream ? "stderr" : "stdout";
   while (true) {
-    auto r = Call(*client, "GET", "/api/v1/jobs/" + std::to_string(id) + "/logs?stream=" + stream +
-                                       "&offset=" + std::to_string(offset));
+    auto r = Call(*client, "GET",
+                  "/api/v1/jobs/" + std::to_string(id) + "/logs?stream=" + stream +
+                      "&offset=" + std::to_string(offset));
     if (!r.ok()) return Fail(r.status());
     const std::string data = (*r)["data"].get<std::string>();
     std::fwrite(data.data(), 1, data.size(), stdout);
@@ -707,9 +748,11 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
     auto* f = FlagStorage<ServerFlags>();
     auto* g = FlagStorage<GpuFlags>();
     auto* name = FlagStorage<std::string>();
-    auto* cmd = app.add_subcommand("up", "Start a server and a local node in one process (simulated GPUs without NVML)");
+    auto* cmd = app.add_subcommand(
+        "up", "Start a server and a local node in one process (simulated GPUs without NVML)");
     AddServerFlags(cmd, f);
-    cmd->add_option("--simulate", g->simulate, "Serve a simulated node from this fake-NVML scenario");
+    cmd->add_option("--simulate", g->simulate,
+                    "Serve a simulated node from this fake-NVML scenario");
     cmd->add_option("--nvml-lib", g->nvml_lib, "NVML library to load")->capture_default_str();
     cmd->add_option("--node-name", *name, "Name of the local node (default: host name)");
     cmd->callback([f, g, name, &exit_code] { exit_code = RunUp(*f, *g, *name); });
@@ -720,11 +763,14 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
     auto* g = FlagStorage<GpuFlags>();
     auto* name = FlagStorage<std::string>();
     auto* dir = FlagStorage<std::string>();
-    auto* cmd = app.add_subcommand("node", "Run jobs for a Stoker server on this machine (agent token)");
+    auto* cmd =
+        app.add_subcommand("node", "Run jobs for a Stoker server on this machine (agent token)");
     AddClientFlags(cmd, c);
-    cmd->add_option("--name", *name, "Node name (must match the agent token's name; default: host name)");
+    cmd->add_option("--name", *name,
+                    "Node name (must match the agent token's name; default: host name)");
     cmd->add_option("--state-dir", *dir, "Job state directory (default <data dir>/node/jobs)");
-    cmd->add_option("--simulate", g->simulate, "Serve a simulated node from this fake-NVML scenario");
+    cmd->add_option("--simulate", g->simulate,
+                    "Serve a simulated node from this fake-NVML scenario");
     cmd->add_option("--nvml-lib", g->nvml_lib, "NVML library to load")->capture_default_str();
     cmd->callback([c, g, name, dir, &exit_code] { exit_code = RunNode(*c, *g, *name, *dir); });
   }
@@ -740,7 +786,8 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
   {
     auto* c = FlagStorage<ClientFlags>();
     auto* s = FlagStorage<SubmitFlags>();
-    auto* cmd = app.add_subcommand("submit", "Submit a job: stoker submit --gpus 2 -- python train.py");
+    auto* cmd =
+        app.add_subcommand("submit", "Submit a job: stoker submit --gpus 2 -- python train.py");
     AddClientFlags(cmd, c);
     cmd->add_option("--gpus", s->gpus, "Whole GPUs (elastic maximum with --min-gpus)");
     cmd->add_option("--min-gpus", s->min_gpus, "Elastic minimum GPUs");
@@ -769,7 +816,9 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
     auto* node = FlagStorage<std::string>();
     auto* cmd = app.add_subcommand("jobs", "List jobs");
     AddClientFlags(cmd, c);
-    cmd->add_option("--state", *state, "Comma-separated states (queued,assigned,running,cancelling,succeeded,failed,cancelled)");
+    cmd->add_option(
+        "--state", *state,
+        "Comma-separated states (queued,assigned,running,cancelling,succeeded,failed,cancelled)");
     cmd->add_option("--user", *user, "Only this user's jobs");
     cmd->add_option("--node", *node, "Only jobs on this node");
     cmd->callback([c, state, user, node, &exit_code] {
@@ -809,7 +858,8 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
   {
     auto* c = FlagStorage<ClientFlags>();
     auto* id = FlagStorage<int64_t>(0);
-    auto* cmd = app.add_subcommand("cancel", "Cancel a job (SIGTERM to its process group, then SIGKILL)");
+    auto* cmd =
+        app.add_subcommand("cancel", "Cancel a job (SIGTERM to its process group, then SIGKILL)");
     AddClientFlags(cmd, c);
     cmd->add_option("id", *id, "Job id")->required();
     cmd->callback([c, id, &exit_code] {
@@ -823,8 +873,10 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
         exit_code = Fail(r.status());
         return;
       }
-      if (c->json) fmt::print("{}\n", r->dump(2));
-      else fmt::print("job {}: {}\n", *id, (*r)["state"].get<std::string>());
+      if (c->json)
+        fmt::print("{}\n", r->dump(2));
+      else
+        fmt::print("job {}: {}\n", *id, (*r)["state"].get<std::string>());
       exit_code = kExitOk;
     });
   }
@@ -839,7 +891,8 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
     cmd->add_option("id", *id, "Job id")->required();
     cmd->add_flag("-f,--follow", *follow, "Keep printing until the job ends");
     cmd->add_flag("--stderr", *err, "Print standard error instead of standard output");
-    cmd->callback([c, id, follow, err, &exit_code] { exit_code = RunLogs(*c, *id, *follow, *err); });
+    cmd->callback(
+        [c, id, follow, err, &exit_code] { exit_code = RunLogs(*c, *id, *follow, *err); });
   }
   // stoker nodes
   {
@@ -848,14 +901,15 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
     AddClientFlags(cmd, c);
     cmd->callback([c, &exit_code] {
       exit_code = RunGetAndPrint(*c, "/api/v1/nodes", [](const json& nodes) {
-        fmt::print("{:<20} {:<8} {:<6} {:<9} {:<5} {:<30} {}\n", "NODE", "STATE", "CPUS", "MEM(GiB)", "JOBS",
-                   "GPUS", "SOURCE");
+        fmt::print("{:<20} {:<8} {:<6} {:<9} {:<5} {:<30} {}\n", "NODE", "STATE", "CPUS",
+                   "MEM(GiB)", "JOBS", "GPUS", "SOURCE");
         for (const json& n : nodes) {
           std::string gpus = std::to_string(n["gpus"].size());
           if (!n["gpus"].empty()) gpus += " x " + n["gpus"][0].value("model", "");
           fmt::print("{:<20} {:<8} {:<6} {:<9} {:<5} {:<30} {}\n", n["name"].get<std::string>(),
                      n["state"].get<std::string>(), n["cpu_milli"].get<int64_t>() / 1000,
-                     n["memory_mib"].get<int64_t>() / 1024, n.value("active_jobs", 0), gpus.substr(0, 30),
+                     n["memory_mib"].get<int64_t>() / 1024, n.value("active_jobs", 0),
+                     gpus.substr(0, 30),
                      n.value("simulated", false) ? "SIMULATED" : n.value("source", ""));
         }
       });
@@ -865,8 +919,9 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
   for (const char* verb : {"drain", "undrain"}) {
     auto* c = FlagStorage<ClientFlags>();
     auto* node = FlagStorage<std::string>();
-    auto* cmd = app.add_subcommand(verb, std::string(verb) == "drain" ? "Stop placing new jobs on a node (admin)"
-                                                                       : "Resume placing jobs on a node (admin)");
+    auto* cmd = app.add_subcommand(verb, std::string(verb) == "drain"
+                                             ? "Stop placing new jobs on a node (admin)"
+                                             : "Resume placing jobs on a node (admin)");
     AddClientFlags(cmd, c);
     cmd->add_option("node", *node, "Node name")->required();
     const std::string v = verb;
@@ -881,8 +936,10 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
         exit_code = Fail(r.status());
         return;
       }
-      if (c->json) fmt::print("{}\n", r->dump(2));
-      else fmt::print("node {}: {}\n", *node, (*r)["state"].get<std::string>());
+      if (c->json)
+        fmt::print("{}\n", r->dump(2));
+      else
+        fmt::print("node {}: {}\n", *node, (*r)["state"].get<std::string>());
       exit_code = kExitOk;
     });
   }
@@ -895,8 +952,11 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
     auto* name = FlagStorage<std::string>();
     auto* create = tok->add_subcommand("create", "Create a token; it is printed once");
     AddClientFlags(create, c);
-    create->add_option("--role", *role, "admin, agent or user")->check(CLI::IsMember({"admin", "agent", "user"}))->capture_default_str();
-    create->add_option("--name", *name, "User name, or the node name for an agent token")->required();
+    create->add_option("--role", *role, "admin, agent or user")
+        ->check(CLI::IsMember({"admin", "agent", "user"}))
+        ->capture_default_str();
+    create->add_option("--name", *name, "User name, or the node name for an agent token")
+        ->required();
     create->callback([c, role, name, &exit_code] {
       auto client = MakeClient(*c);
       if (!client.ok()) {
@@ -908,8 +968,10 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
         exit_code = Fail(r.status());
         return;
       }
-      if (c->json) fmt::print("{}\n", r->dump(2));
-      else fmt::print("{}\n", (*r)["token"].get<std::string>());
+      if (c->json)
+        fmt::print("{}\n", r->dump(2));
+      else
+        fmt::print("{}\n", (*r)["token"].get<std::string>());
       exit_code = kExitOk;
     });
   }
@@ -920,10 +982,12 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
     AddClientFlags(cmd, c);
     cmd->callback([c, &exit_code] {
       exit_code = RunGetAndPrint(*c, "/api/v1/queue", [](const json& q) {
-        fmt::print("{:<5} {:<6} {:<10} {:<18} {:<5} {}\n", "POS", "ID", "USER", "NAME", "PRIO", "REASON");
+        fmt::print("{:<5} {:<6} {:<10} {:<18} {:<5} {}\n", "POS", "ID", "USER", "NAME", "PRIO",
+                   "REASON");
         for (const json& e : q) {
-          fmt::print("{:<5} {:<6} {:<10} {:<18} {:<5} {}\n", e["position"].get<int>(), e["job"].get<int64_t>(),
-                     e["user"].get<std::string>(), e["name"].get<std::string>(), e["priority"].get<int>(),
+          fmt::print("{:<5} {:<6} {:<10} {:<18} {:<5} {}\n", e["position"].get<int>(),
+                     e["job"].get<int64_t>(), e["user"].get<std::string>(),
+                     e["name"].get<std::string>(), e["priority"].get<int>(),
                      e["reason"].get<std::string>());
         }
       });

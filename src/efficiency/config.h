@@ -60,8 +60,9 @@ struct IdleReclaimPolicy {
 };
 
 struct OversubscriptionPolicy {
-  // Total commitments on one GPU, in milli-GPU per GPU; 1000 = no oversubscription. Max 1500.
-  int64_t max_ratio_milli = 1500;
+  // Total commitments on one GPU, in milli-GPU per GPU; 1000 = no oversubscription (the
+  // default: co-located processes share GPU memory, so an operator turns it on). Max 1500.
+  int64_t max_ratio_milli = 1000;
   Duration grace = std::chrono::minutes(2);
   bool use_reclaimed_capacity = true;
 };

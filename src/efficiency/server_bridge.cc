@@ -64,34 +64,47 @@ class EfficiencyService::Actions final : public JobActions {
     return Status::Ok();
   }
   Status Requeue(const JobInfo& j, const std::string& reason) override {
-    return Cancel(j, "requeue: " + reason);
+    return Queue(j, reason, /*requeue=*/true);
   }
-  // Queued, not called: observer callbacks run under the server's observer lock, and a cancel
-  // notifies the observers again. Evaluate() runs them with no lock held.
   Status Cancel(const JobInfo& j, const std::string& reason) override {
+    return Queue(j, reason, /*requeue=*/false);
+  }
+  struct Pending {
+    int64_t id;
+    std::string reason;
+    bool requeue;
+  };
+  std::vector<Pending> Take() {
+    std::vector<Pending> out;
+    out.swap(pending_);
+    return out;
+  }
+  void Flush(std::vector<Pending> actions) {
+    for (const Pending& a : actions) {
+      Status s =
+          a.requeue ? server_->RequeueJob(a.id, a.reason) : server_->CancelJob(a.id, a.reason);
+      if (!s.ok()) {
+        spdlog::error("idle reclaim: {} job {}: {}", a.requeue ? "requeue" : "cancel", a.id,
+                      s.ToString());
+      }
+    }
+  }
+
+ private:
+  // Queued, not called: the engine decides while holding its own lock, and the server notifies
+  // its observers (this service among them) of the change. Evaluate() runs them unlocked.
+  Status Queue(const JobInfo& j, const std::string& reason, bool requeue) {
     if (!server_) return FailedPrecondition("no server actions");
     char* end = nullptr;
     const long long id = std::strtoll(j.id.c_str(), &end, 10);
     if (end == j.id.c_str() || *end != '\0')
       return InvalidArgument("job id '" + j.id + "' is not a server job");
-    pending_.emplace_back(id, "idle reclaim: " + reason);
+    pending_.push_back(Pending{id, "idle reclaim: " + reason, requeue});
     return Status::Ok();
   }
-  std::vector<std::pair<int64_t, std::string>> Take() {
-    std::vector<std::pair<int64_t, std::string>> out;
-    out.swap(pending_);
-    return out;
-  }
-  void Flush(std::vector<std::pair<int64_t, std::string>> cancels) {
-    for (const auto& [id, reason] : cancels) {
-      Status s = server_->CancelJob(id, reason);
-      if (!s.ok()) spdlog::error("idle reclaim: cancel job {}: {}", id, s.ToString());
-    }
-  }
 
- private:
   server::JobActions* server_;
-  std::vector<std::pair<int64_t, std::string>> pending_;
+  std::vector<Pending> pending_;
 };
 
 EfficiencyService::EfficiencyService(EfficiencyConfig cfg, server::JobActions* actions,
@@ -313,7 +326,7 @@ void EfficiencyService::ChargeLocked(const std::string& job, WallTime until) {
 }
 
 void EfficiencyService::Evaluate(WallTime now) {
-  std::vector<std::pair<int64_t, std::string>> cancels;
+  std::vector<Actions::Pending> cancels;
   {
     std::lock_guard lock(mu_);
     ObserveClusterLocked(now);

@@ -5,8 +5,8 @@
 // snapshot JSON, feed zones, graded alerts, idle reclaim and the report's sample record; job
 // changes keep its job directory) and a server::ApiExtension (its routes under /api/v1, its
 // Prometheus families on /metrics, and the market's check at submission). Reclaim acts through
-// the server's JobActions (cancel; the server has no system requeue yet, so "requeue" cancels
-// with the reason recorded). The compute market keeps its ledger in a LedgerStore
+// the server's JobActions (requeue: the node stops the job and the server queues it again;
+// cancel). The compute market keeps its ledger in a LedgerStore
 // (StoreLedgerStore: the server's SQLite store).
 //
 // Threading: the server calls the observer from request threads, some while it holds its

@@ -139,7 +139,11 @@ Status NodeAgent::RunOnce() {
     }
   }
   for (int64_t id : reply.cancel) {
-    Status s = runner_.Cancel(std::to_string(id));
+    std::optional<Duration> grace;
+    if (auto g = reply.cancel_grace_ms.find(id); g != reply.cancel_grace_ms.end()) {
+      grace = std::chrono::milliseconds(g->second);
+    }
+    Status s = runner_.Cancel(std::to_string(id), grace);
     if (!s.ok() && s.code() != StatusCode::kNotFound)
       spdlog::debug("cancel job {}: {}", id, s.ToString());
   }

@@ -232,7 +232,7 @@ JobStatus Runner::Read(const std::string& job_id) const {
   return st;
 }
 
-Status Runner::Cancel(const std::string& job_id) {
+Status Runner::Cancel(const std::string& job_id, std::optional<Duration> grace) {
   if (!ValidJobId(job_id) || !fs::exists(JobDir(job_id))) return NotFound("job " + job_id);
   JobStatus st = Read(job_id);
   if (st.phase == JobPhase::kExited) return Status::Ok();
@@ -241,7 +241,8 @@ Status Runner::Cancel(const std::string& job_id) {
   if (::kill(-st.pid, SIGTERM) != 0 && errno != ESRCH) {
     return Internal("kill " + std::to_string(st.pid) + ": " + std::strerror(errno));
   }
-  if (!kill_deadlines_.count(job_id)) kill_deadlines_[job_id] = clock_->Now() + grace_;
+  if (!kill_deadlines_.count(job_id))
+    kill_deadlines_[job_id] = clock_->Now() + grace.value_or(grace_);
   return Status::Ok();
 }
 

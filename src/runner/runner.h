@@ -57,9 +57,10 @@ class Runner {
 
   // Writes the spec and starts the shim. AlreadyExists when the job directory exists.
   Status Launch(const LaunchSpec& spec);
-  // SIGTERM to the job's process group now; SIGKILL after the grace period (sent by Poll()).
-  // NotFound when the job is unknown; OK (no-op) when it already exited.
-  Status Cancel(const std::string& job_id);
+  // SIGTERM to the job's process group now; SIGKILL after the grace period (sent by Poll()):
+  // `grace` when given (a preemption's), else the runner's. A repeated cancel keeps the first
+  // deadline. NotFound when the job is unknown; OK (no-op) when it already exited.
+  Status Cancel(const std::string& job_id, std::optional<Duration> grace = std::nullopt);
   // Status of every job with a directory, sending due SIGKILLs first.
   std::vector<JobStatus> Poll();
   // One job's status.

@@ -269,6 +269,7 @@ json JobToJson(const Job& job) {
   j["requeues"] = job.requeues;
   j["preemptions"] = job.preemptions;
   if (job.preempted_by != 0) j["preempted_by"] = job.preempted_by;
+  if (!job.stop_to_requeue.empty()) j["stop_to_requeue"] = job.stop_to_requeue;
   return j;
 }
 
@@ -305,6 +306,7 @@ Result<Job> JobFromJson(const json& j) {
     job.requeues = j.value("requeues", 0);
     job.preemptions = j.value("preemptions", 0);
     job.preempted_by = j.value("preempted_by", int64_t{0});
+    job.stop_to_requeue = j.value("stop_to_requeue", std::string());
     return job;
   } catch (const json::exception& e) {
     return InvalidArgument(std::string("job document: ") + e.what());
@@ -574,8 +576,13 @@ json HeartbeatReplyToJson(const HeartbeatReply& r) {
   for (const auto& [id, off] : r.log_offsets) {
     offsets[std::to_string(id)] = {off.first, off.second};
   }
-  return json{
-      {"start", start}, {"cancel", r.cancel}, {"forget", r.forget}, {"log_offsets", offsets}};
+  json out{{"start", start}, {"cancel", r.cancel}, {"forget", r.forget}, {"log_offsets", offsets}};
+  if (!r.cancel_grace_ms.empty()) {
+    json grace = json::object();
+    for (const auto& [id, ms] : r.cancel_grace_ms) grace[std::to_string(id)] = ms;
+    out["cancel_grace_ms"] = std::move(grace);
+  }
+  return out;
 }
 
 Result<HeartbeatReply> ParseHeartbeatReply(const json& j) {
@@ -594,6 +601,13 @@ Result<HeartbeatReply> ParseHeartbeatReply(const json& j) {
     }
     r.cancel = j.at("cancel").get<std::vector<int64_t>>();
     r.forget = j.at("forget").get<std::vector<int64_t>>();
+    if (auto g = j.find("cancel_grace_ms"); g != j.end()) {  // absent from older servers
+      for (const auto& [k, v] : g->items()) {
+        const int64_t ms = v.get<int64_t>();
+        if (ms < 0) return InvalidArgument("heartbeat reply: cancel_grace_ms." + k + ": negative");
+        r.cancel_grace_ms[std::stoll(k)] = ms;
+      }
+    }
     for (const auto& [k, v] : j.at("log_offsets").items()) {
       r.log_offsets[std::stoll(k)] = {v.at(0).get<int64_t>(), v.at(1).get<int64_t>()};
     }

@@ -83,6 +83,9 @@ struct Job {
   // Set while a preemptible job is being stopped (state cancelling) to make room for this job:
   // when the node reports its exit it goes back to the queue instead of ending.
   int64_t preempted_by = 0;
+  // Set while a running job is being stopped to go back to the queue for another reason (idle
+  // reclaim with action requeue): the reason, recorded when its exit requeues it.
+  std::string stop_to_requeue;
 };
 
 json JobToJson(const Job& j);
@@ -158,6 +161,9 @@ struct LaunchOrder {
 struct HeartbeatReply {
   std::vector<LaunchOrder> start;
   std::vector<int64_t> cancel;
+  // Per cancelled job, the SIGTERM-to-SIGKILL grace the node should give it (preemptions);
+  // jobs not named get the node's own cancel grace.
+  std::map<int64_t, int64_t> cancel_grace_ms;
   std::vector<int64_t> forget;  // exited jobs the server recorded (with all their logs)
   std::map<int64_t, std::pair<int64_t, int64_t>> log_offsets;  // id -> (stdout, stderr) bytes held
 };

@@ -343,6 +343,14 @@ const std::string& OpenApiDocument() {
        "type": "integer"
       }
      },
+     "cancel_grace_ms": {
+      "type": "object",
+      "description": "Per cancelled job id, milliseconds from SIGTERM to SIGKILL (preemptions); other cancels use the node's own grace",
+      "additionalProperties": {
+       "type": "integer",
+       "minimum": 0
+      }
+     },
      "forget": {
       "type": "array",
       "items": {

@@ -11,6 +11,7 @@
 #include "scheduler/cluster.h"
 #include "scheduler/queue/job_queue.h"
 #include "scheduler/registry.h"
+#include "server/gpu_commitments.h"
 
 namespace stoker::server {
 namespace fs = std::filesystem;
@@ -56,6 +57,16 @@ Result<std::unique_ptr<Server>> Server::Create(store::Store* store, Clock* clock
       s->placement_,
       scheduler::CreatePlacementPolicy(s->options_.placement_policy, scheduler::PolicyConfig{}));
   STOKER_ASSIGN_OR_RETURN(s->queue_policy_, queue::CreateQueuePolicy(s->options_.queue_policy));
+  if (const int32_t r = s->options_.gpu_oversubscription_milli;
+      r < scheduler::kMilliPerGpu || r > 1500) {
+    return InvalidArgument(
+        "gpu oversubscription: must be 1000..1500 milli-GPU per GPU (1.0 to "
+        "1.5 : 1), got " +
+        std::to_string(r));
+  }
+  if (s->options_.preemption_grace < Duration::zero()) {
+    return InvalidArgument("preemption grace: must not be negative");
+  }
   if (!s->options_.data_dir.empty()) {
     std::error_code ec;
     fs::create_directories(s->options_.data_dir + "/logs", ec);
@@ -243,10 +254,14 @@ void Server::EndJob(Job& j, JobState state, const std::string& reason) {
   Reindex(j);
 }
 
-void Server::RequeuePreempted(Job& j) {
+std::string Server::RequeueStopped(Job& j) {
+  const std::string why = j.preempted_by != 0
+                              ? "preempted for job " + std::to_string(j.preempted_by)
+                              : j.stop_to_requeue;
   j.state = JobState::kQueued;
-  j.reason = "requeued: preempted for job " + std::to_string(j.preempted_by);
+  j.reason = "requeued: " + why;
   j.preempted_by = 0;
+  j.stop_to_requeue.clear();
   j.assignment.reset();
   j.start_ms = 0;
   j.exit_code.reset();
@@ -263,6 +278,7 @@ void Server::RequeuePreempted(Job& j) {
                  ec);
     }
   }
+  return why;
 }
 
 void Server::Reindex(const Job& j) {
@@ -298,9 +314,10 @@ Result<Job> Server::Cancel(const Principal& who, int64_t id) {
       j.state = JobState::kCancelling;
       j.reason = "cancel requested by " + who.name;
       Event(&b, j, "cancel", j.reason);
-    } else if (j.state == JobState::kCancelling && j.preempted_by != 0) {
-      // Being preempted: the exit now ends the job instead of requeueing it.
+    } else if (j.state == JobState::kCancelling && StoppingToRequeue(j)) {
+      // Being stopped to be requeued: the exit now ends the job instead.
       j.preempted_by = 0;
+      j.stop_to_requeue.clear();
       j.reason = "cancel requested by " + who.name;
       Event(&b, j, "cancel", j.reason);
     } else if (j.state == JobState::kCancelling) {
@@ -324,6 +341,46 @@ Result<Job> Server::Cancel(const Principal& who, int64_t id) {
 Status Server::CancelJob(int64_t id, const std::string& reason) {
   auto r = Cancel(Principal{"system: " + reason, Role::kAdmin}, id);
   return r.ok() ? Status::Ok() : r.status();
+}
+
+Status Server::RequeueJob(int64_t id, const std::string& reason) {
+  std::shared_future<Status> done;
+  Job copy;
+  {
+    std::lock_guard lock(mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return NotFound("job " + std::to_string(id));
+    Job& j = it->second;
+    if (IsTerminal(j.state)) {
+      return FailedPrecondition("job " + std::to_string(id) + " already " + JobStateName(j.state));
+    }
+    if (j.state == JobState::kQueued || j.state == JobState::kCancelling) return Status::Ok();
+    store::WriteBatch b;
+    if (j.state == JobState::kRunning) {
+      // The node stops it (TERM, grace, KILL); its exit requeues it.
+      j.state = JobState::kCancelling;
+      j.stop_to_requeue = reason;
+      j.reason = reason + " (stopping to requeue)";
+      Event(&b, j, "requeue", j.reason);
+    } else {
+      // Assigned, not started: back to the queue now. Should the node have started it
+      // meanwhile, its next report is answered with a cancel.
+      j.state = JobState::kQueued;
+      j.assignment.reset();
+      j.requeues++;
+      j.reason = "requeued: " + reason;
+      queued_.insert(j.id);
+      Reindex(j);
+      Event(&b, j, "requeued", reason);
+    }
+    b.PutJob(Row(j));
+    copy = j;
+    done = store_->ApplyAsync(std::move(b));
+  }
+  STOKER_RETURN_IF_ERROR(Wait(done));
+  Notify({copy});
+  Kick();
+  return Status::Ok();
 }
 
 std::string Server::LogPath(int64_t id, const std::string& stream) const {
@@ -459,10 +516,10 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
         continue;
       }
       Job& j = it->second;
-      if (r.phase == "exited" && j.preempted_by != 0) {
-        // Stopped to make room for a guaranteed job: back to the queue.
-        const std::string why = "preempted for job " + std::to_string(j.preempted_by);
-        RequeuePreempted(j);
+      if (r.phase == "exited" && StoppingToRequeue(j)) {
+        // Stopped to make room for a guaranteed job, or requeued by the system: back to the
+        // queue.
+        const std::string why = RequeueStopped(j);
         Event(&b, j, "requeued",
               why + (r.signal ? ", stopped by signal " + std::to_string(*r.signal)
                               : ", exit code " + std::to_string(r.exit_code.value_or(-1))));
@@ -501,7 +558,14 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
           b.PutJob(Row(j));
           changed.push_back(j);
         }
-        if (j.state == JobState::kCancelling) reply.cancel.push_back(j.id);
+        if (j.state == JobState::kCancelling) {
+          reply.cancel.push_back(j.id);
+          if (j.preempted_by != 0) {
+            reply.cancel_grace_ms[j.id] =
+                std::chrono::duration_cast<std::chrono::milliseconds>(options_.preemption_grace)
+                    .count();
+          }
+        }
       }
     }
     // Jobs the server placed on this node that the node does not report.
@@ -791,13 +855,18 @@ PassStats Server::RunSchedulingPass() {
         node_vnodes[name].push_back(*idx);
       }
     }
-    // Applies `p` (GPUs on p.node) and its CPU/memory on the sibling scheduler nodes.
+    // What each GPU really carries, preemptible work beyond capacity included; the
+    // best-effort view of it is built when a preemptible job first needs it.
+    const int32_t ratio = options_.gpu_oversubscription_milli;
+    GpuCommitments commits(cluster.num_nodes());
+    std::optional<scheduler::ClusterState> be_view;
     // What each active job holds in `cluster` (its placement and the CPU/memory on sibling
     // scheduler nodes), so preemption can try releasing it.
     std::unordered_map<int64_t, std::vector<scheduler::Placement>> held;
-    auto allocate_on_node = [&](const scheduler::Placement& p, const std::string& name,
-                                std::vector<scheduler::Placement>* applied) {
-      STOKER_RETURN_IF_ERROR(cluster.Allocate(p));
+    // Applies `p` to `c`: its GPUs on p.node and its CPU/memory on the sibling scheduler nodes.
+    auto allocate_on = [&](scheduler::ClusterState& c, const scheduler::Placement& p,
+                           const std::string& name, std::vector<scheduler::Placement>* applied) {
+      STOKER_RETURN_IF_ERROR(c.Allocate(p));
       if (applied) applied->push_back(p);
       for (int32_t other : node_vnodes[name]) {
         if (other == p.node) continue;
@@ -806,7 +875,7 @@ PassStats Server::RunSchedulingPass() {
         cpu_only.cpu_milli = p.cpu_milli;
         cpu_only.memory_mib = p.memory_mib;
         cpu_only.best_effort = p.best_effort;
-        Status s = cluster.Allocate(cpu_only);
+        Status s = c.Allocate(cpu_only);
         if (!s.ok()) {
           spdlog::warn("node {}: CPU/memory over-committed: {}", name, s.ToString());
         } else if (applied) {
@@ -815,12 +884,38 @@ PassStats Server::RunSchedulingPass() {
       }
       return Status::Ok();
     };
+    // Records job `j` holding `p` (full shares): in the commitments, in the best-effort view
+    // if built, and in `cluster` as far as it fits there (a preemptible job beyond capacity
+    // holds what fits; the rest is in the commitments only).
+    auto reserve = [&](const Job& j, const scheduler::Placement& p, const std::string& name) {
+      if (be_view) {
+        Status s = allocate_on(*be_view, BestEffortDelta(p, commits, ratio), name, nullptr);
+        if (!s.ok()) spdlog::warn("job {}: best-effort view: {}", j.id, s.ToString());
+      }
+      commits.Add(j.id, j.spec.preemptible, p, cluster.spec(p.node).mig_enabled);
+    };
+    auto commit = [&](const Job& j, const scheduler::Placement& p, const std::string& name,
+                      std::vector<scheduler::Placement>* applied) {
+      reserve(j, p, name);
+      const scheduler::Placement fits = ClampToFree(p, cluster);
+      if (!(fits == p) && !j.spec.preemptible) {
+        spdlog::warn("job {}: its GPUs are over-committed on {}", j.id, name);
+      }
+      return allocate_on(cluster, fits, name, applied);
+    };
     std::unordered_map<std::string, std::set<std::string>> used_mig;  // node -> MIG uuids
     // Active placed jobs from the index (every job ever submitted would make each pass grow
-    // with the server's history).
+    // with the server's history): guaranteed first, so they are accounted in full and
+    // preemptible work is what may exceed a GPU.
+    std::vector<int64_t> active_ids;
     for (const auto& [id, node_name] : job_node_) {
       const Job& j = jobs_.at(id);
-      if (!IsActive(j.state) || !j.assignment) continue;
+      if (IsActive(j.state) && j.assignment) active_ids.push_back(id);
+    }
+    std::stable_partition(active_ids.begin(), active_ids.end(),
+                          [&](int64_t id) { return !jobs_.at(id).spec.preemptible; });
+    for (int64_t id : active_ids) {
+      const Job& j = jobs_.at(id);
       auto ni = node_vnodes.find(j.assignment->node);
       if (ni == node_vnodes.end()) continue;
       scheduler::Placement p;
@@ -839,7 +934,7 @@ PassStats Server::RunSchedulingPass() {
       }
       if (!j.assignment->mig_uuid.empty())
         used_mig[j.assignment->node].insert(j.assignment->mig_uuid);
-      Status s = allocate_on_node(p, j.assignment->node, &held[id]);
+      Status s = commit(j, p, j.assignment->node, &held[id]);
       if (!s.ok()) spdlog::warn("job {}: cannot account its allocation: {}", id, s.ToString());
     }
     // A model name nobody has: requests naming only unknown models can never be placed.
@@ -879,6 +974,68 @@ PassStats Server::RunSchedulingPass() {
     for (const auto& [id, h] : held) preempting_any |= jobs_.at(id).preempted_by != 0;
     std::set<std::string> failed_shapes;  // capacity only shrinks during a pass
     store::WriteBatch b;
+    // Stops preemptible `victim` to make room for `j`: a running one is stopped by its node
+    // (TERM, the preemption grace, KILL) and its exit requeues it; an assigned one that has
+    // not started goes back to the queue now.
+    auto stop_victim = [&](Job& victim, const Job& j) {
+      victim.preemptions++;
+      const std::string why = "preempted for job " + std::to_string(j.id);
+      if (victim.state == JobState::kRunning) {
+        victim.state = JobState::kCancelling;
+        victim.preempted_by = j.id;
+        victim.reason = why;
+        Event(&b, victim, "preempt", why + " (stopping)");
+        preempting_any = true;
+      } else {
+        // Should the node have started it meanwhile, its next report is answered with a cancel.
+        victim.state = JobState::kQueued;
+        victim.assignment.reset();
+        victim.requeues++;
+        victim.reason = "requeued: " + why;
+        queued_.insert(victim.id);
+        Reindex(victim);
+        Event(&b, victim, "requeued", why);
+      }
+      b.PutJob(Row(victim));
+      changed.push_back(victim);
+    };
+    // With oversubscription, releasing a victim in a trial frees only what it held within
+    // capacity, so a trial placement may look roomier than the GPUs are. Guaranteed work gets a
+    // GPU only where guaranteed + its share + the preemptible shares that stay fit in one GPU:
+    // returns the further preemptible jobs (youngest first) that must go for placement `p`,
+    // given the jobs already `gone`; nullopt if jobs `j` may not preempt are in the way.
+    auto overflow_victims = [&](const Job& j, const scheduler::Placement& p,
+                                std::set<int64_t> gone) -> std::optional<std::vector<int64_t>> {
+      std::vector<int64_t> more;
+      if (cluster.spec(p.node).mig_enabled) return more;
+      for (int i = 0; i < p.num_gpus; ++i) {
+        const auto& holders = commits.Holders(p.node, p.gpus[i].gpu);
+        int64_t load = p.gpus[i].milli;
+        std::vector<const GpuCommitments::Holder*> movable;
+        for (const auto& h : holders) {
+          if (gone.count(h.job)) continue;
+          load += h.milli;
+          const Job& hj = jobs_.at(h.job);
+          if (h.preemptible && hj.preempted_by == 0 && hj.state != JobState::kCancelling &&
+              hj.spec.priority <= j.spec.priority) {
+            movable.push_back(&h);
+          }
+        }
+        std::sort(movable.begin(), movable.end(), [&](const auto* x, const auto* y) {
+          const int64_t sx = jobs_.at(x->job).start_ms, sy = jobs_.at(y->job).start_ms;
+          return sx != sy ? sx > sy : x->job > y->job;
+        });
+        for (const auto* h : movable) {
+          if (load <= scheduler::kMilliPerGpu) break;
+          if (gone.count(h->job)) continue;
+          load -= h->milli;
+          gone.insert(h->job);
+          more.push_back(h->job);
+        }
+        if (load > scheduler::kMilliPerGpu) return std::nullopt;
+      }
+      return more;
+    };
     // For a guaranteed job that does not fit now: on a copy of the cluster, release what jobs
     // already being preempted hold, then victims one by one until the placement policy finds
     // room; the victims on the node it picks are stopped (the rest stay). Returns whether the
@@ -886,15 +1043,53 @@ PassStats Server::RunSchedulingPass() {
     auto try_preempt = [&](Job& j, const scheduler::Request& r) -> bool {
       if (victims.empty() && !preempting_any) return false;
       scheduler::ClusterState trial = cluster;
+      std::set<int64_t> gone;
       auto release = [&](int64_t id) {
+        gone.insert(id);
         for (const scheduler::Placement& p : held[id]) (void)trial.Release(p);
       };
       for (const auto& [id, h] : held) {
         if (jobs_.at(id).preempted_by != 0) release(id);
       }
-      if (placement_->Place(r, trial).placed()) {
-        queue_reasons_[j.id] = "waiting for preempted jobs to stop";
-        return true;
+      // Stops `released` victims on the node of `p` and the overflow victims `more`. The GPUs
+      // the job waits for are reserved in the commitments for the rest of the pass, so
+      // preemptible work does not take them back beyond capacity meanwhile.
+      auto stop_for = [&](const scheduler::Placement& p, const std::vector<int64_t>& released,
+                          const std::vector<int64_t>& more) {
+        const std::string& node = vnodes[p.node].node->inv.name;
+        reserve(j, p, node);
+        int stopped = 0;
+        for (int64_t id : released) {
+          Job& victim = jobs_.at(id);
+          if (!victim.assignment || victim.assignment->node != node) continue;
+          ++stopped;
+          stop_victim(victim, j);
+        }
+        for (int64_t id : more) {
+          Job& victim = jobs_.at(id);
+          if (victim.preempted_by != 0 || victim.state == JobState::kQueued) continue;
+          ++stopped;
+          stop_victim(victim, j);
+        }
+        victims.erase(std::remove_if(victims.begin(), victims.end(),
+                                     [&](int64_t id) {
+                                       return jobs_.at(id).preempted_by != 0 ||
+                                              jobs_.at(id).state == JobState::kQueued;
+                                     }),
+                      victims.end());
+        if (stopped == 0) {
+          queue_reasons_[j.id] = "waiting for preempted jobs to stop";
+        } else {
+          queue_reasons_[j.id] =
+              "waiting for " + std::to_string(stopped) + " preempted job(s) to stop";
+          spdlog::info("job {}: preempting {} job(s) on {}", j.id, stopped, node);
+        }
+      };
+      if (scheduler::PlacementResult pr = placement_->Place(r, trial); pr.placed()) {
+        if (auto more = overflow_victims(j, pr.placement, gone)) {
+          stop_for(pr.placement, {}, *more);
+          return true;
+        }
       }
       std::vector<int64_t> released;
       for (int64_t v : victims) {
@@ -904,44 +1099,61 @@ PassStats Server::RunSchedulingPass() {
         released.push_back(v);
         scheduler::PlacementResult pr = placement_->Place(r, trial);
         if (!pr.placed()) continue;
+        // Victims released on other nodes stay; only those on the chosen node are gone.
         const std::string& node = vnodes[pr.placement.node].node->inv.name;
-        int stopped = 0;
-        for (int64_t id : released) {
-          Job& victim = jobs_.at(id);
-          if (!victim.assignment || victim.assignment->node != node) continue;
-          ++stopped;
-          victim.preemptions++;
-          const std::string why = "preempted for job " + std::to_string(j.id);
-          if (victim.state == JobState::kRunning) {
-            // The node stops it like a cancel (TERM, grace, KILL); its exit requeues it.
-            victim.state = JobState::kCancelling;
-            victim.preempted_by = j.id;
-            victim.reason = why;
-            Event(&b, victim, "preempt", why + " (stopping)");
-            preempting_any = true;
-          } else {
-            // Assigned, not started yet: back to the queue now. Should the node have started
-            // it meanwhile, its next report is answered with a cancel.
-            victim.state = JobState::kQueued;
-            victim.assignment.reset();
-            victim.requeues++;
-            victim.reason = "requeued: " + why;
-            queued_.insert(id);
-            Reindex(victim);
-            Event(&b, victim, "requeued", why);
+        std::set<int64_t> gone_there;
+        for (int64_t id : gone) {
+          const Job& g = jobs_.at(id);
+          if (g.preempted_by != 0 || (g.assignment && g.assignment->node == node)) {
+            gone_there.insert(id);
           }
-          b.PutJob(Row(victim));
-          changed.push_back(victim);
         }
-        victims.erase(std::remove_if(victims.begin(), victims.end(),
-                                     [&](int64_t id) {
-                                       return jobs_.at(id).preempted_by != 0 ||
-                                              jobs_.at(id).state == JobState::kQueued;
-                                     }),
-                      victims.end());
-        queue_reasons_[j.id] =
-            "waiting for " + std::to_string(stopped) + " preempted job(s) to stop";
-        spdlog::info("job {}: preempting {} job(s) on {}", j.id, stopped, node);
+        auto more = overflow_victims(j, pr.placement, gone_there);
+        if (!more) continue;
+        // The victims on that node, then those beyond capacity on the chosen GPUs. Keep back
+        // the ones the job does not need after all (the policy's choice may leave room for
+        // some), oldest first, as they lose the most work: one stays if its CPU and memory
+        // still fit beside the job and the chosen GPUs stay within one GPU with it.
+        std::vector<int64_t> candidates;
+        for (int64_t id : released) {
+          if (gone_there.count(id)) candidates.push_back(id);
+        }
+        for (int64_t id : *more) {
+          gone_there.insert(id);
+          candidates.push_back(id);
+        }
+        std::sort(candidates.begin(), candidates.end(), [&](int64_t x, int64_t y) {
+          const int64_t sx = jobs_.at(x).start_ms, sy = jobs_.at(y).start_ms;
+          return sx != sy ? sx < sy : x < y;
+        });
+        if (trial.Allocate(pr.placement).ok()) {
+          for (int64_t c : candidates) {
+            gone_there.erase(c);
+            auto extra = overflow_victims(j, pr.placement, gone_there);
+            bool fits = extra && extra->empty();
+            std::vector<scheduler::Placement> back;
+            for (scheduler::Placement part : held[c]) {
+              if (!fits) break;
+              // GPU use is checked on the commitments above, except for MIG slices (never
+              // oversubscribed, so the trial counts them exactly).
+              if (!cluster.spec(part.node).mig_enabled) {
+                part.num_gpus = 0;
+                part.gpus = {};
+              }
+              fits = trial.Allocate(part).ok();
+              if (fits) back.push_back(part);
+            }
+            if (!fits) {
+              for (const scheduler::Placement& part : back) (void)trial.Release(part);
+              gone_there.insert(c);
+            }
+          }
+        }
+        std::vector<int64_t> stop;
+        for (int64_t c : candidates) {
+          if (gone_there.count(c)) stop.push_back(c);
+        }
+        stop_for(pr.placement, stop, {});
         return true;
       }
       return false;
@@ -979,7 +1191,8 @@ PassStats Server::RunSchedulingPass() {
           std::to_string(r.cpu_milli) + "/" + std::to_string(r.memory_mib) + "/" +
           std::to_string(r.num_gpu) + "/" + std::to_string(r.gpu_milli) + "/" +
           std::to_string(r.gpu_memory_mib) + "/" + std::to_string(r.allowed_models) + "/" +
-          std::to_string(static_cast<int>(r.mig)) + "/" + r.job_class;
+          std::to_string(static_cast<int>(r.mig)) + "/" + r.job_class +
+          (s.preemptible ? "/p" : "/g");
       if (failed_shapes.count(shape)) {
         ++stats.blocked;
         queue_reasons_[j.id] = "waiting for resources";
@@ -995,6 +1208,35 @@ PassStats Server::RunSchedulingPass() {
         scheduler::Request smaller = r;
         smaller.num_gpu = g;
         pr = placement_->Place(smaller, cluster);
+      }
+      // Preemptible work that does not fit may share GPUs beyond their capacity, up to the
+      // oversubscription ratio; the policy chooses on the best-effort view of the GPUs.
+      bool oversubscribed = false;
+      if (!pr.placed() && pr.status == scheduler::PlacementStatus::kNoCapacityNow &&
+          s.preemptible && ratio > scheduler::kMilliPerGpu && r.num_gpu > 0 && !r.IsMig()) {
+        if (!be_view) {
+          auto v = BuildBestEffortView(cluster, commits, ratio);
+          if (v.ok()) {
+            be_view = std::move(*v);
+          } else {
+            spdlog::error("oversubscription: cannot build the best-effort view: {}",
+                          v.status().ToString());
+          }
+        }
+        if (be_view && (!be_placement_ || be_placement_name_ != options_.placement_policy)) {
+          auto pol = scheduler::CreatePlacementPolicy(options_.placement_policy,
+                                                      scheduler::PolicyConfig{});
+          if (pol.ok()) {
+            be_placement_ = std::move(*pol);
+            be_placement_name_ = options_.placement_policy;
+          }
+        }
+        if (be_view && be_placement_ && be_placement_name_ == options_.placement_policy) {
+          if (scheduler::PlacementResult bp = be_placement_->Place(r, *be_view); bp.placed()) {
+            pr = bp;
+            oversubscribed = true;
+          }
+        }
       }
       if (pr.status == scheduler::PlacementStatus::kInfeasible) {
         ++stats.infeasible;
@@ -1059,11 +1301,12 @@ PassStats Server::RunSchedulingPass() {
           a.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=" + std::to_string(r.gpu_memory_mib) + "M";
         }
       }
-      Status s2 = allocate_on_node(p, a.node, nullptr);
+      Status s2 = commit(j, p, a.node, nullptr);
       if (!s2.ok()) {
         spdlog::error("job {}: placement rejected by the cluster: {}", j.id, s2.ToString());
         continue;
       }
+      if (oversubscribed) ++stats.oversubscribed;
       j.state = JobState::kAssigned;
       j.assignment = std::move(a);
       j.reason.clear();
@@ -1073,7 +1316,8 @@ PassStats Server::RunSchedulingPass() {
             "to " + j.assignment->node +
                 (j.assignment->cuda_visible_devices.empty()
                      ? std::string()
-                     : " devices " + j.assignment->cuda_visible_devices));
+                     : " devices " + j.assignment->cuda_visible_devices) +
+                (oversubscribed ? " (preemptible, sharing GPUs beyond their capacity)" : ""));
       b.PutJob(Row(j));
       changed.push_back(j);
       ++stats.placed;
@@ -1115,8 +1359,8 @@ int Server::CheckNodeTimeouts() {
       }
       for (int64_t id : active) {
         Job& j = jobs_.at(id);
-        if (j.preempted_by != 0) {
-          RequeuePreempted(j);
+        if (StoppingToRequeue(j)) {
+          RequeueStopped(j);
         } else if (j.state == JobState::kCancelling) {
           EndJob(j, JobState::kCancelled, j.reason + " (node " + name + " lost)");
         } else if (j.spec.on_node_loss == "requeue") {

@@ -45,6 +45,13 @@ struct ServerOptions {
   Duration node_timeout = std::chrono::seconds(30);
   Duration schedule_interval = std::chrono::milliseconds(500);
   size_t max_log_read = 1 << 20;
+  // GPU oversubscription for preemptible jobs: a GPU's total commitments may reach this many
+  // milli-GPU (1000 = off, the default; at most 1500 = 1.5:1). Guaranteed work never shares
+  // beyond one GPU: preemptible jobs in its way are preempted (gpu_commitments.h).
+  int32_t gpu_oversubscription_milli = 1000;
+  // How long a preempted job has between SIGTERM and SIGKILL on its node (the node's own
+  // cancel grace applies to ordinary cancels).
+  Duration preemption_grace = std::chrono::minutes(2);
 };
 
 // Extension point for the efficiency engine: told about every heartbeat (with the agent's GPU
@@ -63,6 +70,9 @@ class JobActions {
  public:
   virtual ~JobActions() = default;
   virtual Status CancelJob(int64_t id, const std::string& reason) = 0;
+  // Puts an active job back in the queue: a running one is stopped by its node first (and
+  // requeued when it exits), an assigned one at once. FailedPrecondition for ended jobs.
+  virtual Status RequeueJob(int64_t id, const std::string& reason) = 0;
 };
 
 struct JobFilter {
@@ -81,9 +91,10 @@ struct LogChunk {
 struct PassStats {
   int queued = 0;
   int placed = 0;
-  int blocked = 0;     // no capacity now
-  int infeasible = 0;  // no node could ever host it
-  int preempting = 0;  // blocked guaranteed jobs that preemptible jobs are making room for
+  int blocked = 0;         // no capacity now
+  int infeasible = 0;      // no node could ever host it
+  int preempting = 0;      // blocked guaranteed jobs that preemptible jobs are making room for
+  int oversubscribed = 0;  // preemptible jobs placed on GPUs beyond their capacity
   double seconds = 0;
 };
 
@@ -111,6 +122,7 @@ class Server final : public JobActions {
                            int64_t offset) const;
   Result<std::vector<store::EventRow>> Events(const Principal& who, int64_t id) const;
   Status CancelJob(int64_t id, const std::string& reason) override;
+  Status RequeueJob(int64_t id, const std::string& reason) override;
 
   // Nodes.
   Result<json> RegisterNode(const Principal& who, const NodeInventory& inv);
@@ -173,8 +185,12 @@ class Server final : public JobActions {
   void EndJob(Job& j, JobState state, const std::string& reason);
   // Keeps node_jobs_ in step with j's state and assignment; call after every such change.
   void Reindex(const Job& j);
-  // A preempted job whose process stopped (or whose node was lost) goes back to the queue.
-  void RequeuePreempted(Job& j);
+  // A job stopped to be requeued (preempted, or requeued by the system) whose process stopped,
+  // or whose node was lost, goes back to the queue. Returns why it was stopped.
+  std::string RequeueStopped(Job& j);
+  static bool StoppingToRequeue(const Job& j) {
+    return j.preempted_by != 0 || !j.stop_to_requeue.empty();
+  }
   void Loop(bool scheduler);
 
   store::Store* store_;
@@ -188,8 +204,12 @@ class Server final : public JobActions {
   std::set<int64_t> queued_;                               // guarded by mu_
   std::map<std::string, NodeEntry> nodes_;                 // guarded by mu_
   std::unique_ptr<scheduler::PlacementPolicy> placement_;  // guarded by mu_
-  std::unique_ptr<queue::QueuePolicy> queue_policy_;       // guarded by mu_
-  std::map<int64_t, std::string> queue_reasons_;           // guarded by mu_: why still queued
+  // A second instance of the same policy for the best-effort view of a pass, so each keeps its
+  // incremental index for the cluster it scores (one instance would rebuild on every switch).
+  std::unique_ptr<scheduler::PlacementPolicy> be_placement_;  // guarded by mu_
+  std::string be_placement_name_;                             // guarded by mu_
+  std::unique_ptr<queue::QueuePolicy> queue_policy_;          // guarded by mu_
+  std::map<int64_t, std::string> queue_reasons_;              // guarded by mu_: why still queued
   // Active (assigned/running/cancelling) jobs per node, so a heartbeat or a node listing costs
   // the node's jobs, not every job ever submitted.
   std::unordered_map<std::string, std::set<int64_t>> node_jobs_;  // guarded by mu_

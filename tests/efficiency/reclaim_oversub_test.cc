@@ -132,7 +132,8 @@ TEST(IdleReclaimTest, ExemptionsDryRunAndCancelPolicy) {
 GpuLoad Gpu(std::string id, std::vector<GpuShare> shares) { return {std::move(id), std::move(shares), false, true}; }
 
 TEST(OversubTest, AdmitsPreemptibleUpToTheRatio) {
-  OversubscriptionPolicy p;  // 1.5
+  OversubscriptionPolicy p;
+  p.max_ratio_milli = 1500;
   GpuLoad g = Gpu("g", {{"a", Tier::kGuaranteed, 1000, T0()}});
   EXPECT_TRUE(AdmitPreemptible(p, g, 500));
   EXPECT_FALSE(AdmitPreemptible(p, g, 501));

@@ -14,7 +14,11 @@ class FakeServerActions : public server::JobActions {
     cancelled.emplace_back(id, reason);
     return Status::Ok();
   }
-  std::vector<std::pair<int64_t, std::string>> cancelled;
+  Status RequeueJob(int64_t id, const std::string& reason) override {
+    requeued.emplace_back(id, reason);
+    return Status::Ok();
+  }
+  std::vector<std::pair<int64_t, std::string>> cancelled, requeued;
 };
 
 // The agent's snapshot JSON shape (telemetry/snapshot_json.cc).
@@ -95,6 +99,27 @@ TEST(EfficiencyServiceTest, HeartbeatsDriveZonesAlertsAndIdleCancelThroughTheSer
   done.state = server::JobState::kCancelled;
   svc.OnJobChanged(done);
   EXPECT_TRUE(svc.JobZones().empty());
+}
+
+TEST(EfficiencyServiceTest, DefaultActionRequeuesThroughTheServer) {
+  auto cfg = LoadConfigYaml("");  // idle_reclaim.action defaults to requeue
+  ASSERT_TRUE(cfg.ok());
+  FakeServerActions actions;
+  EfficiencyService svc(*cfg, &actions);
+  svc.OnJobChanged(RunningJob());
+  const double t0 = 1'767'225'600;
+  for (int s = 0; s <= 130 * 60; s += 30) {
+    const WallTime at = WallTime(std::chrono::seconds(static_cast<int64_t>(t0) + s));
+    svc.OnHeartbeat("n1", Readings(Snapshot(t0 + s, 0, true)), at);
+    if (s % 300 == 0) svc.Evaluate(at);
+  }
+  EXPECT_TRUE(actions.cancelled.empty());
+  ASSERT_EQ(actions.requeued.size(), 1u);
+  EXPECT_EQ(actions.requeued[0].first, 12);
+  EXPECT_NE(actions.requeued[0].second.find("idle reclaim"), std::string::npos);
+  const auto log = svc.ReclaimLog();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[1].action, ReclaimAction::kRequeue);
 }
 
 }  // namespace

@@ -263,7 +263,9 @@ TEST(CompareOversubTest, BadOversubscriptionIsRejectedNamingTheField) {
   // A preemptible gang cannot share one GPU.
   sim::JobsSimOptions so;
   so.cluster = {1, 4};
-  so.colocation = MakeCoLocationPolicy(OversubscriptionPolicy{});
+  OversubscriptionPolicy on;
+  on.max_ratio_milli = 1500;
+  so.colocation = MakeCoLocationPolicy(on);
   auto q = queue::CreateQueuePolicy("fifo");
   ASSERT_TRUE(q.ok());
   auto bad = sim::JobsSim::Create({Job("gang", 0, kMin, 2, true)}, std::move(*q), so);

@@ -117,6 +117,28 @@ TEST_F(RunnerTest, CancelSendsTermToTheGroup) {
   EXPECT_EQ(st.signal, SIGTERM);
 }
 
+TEST_F(RunnerTest, CancelWithItsOwnGraceWaitsThatLong) {
+  // A preemption names its grace: the runner's default (5 s here) does not apply.
+  const std::string ready = dir_ + "_ready";
+  LaunchSpec spec{.job_id = "g",
+                  .argv = {"/bin/sh", "-c", "trap '' TERM; echo 1 > " + ready + "; sleep 100"}};
+  ASSERT_TRUE(runner_->Launch(spec).ok());
+  WaitRunning("g");
+  for (int i = 0; i < 500 && Slurp(ready).empty(); ++i) {  // the trap is set
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  fs::remove(ready);
+  ASSERT_TRUE(runner_->Cancel("g", std::chrono::seconds(60)).ok());
+  ASSERT_TRUE(runner_->Cancel("g").ok());  // a repeated cancel keeps the first deadline
+  clock_.Advance(std::chrono::seconds(30));
+  runner_->Poll();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_NE(runner_->Get("g")->phase, JobPhase::kExited) << "killed before its 60 s grace";
+  clock_.Advance(std::chrono::seconds(31));
+  runner_->Poll();
+  EXPECT_EQ(WaitExit("g").signal, SIGKILL);
+}
+
 TEST_F(RunnerTest, CancelEscalatesToKillForTheWholeGroup) {
   // The job ignores SIGTERM (and so does its background child, which inherits the disposition).
   const std::string child_pid_file = dir_ + "_child.pid";

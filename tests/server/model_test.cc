@@ -143,3 +143,29 @@ TEST(Heartbeat, BadBodiesNameWhatIsWrong) {
 
 }  // namespace
 }  // namespace stoker::server
+
+namespace stoker::server {
+namespace {
+
+TEST(HeartbeatReplyJson, PreemptionGraceRoundTripsAndOlderRepliesStillParse) {
+  HeartbeatReply r;
+  r.cancel = {4, 9};
+  r.cancel_grace_ms[9] = 120000;
+  auto back = ParseHeartbeatReply(HeartbeatReplyToJson(r));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->cancel, r.cancel);
+  EXPECT_EQ(back->cancel_grace_ms, r.cancel_grace_ms);
+  // A server without the field (older release): no per-job grace.
+  json old = HeartbeatReplyToJson(HeartbeatReply{});
+  old.erase("cancel_grace_ms");
+  ASSERT_TRUE(ParseHeartbeatReply(old).ok());
+  json bad = HeartbeatReplyToJson(r);
+  bad["cancel_grace_ms"]["9"] = -1;
+  auto err = ParseHeartbeatReply(bad);
+  ASSERT_FALSE(err.ok());
+  EXPECT_NE(err.status().message().find("cancel_grace_ms.9"), std::string::npos)
+      << err.status().ToString();
+}
+
+}  // namespace
+}  // namespace stoker::server

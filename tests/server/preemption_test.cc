@@ -182,5 +182,235 @@ TEST(Preemption, AssignedVictimIsRequeuedAtOnceAndCancelWins) {
   EXPECT_EQ(f.server->GetJob(f.admin, g->id)->state, JobState::kAssigned);
 }
 
+// ---- oversubscription: preemptible work beyond a GPU's capacity -------------------------
+
+JobSpec Share(int32_t milli, bool preemptible) {
+  JobSpec s = Spec({"serve"}, 0);
+  s.gpu_milli = milli;
+  s.preemptible = preemptible;
+  return s;
+}
+
+ServerOptions Oversubscribed(int32_t ratio_milli = 1500) {
+  ServerOptions o;
+  o.gpu_oversubscription_milli = ratio_milli;
+  o.preemption_grace = std::chrono::seconds(90);
+  return o;
+}
+
+// Submits `spec`, runs a pass, starts what it placed; returns the job id (0 if not placed).
+int64_t Place(Fixture& f, const JobSpec& spec, std::vector<int64_t>* running) {
+  auto id = f.server->Submit(spec.preemptible ? f.bob : f.alice, spec);
+  if (!id.ok()) return 0;
+  f.server->RunSchedulingPass();
+  if (f.server->GetJob(f.admin, id->id)->state != JobState::kAssigned) return 0;
+  StartAll(f, running);
+  f.clock.Advance(std::chrono::seconds(1));  // distinct start times
+  return id->id;
+}
+
+TEST(Oversubscription, OffByDefault) {
+  Fixture f("oversub_off");
+  ASSERT_TRUE(f.server->RegisterNode(f.agent, f.Node("n1", 1)).ok());
+  std::vector<int64_t> running;
+  ASSERT_NE(Place(f, Spec({"train"}, 1), &running), 0);
+  auto be = f.server->Submit(f.bob, Share(400, true));
+  PassStats st = f.server->RunSchedulingPass();
+  EXPECT_EQ(st.placed, 0);
+  EXPECT_EQ(st.oversubscribed, 0);
+  EXPECT_EQ(f.server->GetJob(f.admin, be->id)->state, JobState::kQueued);
+}
+
+TEST(Oversubscription, PreemptibleWorkSharesAGpuUpToTheRatio) {
+  Fixture f("oversub_ratio", Oversubscribed(1500));
+  ASSERT_TRUE(f.server->RegisterNode(f.agent, f.Node("n1", 1)).ok());
+  std::vector<int64_t> running;
+  ASSERT_NE(Place(f, Spec({"train"}, 1), &running), 0);  // guaranteed: the whole GPU
+
+  auto p1 = f.server->Submit(f.bob, Share(400, true));
+  PassStats st = f.server->RunSchedulingPass();
+  EXPECT_EQ(st.placed, 1);
+  EXPECT_EQ(st.oversubscribed, 1);
+  auto j1 = f.server->GetJob(f.admin, p1->id);
+  ASSERT_EQ(j1->state, JobState::kAssigned);
+  ASSERT_EQ(j1->assignment->shares.size(), 1u);
+  EXPECT_EQ(j1->assignment->shares[0].second, 400);  // its full share, beside the guaranteed job
+  EXPECT_EQ(j1->assignment->cuda_visible_devices, "0");
+  StartAll(f, &running);
+
+  // 1400 committed: 200 more would pass 1.5, 100 does not; nothing fits after that.
+  auto p2 = f.server->Submit(f.bob, Share(200, true));
+  EXPECT_EQ(f.server->RunSchedulingPass().placed, 0);
+  EXPECT_EQ(f.server->GetJob(f.admin, p2->id)->state, JobState::kQueued);
+  ASSERT_TRUE(f.server->Cancel(f.bob, p2->id).ok());
+  auto p3 = f.server->Submit(f.bob, Share(100, true));
+  EXPECT_EQ(f.server->RunSchedulingPass().oversubscribed, 1);
+  EXPECT_EQ(f.server->GetJob(f.admin, p3->id)->state, JobState::kAssigned);
+  auto p4 = f.server->Submit(f.bob, Share(10, true));
+  EXPECT_EQ(f.server->RunSchedulingPass().placed, 0);
+
+  // Guaranteed work never goes beyond one GPU, and it does not preempt for a GPU that its own
+  // tier fills.
+  auto g2 = f.server->Submit(f.alice, Share(100, false));
+  st = f.server->RunSchedulingPass();
+  EXPECT_EQ(st.placed, 0);
+  EXPECT_EQ(st.preempting, 0);
+  EXPECT_EQ(f.server->GetJob(f.admin, g2->id)->state, JobState::kQueued);
+
+  // The commitments are rebuilt from the jobs after a restart: still full.
+  f.Open();
+  EXPECT_EQ(f.server->RunSchedulingPass().placed, 0);
+  EXPECT_EQ(f.server->GetJob(f.admin, p4->id)->state, JobState::kQueued);
+}
+
+TEST(Oversubscription, WholeGpusOnlyWhereAGpuCarriesAtMostTheSurplus) {
+  Fixture f("oversub_whole", Oversubscribed(1500));
+  ASSERT_TRUE(f.server->RegisterNode(f.agent, f.Node("n1", 2)).ok());
+  std::vector<int64_t> running;
+  ASSERT_NE(Place(f, Share(500, false), &running), 0);  // GPU 0 or 1 at 0.5
+  ASSERT_NE(Place(f, Share(600, false), &running), 0);  // the other at 0.6
+  // Two whole preemptible GPUs: the 0.6 GPU cannot carry a whole one more (1.6 > 1.5).
+  auto two = f.server->Submit(f.bob, Preemptible(2));
+  EXPECT_EQ(f.server->RunSchedulingPass().placed, 0);
+  ASSERT_TRUE(f.server->Cancel(f.bob, two->id).ok());
+  auto one = f.server->Submit(f.bob, Preemptible(1));
+  EXPECT_EQ(f.server->RunSchedulingPass().oversubscribed, 1);
+  auto j = f.server->GetJob(f.admin, one->id);
+  ASSERT_EQ(j->state, JobState::kAssigned);
+  ASSERT_EQ(j->assignment->shares.size(), 1u);
+  EXPECT_EQ(j->assignment->shares[0].second, 1000);
+  // It went to the GPU carrying 0.5.
+  auto half = f.server->ListJobs(f.admin, JobFilter{});
+  ASSERT_TRUE(half.ok());
+  for (const Job& other : *half) {
+    if (other.spec.gpu_milli == 500) {
+      EXPECT_EQ(other.assignment->shares[0].first, j->assignment->shares[0].first);
+    }
+  }
+}
+
+TEST(Oversubscription, GuaranteedWorkPreemptsOnlyWhatItNeeds) {
+  Fixture f("oversub_needs", Oversubscribed(1500));
+  ASSERT_TRUE(f.server->RegisterNode(f.agent, f.Node("n1", 1)).ok());
+  std::vector<int64_t> running;
+  const int64_t whole = Place(f, Preemptible(1), &running);  // 1.0, started first
+  ASSERT_NE(whole, 0);
+  const int64_t share = Place(f, Share(400, true), &running);  // 1.4, beyond capacity
+  ASSERT_NE(share, 0);
+  // A guaranteed 0.3 needs guaranteed + what stays <= 1.0: stopping the whole-GPU job is
+  // enough (0.3 + 0.4); the younger share stays although it was looked at first.
+  auto g = f.server->Submit(f.alice, Share(300, false));
+  PassStats st = f.server->RunSchedulingPass();
+  EXPECT_EQ(st.placed, 0);
+  EXPECT_EQ(st.preempting, 1);
+  EXPECT_EQ(f.server->GetJob(f.admin, whole)->state, JobState::kCancelling);
+  EXPECT_EQ(f.server->GetJob(f.admin, whole)->preempted_by, g->id);
+  EXPECT_EQ(f.server->GetJob(f.admin, share)->state, JobState::kRunning);
+
+  // The node is told to stop it with the preemption grace, not its own cancel grace.
+  Heartbeat hb;
+  for (int64_t id : running) hb.jobs.push_back(Report(id, "running"));
+  auto reply = f.server->Heartbeat(f.agent, "n1", hb);
+  ASSERT_TRUE(reply.ok());
+  EXPECT_EQ(reply->cancel, std::vector<int64_t>{whole});
+  EXPECT_EQ(reply->cancel_grace_ms.at(whole), 90000);
+
+  // Until it exits the guaranteed job waits; then it runs beside the share (0.7).
+  EXPECT_EQ(f.server->RunSchedulingPass().placed, 0);
+  hb.jobs = {Report(share, "running"), Report(whole, "exited", std::nullopt, 15)};
+  ASSERT_TRUE(f.server->Heartbeat(f.agent, "n1", hb).ok());
+  EXPECT_EQ(f.server->GetJob(f.admin, whole)->state, JobState::kQueued);
+  st = f.server->RunSchedulingPass();
+  EXPECT_EQ(st.placed, 1);
+  EXPECT_EQ(f.server->GetJob(f.admin, g->id)->state, JobState::kAssigned);
+  // The requeued whole-GPU job may not come back: the GPU carries 0.7 > 0.5.
+  EXPECT_EQ(f.server->GetJob(f.admin, whole)->state, JobState::kQueued);
+}
+
+TEST(Oversubscription, GuaranteedWorkStopsPreemptibleJobsBeyondCapacityToo) {
+  Fixture f("oversub_overflow", Oversubscribed(1500));
+  ASSERT_TRUE(f.server->RegisterNode(f.agent, f.Node("n1", 1)).ok());
+  std::vector<int64_t> running;
+  ASSERT_NE(Place(f, Share(600, false), &running), 0);
+  const int64_t fits = Place(f, Share(400, true), &running);    // 1.0
+  const int64_t beyond = Place(f, Share(500, true), &running);  // 1.5
+  ASSERT_NE(fits, 0);
+  ASSERT_NE(beyond, 0);
+  // A guaranteed 0.3: 0.6 + 0.3 leaves 0.1, so both preemptible jobs must go, including the
+  // one that holds no capacity the library can see.
+  auto g = f.server->Submit(f.alice, Share(300, false));
+  EXPECT_EQ(f.server->RunSchedulingPass().preempting, 1);
+  EXPECT_EQ(f.server->GetJob(f.admin, fits)->preempted_by, g->id);
+  EXPECT_EQ(f.server->GetJob(f.admin, beyond)->preempted_by, g->id);
+  // With one of them gone it still waits for the other.
+  Heartbeat hb;
+  hb.jobs = {Report(running[0], "running"), Report(fits, "exited", std::nullopt, 15),
+             Report(beyond, "running")};
+  ASSERT_TRUE(f.server->Heartbeat(f.agent, "n1", hb).ok());
+  EXPECT_EQ(f.server->RunSchedulingPass().placed, 0);
+  EXPECT_EQ(f.server->GetJob(f.admin, g->id)->state, JobState::kQueued);
+  hb.jobs = {Report(running[0], "running"), Report(beyond, "exited", std::nullopt, 15)};
+  ASSERT_TRUE(f.server->Heartbeat(f.agent, "n1", hb).ok());
+  PassStats st = f.server->RunSchedulingPass();
+  EXPECT_EQ(st.placed, 2);
+  EXPECT_EQ(f.server->GetJob(f.admin, g->id)->state, JobState::kAssigned);
+  // The requeued 0.4 comes back beside it, beyond capacity again (0.6 + 0.3 + 0.4 <= 1.5);
+  // the 0.5 one is still queued: it would make 1.8.
+  EXPECT_EQ(st.oversubscribed, 1);
+  EXPECT_EQ(f.server->GetJob(f.admin, fits)->state, JobState::kAssigned);
+}
+
+TEST(Oversubscription, RatioOutOfRangeIsRejectedAtStart) {
+  for (int32_t bad : {999, 1501}) {
+    try {
+      Fixture f("oversub_bad" + std::to_string(bad), Oversubscribed(bad));
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("gpu oversubscription"), std::string::npos) << e.what();
+    }
+    std::filesystem::remove_all(
+        std::filesystem::temp_directory_path() /
+        ("stoker_srv_oversub_bad" + std::to_string(bad) + "_" + std::to_string(::getpid())));
+  }
+}
+
+// ---- system requeue (idle reclaim with action requeue) -----------------------------------
+
+TEST(SystemRequeue, RunningJobIsStoppedThenQueuedAgainAssignedOneAtOnce) {
+  Fixture f("requeue");
+  ASSERT_TRUE(f.server->RegisterNode(f.agent, f.Node("n1", 2)).ok());
+  std::vector<int64_t> running;
+  const int64_t idle = Place(f, Spec({"notebook"}, 1), &running);
+  ASSERT_NE(idle, 0);
+  ASSERT_TRUE(f.server->RequeueJob(idle, "idle reclaim: no GPU activity for 2h").ok());
+  auto j = f.server->GetJob(f.admin, idle);
+  EXPECT_EQ(j->state, JobState::kCancelling);
+  EXPECT_TRUE(HasEvent(f, idle, "requeue"));
+  // The node is told to stop it with its own grace (no per-job grace for a requeue).
+  Heartbeat hb;
+  hb.jobs = {Report(idle, "running")};
+  auto reply = f.server->Heartbeat(f.agent, "n1", hb);
+  ASSERT_TRUE(reply.ok());
+  EXPECT_EQ(reply->cancel, std::vector<int64_t>{idle});
+  EXPECT_TRUE(reply->cancel_grace_ms.empty());
+  // It survives a restart while stopping; its exit puts it back in the queue.
+  f.Open();
+  hb.jobs = {Report(idle, "exited", std::nullopt, 15)};
+  ASSERT_TRUE(f.server->Heartbeat(f.agent, "n1", hb).ok());
+  j = f.server->GetJob(f.admin, idle);
+  EXPECT_EQ(j->state, JobState::kQueued);
+  EXPECT_EQ(j->requeues, 1);
+  EXPECT_NE(j->reason.find("requeued: idle reclaim"), std::string::npos) << j->reason;
+  EXPECT_TRUE(j->stop_to_requeue.empty());
+  // Assigned but not started: back in the queue at once. Ended jobs cannot be requeued.
+  auto assigned = f.server->Submit(f.alice, Spec({"b"}, 1));
+  ASSERT_EQ(f.server->RunSchedulingPass().placed, 2);
+  ASSERT_TRUE(f.server->RequeueJob(assigned->id, "idle reclaim").ok());
+  EXPECT_EQ(f.server->GetJob(f.admin, assigned->id)->state, JobState::kQueued);
+  ASSERT_TRUE(f.server->Cancel(f.alice, assigned->id).ok());
+  EXPECT_EQ(f.server->RequeueJob(assigned->id, "x").code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(f.server->RequeueJob(9999, "x").code(), StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace stoker::server

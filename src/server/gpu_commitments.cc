@@ -1,0 +1,116 @@
+#include "server/gpu_commitments.h"
+
+#include <algorithm>
+
+namespace stoker::server {
+
+using scheduler::ClusterState;
+using scheduler::kMilliPerGpu;
+using scheduler::Placement;
+
+void GpuCommitments::Add(int64_t job, bool preemptible, const Placement& p, bool mig) {
+  if (mig || p.node < 0) return;
+  for (int i = 0; i < p.num_gpus; ++i) {
+    const auto& share = p.gpus[i];
+    if (share.milli <= 0 || share.gpu >= scheduler::kMaxGpusPerNode) continue;
+    holders_[Slot(p.node, share.gpu)].push_back(Holder{job, share.milli, preemptible});
+  }
+}
+
+int64_t GpuCommitments::Total(int32_t node, int gpu) const {
+  int64_t sum = 0;
+  for (const Holder& h : holders_[Slot(node, gpu)]) sum += h.milli;
+  return sum;
+}
+
+int64_t GpuCommitments::Guaranteed(int32_t node, int gpu) const {
+  int64_t sum = 0;
+  for (const Holder& h : holders_[Slot(node, gpu)]) {
+    if (!h.preemptible) sum += h.milli;
+  }
+  return sum;
+}
+
+Placement ClampToFree(const Placement& p, const ClusterState& cluster) {
+  if (p.node < 0 || p.node >= cluster.num_nodes() || cluster.spec(p.node).mig_enabled) return p;
+  const scheduler::NodeState& n = cluster.node(p.node);
+  std::array<int32_t, scheduler::kMaxGpusPerNode> left{};
+  for (int g = 0; g < n.num_gpus; ++g) left[g] = n.gpu_free_milli[g];
+  Placement out = p;
+  out.num_gpus = 0;
+  out.gpus = {};
+  for (int i = 0; i < p.num_gpus; ++i) {
+    scheduler::GpuShare share = p.gpus[i];
+    if (share.gpu >= n.num_gpus) {
+      out.gpus[out.num_gpus++] = share;  // out of range: let Allocate name the error
+      continue;
+    }
+    share.milli = static_cast<int16_t>(std::min<int32_t>(share.milli, left[share.gpu]));
+    left[share.gpu] -= share.milli;
+    if (share.milli > 0) out.gpus[out.num_gpus++] = share;
+  }
+  return out;
+}
+
+Result<ClusterState> BuildBestEffortView(const ClusterState& cluster,
+                                         const GpuCommitments& commitments, int32_t ratio_milli) {
+  ClusterState view;
+  // Same model ids: intern in id order.
+  for (int m = 0; m < cluster.models().size(); ++m) {
+    STOKER_RETURN_IF_ERROR(view.models()
+                               .Intern(cluster.models().Name(static_cast<scheduler::GpuModelId>(m)))
+                               .status());
+  }
+  for (int32_t i = 0; i < cluster.num_nodes(); ++i) {
+    const scheduler::NodeSpec& spec = cluster.spec(i);
+    const scheduler::NodeState& n = cluster.node(i);
+    STOKER_ASSIGN_OR_RETURN(int32_t id, view.AddNode(spec));
+    Placement used;
+    used.node = id;
+    used.cpu_milli = spec.cpu_milli - n.free_cpu_milli;
+    used.memory_mib = spec.memory_mib - n.free_memory_mib;
+    for (int g = 0; g < n.num_gpus; ++g) {
+      scheduler::GpuShare share;
+      share.gpu = static_cast<uint8_t>(g);
+      if (spec.mig_enabled) {
+        share.mig_slices = static_cast<uint8_t>(scheduler::kMigSlicesPerGpu - n.gpu_free_slices[g]);
+        if (share.mig_slices == 0) continue;
+      } else {
+        share.milli = static_cast<int16_t>(BestEffortUsed(commitments.Total(i, g), ratio_milli));
+        if (share.milli == 0) continue;
+      }
+      used.gpus[used.num_gpus++] = share;
+    }
+    if (used.cpu_milli == 0 && used.memory_mib == 0 && used.num_gpus == 0) continue;
+    STOKER_RETURN_IF_ERROR(view.Allocate(used));
+  }
+  return view;
+}
+
+Placement BestEffortDelta(const Placement& p, const GpuCommitments& commitments,
+                          int32_t ratio_milli) {
+  Placement d = p;
+  d.num_gpus = 0;
+  d.gpus = {};
+  std::array<int64_t, scheduler::kMaxGpusPerNode> add{};
+  for (int i = 0; i < p.num_gpus; ++i) {
+    if (p.gpus[i].gpu < scheduler::kMaxGpusPerNode) add[p.gpus[i].gpu] += p.gpus[i].milli;
+  }
+  for (int i = 0; i < p.num_gpus; ++i) {
+    scheduler::GpuShare share = p.gpus[i];
+    if (share.gpu >= scheduler::kMaxGpusPerNode) continue;
+    if (share.mig_slices > 0) {
+      d.gpus[d.num_gpus++] = share;
+      continue;
+    }
+    if (add[share.gpu] == 0) continue;  // a GPU named twice: counted at its first entry
+    const int64_t total = commitments.Total(p.node, share.gpu);
+    share.milli = static_cast<int16_t>(BestEffortUsed(total + add[share.gpu], ratio_milli) -
+                                       BestEffortUsed(total, ratio_milli));
+    add[share.gpu] = 0;
+    if (share.milli > 0) d.gpus[d.num_gpus++] = share;
+  }
+  return d;
+}
+
+}  // namespace stoker::server

@@ -1,0 +1,76 @@
+#pragma once
+// GPU oversubscription for preemptible work, as the scheduling pass applies it.
+//
+// The scheduler library counts at most one whole GPU per GPU, which is right for guaranteed
+// work. With oversubscription on (ratio R, 1000 < R <= 1500 milli), preemptible jobs may bring a
+// GPU's total commitments up to R, and guaranteed work still needs real room: a guaranteed job
+// lands on a GPU only where guaranteed + its share + the remaining preemptible shares fit in
+// one GPU (the rule of efficiency::PlanPreemption), so preemptible jobs in the way are preempted.
+//
+// GpuCommitments keeps the true sums per GPU during one pass. The library sees two views of
+// them, so every policy works unchanged:
+//  - the real view (ClampToFree): each job accounts what still fits on its GPUs, so a GPU
+//    committed at T shows min(T, 1000) used, and guaranteed placements are always real fits;
+//  - the best-effort view (BuildBestEffortView): a GPU shows clamp(T - (R - 1000), 0, 1000)
+//    used, so a preemptible share m fits exactly where T + m <= R.
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "scheduler/cluster.h"
+
+namespace stoker::server {
+
+class GpuCommitments {
+ public:
+  struct Holder {
+    int64_t job = 0;
+    int32_t milli = 0;
+    bool preemptible = false;
+  };
+
+  // Nodes are the scheduler node ids of the pass's ClusterState.
+  explicit GpuCommitments(int32_t num_nodes)
+      : holders_(static_cast<size_t>(num_nodes) * scheduler::kMaxGpusPerNode) {}
+
+  // Records every non-MIG GPU share of `p` (MIG slices are hardware partitions: never shared).
+  void Add(int64_t job, bool preemptible, const scheduler::Placement& p, bool mig);
+  int64_t Total(int32_t node, int gpu) const;
+  int64_t Guaranteed(int32_t node, int gpu) const;
+  const std::vector<Holder>& Holders(int32_t node, int gpu) const {
+    return holders_[Slot(node, gpu)];
+  }
+
+ private:
+  static size_t Slot(int32_t node, int gpu) {
+    return static_cast<size_t>(node) * scheduler::kMaxGpusPerNode + static_cast<size_t>(gpu);
+  }
+  std::vector<std::vector<Holder>> holders_;
+};
+
+// The part of `p` that fits in `cluster` now: each GPU share cut to that GPU's free milli
+// (shares that would be empty are dropped); CPU, memory and MIG slices unchanged.
+scheduler::Placement ClampToFree(const scheduler::Placement& p,
+                                 const scheduler::ClusterState& cluster);
+
+// GPU milli a GPU committed at `total` shows as used to best-effort work at `ratio_milli`.
+inline int32_t BestEffortUsed(int64_t total, int32_t ratio_milli) {
+  const int64_t used = total - (ratio_milli - scheduler::kMilliPerGpu);
+  return static_cast<int32_t>(used < 0                         ? 0
+                              : used > scheduler::kMilliPerGpu ? scheduler::kMilliPerGpu
+                                                               : used);
+}
+
+// The cluster as preemptible work sees it at `ratio_milli`: same nodes, models, CPU and memory
+// use, MIG slices as in `cluster`; non-MIG GPUs at BestEffortUsed of their commitments.
+Result<scheduler::ClusterState> BuildBestEffortView(const scheduler::ClusterState& cluster,
+                                                    const GpuCommitments& commitments,
+                                                    int32_t ratio_milli);
+
+// The change a placement `p` (full shares, before it is added to `commitments`) makes to the
+// best-effort view: per GPU the growth of BestEffortUsed; CPU and memory as in `p`.
+scheduler::Placement BestEffortDelta(const scheduler::Placement& p,
+                                     const GpuCommitments& commitments, int32_t ratio_milli);
+
+}  // namespace stoker::server

@@ -101,7 +101,7 @@ PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState
   // is checked on the best nodes (it rarely binds, so few are set aside).
   idx.shape = r;
   idx.shape.memory_mib = 0;
-  if (bounds) {
+  if (bounds && cluster.num_nodes() >= kEagerMinNodes) {
     // Marking a change costs a bound and a tree repair, so every cached shape of this cluster
     // follows every change: no shape builds up a backlog to catch up on when it is next
     // requested (a rare shape would otherwise rescan thousands of changed nodes at once).

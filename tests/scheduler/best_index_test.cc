@@ -179,5 +179,75 @@ TEST(BestIndexTest, IndexedPoliciesEqualScanUnderChurn) {
   }
 }
 
+// On clusters of at least ScoringPolicy's eager size, fgd marks every cached shape at every
+// change with its score bound; its decisions still equal the exhaustive scan's, from a cluster
+// filled at random to high allocation and under churn.
+TEST(BestIndexTest, BoundedEagerIndexEqualsScanOnLargeCluster) {
+  ClusterState cluster;
+  const GpuModelId a = *cluster.models().Intern("A");
+  Rng rng(13);
+  for (int i = 0; i < 4200; ++i) {
+    ASSERT_TRUE(
+        cluster
+            .AddNode({"n" + std::to_string(i), 32000 + 32000 * static_cast<int64_t>(rng.Uniform(3)),
+                      262144, rng.Uniform(8) == 0 ? 0 : 8, a, 0, false})
+            .ok());
+  }
+  std::vector<Request> shapes;
+  for (int i = 0; i < 60; ++i) {
+    const int64_t cpu = 1000 * (1 + static_cast<int64_t>(rng.Uniform(24)));
+    switch (rng.Uniform(3)) {
+      case 0:
+        shapes.push_back(
+            Request::GpuShare(50 * (1 + static_cast<int32_t>(rng.Uniform(19))), cpu, 1024));
+        break;
+      case 1:
+        shapes.push_back(Request::WholeGpus(1 << rng.Uniform(4), cpu, 1024));
+        break;
+      default:
+        shapes.push_back(Request::CpuOnly(cpu, 1024));
+    }
+  }
+  std::deque<Placement> live;
+  // Random fill to ~75 % of GPUs (not through the policies).
+  for (int tries = 0;
+       tries < 200000 && cluster.allocated_gpu_milli() * 4 < cluster.total_gpu_milli() * 3;
+       ++tries) {
+    const Request& r = shapes[rng.Uniform(shapes.size())];
+    const auto node = static_cast<int32_t>(rng.Uniform(static_cast<uint64_t>(cluster.num_nodes())));
+    uint8_t gpus[kMaxGpusPerNode] = {};
+    if (!cluster.Fits(node, r) || !DefaultGpuChoice(r, cluster.node(node), gpus)) continue;
+    const Placement p = MakePlacement(r, node, gpus);
+    ASSERT_TRUE(cluster.Allocate(p).ok());
+    live.push_back(p);
+  }
+  PolicyConfig config;
+  config.typical_shapes = ComputeTypicalShapes(shapes, 95);
+  auto indexed = std::move(CreatePlacementPolicy("fgd", config).value());
+  auto scan = std::move(CreatePlacementPolicy("fgd", config).value());
+  dynamic_cast<ScoringPolicy*>(scan.get())->DisableCache();
+  ASSERT_GT(cluster.allocated_gpu_milli() * 10, cluster.total_gpu_milli() * 6);
+  int placed = 0;
+  for (int step = 0; step < 400; ++step) {
+    const Request& r = shapes[rng.Uniform(shapes.size())];
+    const PlacementResult got = indexed->Place(r, cluster);
+    const PlacementResult want = scan->Place(r, cluster);
+    ASSERT_EQ(got.status, want.status) << "step " << step;
+    ASSERT_EQ(got.placement, want.placement) << "step " << step;
+    if (got.placed()) {
+      ++placed;
+      ASSERT_TRUE(cluster.Allocate(got.placement).ok());
+      live.push_back(got.placement);
+    }
+    while (!live.empty() && (rng.Uniform(2) == 0 ||
+                             cluster.allocated_gpu_milli() * 5 > cluster.total_gpu_milli() * 4)) {
+      const size_t k = rng.Uniform(live.size());
+      ASSERT_TRUE(cluster.Release(live[k]).ok());
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+  }
+  EXPECT_GT(placed, 250);
+}
+
 }  // namespace
 }  // namespace stoker::scheduler

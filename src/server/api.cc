@@ -107,7 +107,7 @@ ApiResponse Api::Handle(const ApiRequest& req) const {
     if (req.method != "GET") return MethodNotAllowed();
     auto who = server_->Authenticate(req.authorization);
     if (!who.ok()) return ErrorResponse(who.status());
-    ApiResponse r{200, "", "text/plain; version=0.0.4; charset=utf-8"};
+    ApiResponse r{200, server_->MetricsText(), "text/plain; version=0.0.4; charset=utf-8"};
     for (ApiExtension* e : extensions_) r.body += e->Metrics();
     return r;
   }

@@ -246,6 +246,7 @@ Result<Job> Server::GetJob(const Principal& who, int64_t id) const {
 }
 
 void Server::EndJob(Job& j, JobState state, const std::string& reason) {
+  totals_.ended[JobStateName(state)]++;
   j.state = state;
   j.reason = reason;
   j.end_ms = NowMs();
@@ -341,6 +342,85 @@ Result<Job> Server::Cancel(const Principal& who, int64_t id) {
 Status Server::CancelJob(int64_t id, const std::string& reason) {
   auto r = Cancel(Principal{"system: " + reason, Role::kAdmin}, id);
   return r.ok() ? Status::Ok() : r.status();
+}
+
+std::string Server::MetricsText() const {
+  std::lock_guard lock(mu_);
+  std::string out;
+  auto family = [&](const char* name, const char* type, const char* help) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+  };
+  auto sample = [&](const std::string& name, const std::string& labels, double v) {
+    char num[32];
+    std::snprintf(num, sizeof num, "%.17g", v);
+    out += name + (labels.empty() ? "" : "{" + labels + "}") + " " + num + "\n";
+  };
+  // Jobs waiting or holding resources, from the indexes (not the whole history).
+  std::map<std::string, int64_t> jobs{{"queued", static_cast<int64_t>(queued_.size())},
+                                      {"assigned", 0},
+                                      {"running", 0},
+                                      {"cancelling", 0}};
+  // Milli-GPU committed per GPU (node, position) by active jobs; MIG instances not counted.
+  std::map<std::pair<std::string, uint8_t>, int64_t> committed;
+  for (const auto& [id, node] : job_node_) {
+    const Job& j = jobs_.at(id);
+    jobs[JobStateName(j.state)]++;
+    if (!j.assignment) continue;
+    for (const auto& [pos, milli] : j.assignment->shares) committed[{node, pos}] += milli;
+  }
+  family("stoker_server_jobs", "gauge", "Jobs queued or holding resources, by state.");
+  for (const auto& [state, n] : jobs) sample("stoker_server_jobs", "state=\"" + state + "\"", n);
+  family("stoker_server_jobs_ended_total", "counter",
+         "Jobs that ended since this server process started, by final state.");
+  for (const char* state : {"succeeded", "failed", "cancelled"}) {
+    auto it = totals_.ended.find(state);
+    sample("stoker_server_jobs_ended_total", std::string("state=\"") + state + "\"",
+           static_cast<double>(it == totals_.ended.end() ? 0 : it->second));
+  }
+  int64_t ready = 0, drained = 0, lost = 0;
+  std::map<std::string, int64_t> levels{
+      {"free", 0}, {"partial", 0}, {"full", 0}, {"oversubscribed", 0}};
+  for (const auto& [name, n] : nodes_) {
+    (n.lost ? lost : n.drained ? drained : ready)++;
+    if (n.lost) continue;
+    for (size_t pos = 0; pos < n.inv.gpus.size(); ++pos) {
+      if (n.inv.gpus[pos].mig_enabled) continue;
+      auto it = committed.find({name, static_cast<uint8_t>(pos)});
+      const int64_t c = it == committed.end() ? 0 : it->second;
+      levels[c == 0                         ? "free"
+             : c < scheduler::kMilliPerGpu  ? "partial"
+             : c == scheduler::kMilliPerGpu ? "full"
+                                            : "oversubscribed"]++;
+    }
+  }
+  family("stoker_server_nodes", "gauge", "Registered nodes by state.");
+  sample("stoker_server_nodes", "state=\"ready\"", static_cast<double>(ready));
+  sample("stoker_server_nodes", "state=\"drained\"", static_cast<double>(drained));
+  sample("stoker_server_nodes", "state=\"lost\"", static_cast<double>(lost));
+  family("stoker_server_gpus", "gauge",
+         "Non-MIG GPUs of nodes not lost, by what jobs commit on them: free, partial (< 1 GPU), "
+         "full, oversubscribed (preemptible work beyond one GPU).");
+  for (const auto& [level, n] : levels) {
+    sample("stoker_server_gpus", "commitment=\"" + level + "\"", static_cast<double>(n));
+  }
+  family("stoker_server_gpu_oversubscription_ratio", "gauge",
+         "Configured cap on a GPU's commitments with preemptible work (1 = off).");
+  sample("stoker_server_gpu_oversubscription_ratio", "",
+         options_.gpu_oversubscription_milli / 1000.0);
+  family("stoker_scheduler_passes_total", "counter", "Scheduling passes that had queued jobs.");
+  sample("stoker_scheduler_passes_total", "", static_cast<double>(totals_.passes));
+  family("stoker_scheduler_placements_total", "counter", "Jobs placed on a node.");
+  sample("stoker_scheduler_placements_total", "", static_cast<double>(totals_.placed));
+  family("stoker_scheduler_oversubscribed_placements_total", "counter",
+         "Preemptible jobs placed on GPUs beyond their capacity.");
+  sample("stoker_scheduler_oversubscribed_placements_total", "",
+         static_cast<double>(totals_.oversubscribed));
+  family("stoker_scheduler_preemptions_total", "counter",
+         "Preemptible jobs stopped or sent back to the queue for guaranteed work.");
+  sample("stoker_scheduler_preemptions_total", "", static_cast<double>(totals_.preempted));
+  family("stoker_scheduler_last_pass_seconds", "gauge", "Wall time of the last scheduling pass.");
+  sample("stoker_scheduler_last_pass_seconds", "", totals_.last_pass_seconds);
+  return out;
 }
 
 Status Server::RequeueJob(int64_t id, const std::string& reason) {
@@ -979,6 +1059,7 @@ PassStats Server::RunSchedulingPass() {
     // not started goes back to the queue now.
     auto stop_victim = [&](Job& victim, const Job& j) {
       victim.preemptions++;
+      ++stats.preempted;
       const std::string why = "preempted for job " + std::to_string(j.id);
       if (victim.state == JobState::kRunning) {
         victim.state = JobState::kCancelling;
@@ -1327,6 +1408,10 @@ PassStats Server::RunSchedulingPass() {
     }
     persist = !b.empty();
     if (persist) done = store_->ApplyAsync(std::move(b));
+    totals_.passes++;
+    totals_.placed += stats.placed;
+    totals_.preempted += stats.preempted;
+    totals_.oversubscribed += stats.oversubscribed;
   }
   if (persist) {
     Status s = Wait(done);
@@ -1334,6 +1419,10 @@ PassStats Server::RunSchedulingPass() {
   }
   Notify(changed);
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  {
+    std::lock_guard lock(mu_);
+    totals_.last_pass_seconds = stats.seconds;
+  }
   return stats;
 }
 

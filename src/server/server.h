@@ -95,6 +95,7 @@ struct PassStats {
   int infeasible = 0;      // no node could ever host it
   int preempting = 0;      // blocked guaranteed jobs that preemptible jobs are making room for
   int oversubscribed = 0;  // preemptible jobs placed on GPUs beyond their capacity
+  int preempted = 0;       // preemptible jobs stopped or requeued for guaranteed work
   double seconds = 0;
 };
 
@@ -123,6 +124,8 @@ class Server final : public JobActions {
   Result<std::vector<store::EventRow>> Events(const Principal& who, int64_t id) const;
   Status CancelJob(int64_t id, const std::string& reason) override;
   Status RequeueJob(int64_t id, const std::string& reason) override;
+  // Prometheus text: jobs by state, nodes, GPU commitments, scheduler counters.
+  std::string MetricsText() const;
 
   // Nodes.
   Result<json> RegisterNode(const Principal& who, const NodeInventory& inv);
@@ -207,9 +210,14 @@ class Server final : public JobActions {
   // A second instance of the same policy for the best-effort view of a pass, so each keeps its
   // incremental index for the cluster it scores (one instance would rebuild on every switch).
   std::unique_ptr<scheduler::PlacementPolicy> be_placement_;  // guarded by mu_
-  std::string be_placement_name_;                             // guarded by mu_
-  std::unique_ptr<queue::QueuePolicy> queue_policy_;          // guarded by mu_
-  std::map<int64_t, std::string> queue_reasons_;              // guarded by mu_: why still queued
+  struct Totals {
+    int64_t passes = 0, placed = 0, preempted = 0, oversubscribed = 0;
+    double last_pass_seconds = 0;
+    std::map<std::string, int64_t> ended;             // final state -> count
+  } totals_;                                          // guarded by mu_
+  std::string be_placement_name_;                     // guarded by mu_
+  std::unique_ptr<queue::QueuePolicy> queue_policy_;  // guarded by mu_
+  std::map<int64_t, std::string> queue_reasons_;      // guarded by mu_: why still queued
   // Active (assigned/running/cancelling) jobs per node, so a heartbeat or a node listing costs
   // the node's jobs, not every job ever submitted.
   std::unordered_map<std::string, std::set<int64_t>> node_jobs_;  // guarded by mu_

@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 
+#include "server/api.h"
 #include "server/server.h"
 #include "test_util.h"
 
@@ -371,6 +375,42 @@ TEST(Oversubscription, RatioOutOfRangeIsRejectedAtStart) {
     std::filesystem::remove_all(
         std::filesystem::temp_directory_path() /
         ("stoker_srv_oversub_bad" + std::to_string(bad) + "_" + std::to_string(::getpid())));
+  }
+}
+
+TEST(Oversubscription, MetricsShowCommitmentsAndSchedulerCounters) {
+  Fixture f("oversub_metrics", Oversubscribed(1500));
+  ASSERT_TRUE(f.server->RegisterNode(f.agent, f.Node("n1", 2)).ok());
+  std::vector<int64_t> running;
+  ASSERT_NE(Place(f, Spec({"train"}, 1), &running), 0);
+  auto be = f.server->Submit(f.bob, Share(400, true));
+  ASSERT_TRUE(be.ok());
+  // The empty GPU takes it within capacity first.
+  EXPECT_EQ(f.server->RunSchedulingPass().oversubscribed, 0);
+  auto be2 = f.server->Submit(f.bob, Share(700, true));
+  EXPECT_EQ(f.server->RunSchedulingPass().oversubscribed, 1);
+  ApiRequest req;
+  req.method = "GET";
+  req.path = "/metrics";
+  req.authorization = "Bearer " + f.admin_token;
+  const std::string m = f.api->Handle(req).body;
+  for (const char* line :
+       {"stoker_server_jobs{state=\"running\"} 1", "stoker_server_jobs{state=\"assigned\"} 2",
+        "stoker_server_nodes{state=\"ready\"} 1", "stoker_server_gpus{commitment=\"full\"} 1",
+        "stoker_server_gpus{commitment=\"oversubscribed\"} 1",
+        "stoker_server_gpu_oversubscription_ratio 1.5", "stoker_scheduler_placements_total 3",
+        "stoker_scheduler_oversubscribed_placements_total 1"}) {
+    EXPECT_NE(m.find(line), std::string::npos) << line << "\n" << m;
+  }
+  if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
+    const std::string file = f.dir + "/metrics.prom";
+    std::ofstream(file) << m;
+    const std::string cmd = "promtool check metrics < " + file + " > " + file + ".log 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    std::ifstream log(file + ".log");
+    const std::string report((std::istreambuf_iterator<char>(log)),
+                             std::istreambuf_iterator<char>());
+    EXPECT_EQ(report, "") << report;
   }
 }
 

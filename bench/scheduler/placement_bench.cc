@@ -10,6 +10,7 @@
 
 #include "scheduler/registry.h"
 #include "scheduler/rng.h"
+#include "scheduler/stoker_policy.h"
 #include "sim/packing.h"
 #include "sim/packing_trace.h"
 
@@ -52,12 +53,17 @@ ClusterState BigCluster(int nodes) {
 // One placement decision on a 10,000-node x 8-GPU cluster held at ~80 % GPU allocation: each
 // iteration places a pod drawn from the openb shapes, allocates it, and releases the oldest
 // placements while allocation is above 80 % (so caches see realistic churn). Reports p50/p99.
-void BM_PlaceAt80Pct(benchmark::State& state, const std::string& policy_name) {
+// stoker_refresh_pct >= 0: stoker with that refresh threshold (percent) instead of the named
+// policy's defaults (the threshold's trade-off curve).
+void BM_PlaceAt80Pct(benchmark::State& state, const std::string& policy_name,
+                     double stoker_refresh_pct = -1, bool stoker_eager = true) {
   const std::vector<Request> pods = Workload();
   ClusterState cluster = BigCluster(static_cast<int>(state.range(0)));
   scheduler::PolicyConfig config;
   config.typical_shapes = scheduler::ComputeTypicalShapes(pods, 95);
-  auto policy = std::move(scheduler::CreatePlacementPolicy(policy_name, config).value());
+  auto policy = stoker_refresh_pct >= 0
+                    ? scheduler::MakeStokerPolicy(config, {stoker_refresh_pct / 100, stoker_eager})
+                    : std::move(scheduler::CreatePlacementPolicy(policy_name, config).value());
   scheduler::Rng rng(1);
   std::deque<scheduler::Placement> live;
   const int64_t target = cluster.total_gpu_milli() * 8 / 10;
@@ -138,12 +144,35 @@ void BM_PlaceAt80Pct(benchmark::State& state, const std::string& policy_name) {
   }
   state.counters["alloc_pct"] = 100.0 * static_cast<double>(cluster.allocated_gpu_milli()) /
                                 static_cast<double>(cluster.total_gpu_milli());
+  // stoker: adoptions of a new typical-shape distribution (each rebuilds every cached index).
+  if (policy_name == "stoker") {
+    state.counters["adoptions"] = static_cast<double>(scheduler::StokerAdoptions(*policy));
+  }
 }
 BENCHMARK_CAPTURE(BM_PlaceAt80Pct, fgd, std::string("fgd"))
     ->Arg(10000)
     ->Iterations(20000)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_PlaceAt80Pct, stoker, std::string("stoker"))
+    ->Arg(10000)
+    ->Iterations(20000)
+    ->Unit(benchmark::kMicrosecond);
+// stoker's refresh threshold (total variation / CPU-per-GPU change, percent): 0 adopts every
+// refresh (the behaviour before the threshold).
+BENCHMARK_CAPTURE(BM_PlaceAt80Pct, stoker_tv0, std::string("stoker"), 0.0)
+    ->Arg(10000)
+    ->Iterations(20000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_PlaceAt80Pct, stoker_tv2, std::string("stoker"), 2.0)
+    ->Arg(10000)
+    ->Iterations(20000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_PlaceAt80Pct, stoker_tv10, std::string("stoker"), 10.0)
+    ->Arg(10000)
+    ->Iterations(20000)
+    ->Unit(benchmark::kMicrosecond);
+// stoker with the lazy catch-up (a shape rescores its backlog when next requested).
+BENCHMARK_CAPTURE(BM_PlaceAt80Pct, stoker_lazy, std::string("stoker"), 5.0, false)
     ->Arg(10000)
     ->Iterations(20000)
     ->Unit(benchmark::kMicrosecond);

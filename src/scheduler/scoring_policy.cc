@@ -101,7 +101,7 @@ PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState
   // is checked on the best nodes (it rarely binds, so few are set aside).
   idx.shape = r;
   idx.shape.memory_mib = 0;
-  if (bounds && cluster.num_nodes() >= kEagerMinNodes) {
+  if ((bounds || EagerExactCatchUp()) && cluster.num_nodes() >= kEagerMinNodes) {
     // Marking a change costs a bound and a tree repair, so every cached shape of this cluster
     // follows every change: no shape builds up a backlog to catch up on when it is next
     // requested (a rare shape would otherwise rescan thousands of changed nodes at once).
@@ -113,7 +113,7 @@ PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState
       }
     }
     for (ShapeIndex& other : slots_) {
-      if (&other != &idx && other.history == cluster.history_id()) CatchUp(other, cluster, true);
+      if (&other != &idx && other.history == cluster.history_id()) CatchUp(other, cluster, bounds);
     }
   }
   CatchUp(idx, cluster, bounds);

@@ -17,6 +17,8 @@
 // shape builds up a backlog (a rare shape otherwise rescored thousands of changed nodes when it
 // was next requested: the decision-time tail). A decision then scores exactly only the nodes
 // whose bound reaches the top; once the top entry is exact it beats every bound.
+// A policy without a bound can ask for the same (EagerExactCatchUp: stoker): every cached shape
+// rescores each change exactly at the next decision.
 
 #include <array>
 #include <cstdint>
@@ -61,6 +63,11 @@ class ScoringPolicy : public PlacementPolicy {
                              int32_t /*node*/) {
     return std::numeric_limits<int64_t>::max();
   }
+  // Without a score bound: whether every cached shape rescores each change at the next decision
+  // (on clusters of kEagerMinNodes+), instead of a shape catching up when it is next requested.
+  // Same total rescorings, spread evenly: a rare shape no longer rescores thousands of changed
+  // nodes in one decision (the tail), at the price of a higher median.
+  virtual bool EagerExactCatchUp() const { return false; }
   // Drops every cached score (call when the scoring function itself changes, e.g. a new
   // typical-shape distribution).
   void InvalidateCache() {

@@ -26,8 +26,9 @@ constexpr double kStrandedWeight = 1.0;
 // therefore lands on nodes whose GPUs are already taken, where its CPU strands nothing.
 class StokerPolicy final : public ScoringPolicy {
  public:
-  explicit StokerPolicy(const PolicyConfig& config)
+  StokerPolicy(const PolicyConfig& config, StokerOptions options)
       : ScoringPolicy("stoker", TieBreak::kLowestNodeId, config.seed, true),
+        options_(options),
         learner_(config.typical_coverage_pct) {}
 
   void Observe(const Request& r) override {
@@ -35,16 +36,23 @@ class StokerPolicy final : public ScoringPolicy {
       cpu_seen_ += r.cpu_milli;
       gpu_seen_ += r.TotalGpuMilli();
     }
-    if (learner_.Observe(r)) {
-      model_ = FragModel(learner_.typical());
-      cpu_per_gpu_milli_ =
-          gpu_seen_ > 0 ? static_cast<double>(cpu_seen_) / static_cast<double>(gpu_seen_) : 0.0;
-      InvalidateCache();
-      before_.clear();
-    }
+    if (!learner_.Observe(r)) return;
+    const double cpu_per_gpu =
+        gpu_seen_ > 0 ? static_cast<double>(cpu_seen_) / static_cast<double>(gpu_seen_) : 0.0;
+    std::vector<std::pair<PodShape, double>> candidate = Frequencies(learner_.typical());
+    if (!Moved(candidate, cpu_per_gpu)) return;
+    model_ = FragModel(learner_.typical());
+    adopted_ = std::move(candidate);
+    cpu_per_gpu_milli_ = cpu_per_gpu;
+    ++adoptions_;
+    InvalidateCache();
+    before_.clear();
   }
 
+  int64_t adoptions() const { return adoptions_; }
+
  protected:
+  bool EagerExactCatchUp() const override { return options_.eager_catch_up; }
   bool ScoreNode(const Request& r, const ClusterState& c, int32_t node, int64_t* score,
                  uint8_t* gpus) override {
     const NodeState& n = c.node(node);
@@ -88,6 +96,42 @@ class StokerPolicy final : public ScoringPolicy {
   }
 
  private:
+  // Shape frequencies of a typical set, sorted by shape.
+  static std::vector<std::pair<PodShape, double>> Frequencies(const TypicalShapes& t) {
+    std::vector<std::pair<PodShape, double>> f;
+    f.reserve(t.shapes.size());
+    for (const TypicalShape& s : t.shapes) {
+      f.emplace_back(
+          s.shape, t.total > 0 ? static_cast<double>(s.count) / static_cast<double>(t.total) : 0.0);
+    }
+    std::sort(f.begin(), f.end());
+    return f;
+  }
+
+  // Whether the candidate distribution differs enough from the adopted one to pay for
+  // rebuilding every cached index. Total variation: half the summed absolute difference of the
+  // frequencies (a shape absent from one side has frequency 0 there).
+  bool Moved(const std::vector<std::pair<PodShape, double>>& candidate, double cpu_per_gpu) const {
+    if (adoptions_ == 0 || options_.refresh_threshold <= 0) return true;
+    double tv = 0;
+    size_t i = 0, j = 0;
+    while (i < adopted_.size() || j < candidate.size()) {
+      if (j == candidate.size() ||
+          (i < adopted_.size() && adopted_[i].first < candidate[j].first)) {
+        tv += adopted_[i++].second;
+      } else if (i == adopted_.size() || candidate[j].first < adopted_[i].first) {
+        tv += candidate[j++].second;
+      } else {
+        tv += std::abs(adopted_[i++].second - candidate[j++].second);
+      }
+    }
+    tv /= 2;
+    const double cpu_change = cpu_per_gpu_milli_ > 0
+                                  ? std::abs(cpu_per_gpu - cpu_per_gpu_milli_) / cpu_per_gpu_milli_
+                                  : (cpu_per_gpu > 0 ? 1.0 : 0.0);
+    return tv > options_.refresh_threshold || cpu_change > options_.refresh_threshold;
+  }
+
   // Expected waste of a node state (milli-GPU).
   double Waste(int64_t cpu_free, const int16_t* left, const NodeState& n) const {
     const double frag = model_.NodeFrag(cpu_free, left, n.num_gpus, n.gpu_model);
@@ -124,7 +168,10 @@ class StokerPolicy final : public ScoringPolicy {
     return value;
   }
 
+  StokerOptions options_;
   ShapeLearner learner_;
+  std::vector<std::pair<PodShape, double>> adopted_;  // frequencies model_ was built from
+  int64_t adoptions_ = 0;
   FragModel model_;
   FragVariants variants_;  // scratch for share requests
   int64_t cpu_seen_ = 0, gpu_seen_ = 0;
@@ -135,7 +182,17 @@ class StokerPolicy final : public ScoringPolicy {
 }  // namespace
 
 std::unique_ptr<PlacementPolicy> MakeStokerPolicy(const PolicyConfig& config) {
-  return std::make_unique<StokerPolicy>(config);
+  return MakeStokerPolicy(config, StokerOptions{});
+}
+
+std::unique_ptr<PlacementPolicy> MakeStokerPolicy(const PolicyConfig& config,
+                                                  StokerOptions options) {
+  return std::make_unique<StokerPolicy>(config, options);
+}
+
+int64_t StokerAdoptions(const PlacementPolicy& stoker) {
+  const auto* p = dynamic_cast<const StokerPolicy*>(&stoker);
+  return p != nullptr ? p->adoptions() : 0;
 }
 
 }  // namespace stoker::scheduler

@@ -7,6 +7,22 @@
 
 namespace stoker::scheduler {
 
+// When the learned typical-shape distribution is refreshed (every 512 requests), stoker adopts
+// the new one only if it moved enough from the one in use: total-variation distance of the
+// shape frequencies, or relative change of the CPU-per-GPU ratio, above the threshold. Adopting
+// changes every node's score, so every cached shape index is rebuilt (10,000 rescorings on a
+// 10,000-node cluster); in steady state adoptions become rare. 0 adopts every refresh.
+struct StokerOptions {
+  double refresh_threshold = 0.05;
+  // Every cached shape index follows every cluster change (see
+  // ScoringPolicy::EagerExactCatchUp); false: a shape catches up when next requested.
+  bool eager_catch_up = true;
+};
+// Adoptions of a new typical-shape distribution so far (tests, benchmarks).
+int64_t StokerAdoptions(const PlacementPolicy& stoker);
+
 std::unique_ptr<PlacementPolicy> MakeStokerPolicy(const PolicyConfig& config);
+std::unique_ptr<PlacementPolicy> MakeStokerPolicy(const PolicyConfig& config,
+                                                  StokerOptions options);
 
 }  // namespace stoker::scheduler

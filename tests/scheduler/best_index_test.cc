@@ -11,6 +11,7 @@
 #include "scheduler/registry.h"
 #include "scheduler/rng.h"
 #include "scheduler/scoring_policy.h"
+#include "scheduler/stoker_policy.h"
 
 namespace stoker::scheduler {
 namespace {
@@ -180,9 +181,16 @@ TEST(BestIndexTest, IndexedPoliciesEqualScanUnderChurn) {
 }
 
 // On clusters of at least ScoringPolicy's eager size, fgd marks every cached shape at every
-// change with its score bound; its decisions still equal the exhaustive scan's, from a cluster
-// filled at random to high allocation and under churn.
-TEST(BestIndexTest, BoundedEagerIndexEqualsScanOnLargeCluster) {
+// change with its score bound, and stoker rescores every cached shape at every change; their
+// decisions still equal the exhaustive scan's, from a cluster filled at random to high
+// allocation and under churn. stoker learns online: after 1,100 observations of part of the
+// shapes, all shapes arrive, and the refresh at 1,536 is adopted mid-run (every index rebuilt
+// under the new distribution).
+class EagerIndexTest : public testing::TestWithParam<std::string> {};
+INSTANTIATE_TEST_SUITE_P(Policies, EagerIndexTest, testing::Values("fgd", "stoker"));
+
+TEST_P(EagerIndexTest, EqualsScanOnLargeCluster) {
+  const std::string name = GetParam();
   ClusterState cluster;
   const GpuModelId a = *cluster.models().Intern("A");
   Rng rng(13);
@@ -223,13 +231,26 @@ TEST(BestIndexTest, BoundedEagerIndexEqualsScanOnLargeCluster) {
   }
   PolicyConfig config;
   config.typical_shapes = ComputeTypicalShapes(shapes, 95);
-  auto indexed = std::move(CreatePlacementPolicy("fgd", config).value());
-  auto scan = std::move(CreatePlacementPolicy("fgd", config).value());
+  auto indexed = std::move(CreatePlacementPolicy(name, config).value());
+  auto scan = std::move(CreatePlacementPolicy(name, config).value());
   dynamic_cast<ScoringPolicy*>(scan.get())->DisableCache();
   ASSERT_GT(cluster.allocated_gpu_milli() * 10, cluster.total_gpu_milli() * 6);
+  const bool learns = name == "stoker";
+  if (learns) {
+    for (int i = 0; i < 1100; ++i) {
+      const Request& r = shapes[rng.Uniform(shapes.size() / 3)];
+      indexed->Observe(r);
+      scan->Observe(r);
+    }
+  }
+  const int64_t adopted_before = StokerAdoptions(*indexed);
   int placed = 0;
-  for (int step = 0; step < 400; ++step) {
+  for (int step = 0; step < 500; ++step) {
     const Request& r = shapes[rng.Uniform(shapes.size())];
+    if (learns) {
+      indexed->Observe(r);
+      scan->Observe(r);
+    }
     const PlacementResult got = indexed->Place(r, cluster);
     const PlacementResult want = scan->Place(r, cluster);
     ASSERT_EQ(got.status, want.status) << "step " << step;
@@ -246,7 +267,10 @@ TEST(BestIndexTest, BoundedEagerIndexEqualsScanOnLargeCluster) {
       live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
     }
   }
-  EXPECT_GT(placed, 250);
+  EXPECT_GT(placed, 300);
+  if (learns) {
+    EXPECT_EQ(StokerAdoptions(*indexed), adopted_before + 1);
+  }
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // Stoker's default placement policy: its principles on small clusters, and the issue-3 target
 // that it allocates more GPUs than the published FGD on real traces.
+#include "scheduler/stoker_policy.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -90,6 +92,72 @@ TEST(StokerPolicyTest, EqualNodesTieToTheLowestId) {
   const PlacementResult r = PlaceObserved(*p, Request::WholeGpus(2, 8000, 1), c);
   ASSERT_TRUE(r.placed());
   EXPECT_EQ(r.placement.node, 0);
+}
+
+// The learned distribution is refreshed at 1, 2, 4, ..., 512 observations and then every 512.
+// With a threshold, a refresh is adopted only when the distribution moved: a stationary stream
+// stops causing adoptions, a shift of the workload causes one.
+TEST(StokerPolicyTest, RefreshAdoptedOnlyWhenTheDistributionMoves) {
+  const Request a = Request::WholeGpus(1, 8000, 1);
+  const Request b = Request::GpuShare(500, 4000, 1);
+  const Request c = Request::WholeGpus(4, 32000, 1);
+  auto every = MakeStokerPolicy(PolicyConfig{}, {0.0, true});
+  auto thresholded = MakeStokerPolicy(PolicyConfig{}, {0.05, true});
+  // Stationary: a, a, b repeated (2/3, 1/3) for 4,096 observations: 17 refreshes.
+  for (int i = 0; i < 4096; ++i) {
+    const Request& r = i % 3 == 2 ? b : a;
+    every->Observe(r);
+    thresholded->Observe(r);
+  }
+  EXPECT_EQ(StokerAdoptions(*every), 17);
+  const int64_t settled = StokerAdoptions(*thresholded);
+  EXPECT_LT(settled, 10);  // the early refreshes move a lot; later ones almost nothing
+  for (int i = 0; i < 2048; ++i) thresholded->Observe(i % 3 == 2 ? b : a);
+  EXPECT_EQ(StokerAdoptions(*thresholded), settled);
+  // A new shape arrives: after 512 more observations it is ~8 % of the pods (above 5 %).
+  for (int i = 0; i < 512; ++i) thresholded->Observe(c);
+  EXPECT_EQ(StokerAdoptions(*thresholded), settled + 1);
+}
+
+// Same seed, same requests: same decisions and adoptions (nothing depends on time or address).
+TEST(StokerPolicyTest, DeterministicForASeed) {
+  ClusterState cluster;
+  const GpuModelId g = *cluster.models().Intern("G");
+  for (int i = 0; i < 64; ++i) {
+    ASSERT_TRUE(cluster
+                    .AddNode({"n" + std::to_string(i), 32000 + 16000 * (i % 3), 262144,
+                              i % 5 == 0 ? 0 : 8, g, 0, false})
+                    .ok());
+  }
+  const std::vector<Request> shapes = {
+      Request::WholeGpus(1, 8000, 1024), Request::GpuShare(250, 2000, 1024),
+      Request::GpuShare(600, 6000, 1024), Request::WholeGpus(4, 24000, 1024),
+      Request::CpuOnly(4000, 1024)};
+  std::vector<std::unique_ptr<PlacementPolicy>> runs;
+  runs.push_back(MakeStoker());
+  runs.push_back(MakeStoker());
+  std::vector<ClusterState> clusters = {cluster, cluster};
+  std::vector<std::vector<Placement>> live(2);
+  for (int step = 0; step < 3000; ++step) {
+    // Shifting mix, so refreshes are adopted now and then.
+    const Request& r = shapes[(step * 7 + step / 500) % (step < 1500 ? 3 : 5)];
+    PlacementResult got[2];
+    for (int k = 0; k < 2; ++k) {
+      got[k] = PlaceObserved(*runs[k], r, clusters[k]);
+      if (got[k].placed()) {
+        ASSERT_TRUE(clusters[k].Allocate(got[k].placement).ok());
+        live[k].push_back(got[k].placement);
+      }
+      if (live[k].size() > 60) {
+        ASSERT_TRUE(clusters[k].Release(live[k].front()).ok());
+        live[k].erase(live[k].begin());
+      }
+    }
+    ASSERT_EQ(got[0].status, got[1].status) << "step " << step;
+    ASSERT_EQ(got[0].placement, got[1].placement) << "step " << step;
+  }
+  EXPECT_EQ(StokerAdoptions(*runs[0]), StokerAdoptions(*runs[1]));
+  EXPECT_GT(StokerAdoptions(*runs[0]), 3);
 }
 
 }  // namespace

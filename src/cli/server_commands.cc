@@ -608,6 +608,7 @@ struct SubmitFlags {
   std::string job_class;
   int priority = 0;
   bool preemptible = false;
+  bool movable = false;
   std::string name;
   std::string workdir;
   std::vector<std::string> env;
@@ -638,6 +639,7 @@ int RunSubmit(const ClientFlags& c, const SubmitFlags& s) {
   if (!s.job_class.empty()) spec["class"] = s.job_class;
   if (s.priority) spec["priority"] = s.priority;
   if (s.preemptible) spec["preemptible"] = true;
+  if (s.movable) spec["movable"] = true;
   if (!s.name.empty()) spec["name"] = s.name;
   std::string workdir = s.workdir;
   if (workdir.empty()) {
@@ -800,6 +802,8 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
     cmd->add_option("--class", s->job_class, "Job class (weighted placement policy)");
     cmd->add_option("--priority", s->priority, "Priority (-1000..1000, larger first)");
     cmd->add_flag("--preemptible", s->preemptible, "The job may be preempted");
+    cmd->add_flag("--movable", s->movable,
+                  "The job checkpoints: the system may restart it at once to consolidate GPUs");
     cmd->add_option("--name", s->name, "Job name");
     cmd->add_option("--workdir", s->workdir, "Working directory (default: the current one)");
     cmd->add_option("--env", s->env, "Environment variable K=V (repeatable)");

@@ -368,7 +368,12 @@ Result<std::map<std::string, int64_t>> IntMap(const YAML::Node& n, const std::st
 }
 
 Status LoadZones(const YAML::Node& n, ZoneConfig& z) {
-  STOKER_RETURN_IF_ERROR(CheckKeys(n, "zones", {"metric", "window", "min_coverage", "bands"}));
+  STOKER_RETURN_IF_ERROR(
+      CheckKeys(n, "zones", {"metric", "window", "min_coverage", "bands", "apply_consolidation"}));
+  if (n["apply_consolidation"]) {
+    STOKER_ASSIGN_OR_RETURN(z.apply_consolidation,
+                            Bool(n["apply_consolidation"], "zones.apply_consolidation"));
+  }
   if (n["metric"]) {
     STOKER_ASSIGN_OR_RETURN(std::string m, Scalar(n["metric"], "zones.metric"));
     auto metric = ParseActivityMetric(m);

@@ -39,6 +39,9 @@ struct ZoneConfig {
   int64_t bronze_max = 50'000;  // bronze: [0, bronze_max)
   int64_t silver_max = 70'000;  // silver: [bronze_max, silver_max)
   int64_t gold_max = 90'000;    // gold: [silver_max, gold_max]; hot: above
+  // The server applies the consolidation plan: planned one-GPU jobs run as shares from their
+  // next start (movable ones are restarted at once). false: the plan is only shown.
+  bool apply_consolidation = true;
 };
 
 struct IdleReclaimPolicy {

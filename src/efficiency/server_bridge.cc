@@ -69,11 +69,20 @@ class EfficiencyService::Actions final : public JobActions {
   Status Cancel(const JobInfo& j, const std::string& reason) override {
     return Queue(j, reason, /*requeue=*/false);
   }
+  enum class Kind : uint8_t { kCancel, kRequeue, kConsolidate, kConsolidateNow };
   struct Pending {
     int64_t id;
     std::string reason;
-    bool requeue;
+    Kind kind;
+    int32_t milli = 0;  // kConsolidate*: the share
   };
+  Status Consolidate(const std::string& job, int32_t milli, const std::string& reason, bool now) {
+    const int64_t id = std::strtoll(job.c_str(), nullptr, 10);
+    if (id <= 0) return InvalidArgument("job id '" + job + "' is not a server job");
+    pending_.push_back(
+        Pending{id, reason, now ? Kind::kConsolidateNow : Kind::kConsolidate, milli});
+    return Status::Ok();
+  }
   std::vector<Pending> Take() {
     std::vector<Pending> out;
     out.swap(pending_);
@@ -81,12 +90,26 @@ class EfficiencyService::Actions final : public JobActions {
   }
   void Flush(std::vector<Pending> actions) {
     for (const Pending& a : actions) {
-      Status s =
-          a.requeue ? server_->RequeueJob(a.id, a.reason) : server_->CancelJob(a.id, a.reason);
-      if (!s.ok()) {
-        spdlog::error("idle reclaim: {} job {}: {}", a.requeue ? "requeue" : "cancel", a.id,
-                      s.ToString());
+      Status s;
+      const char* what = "cancel";
+      switch (a.kind) {
+        case Kind::kCancel:
+          s = server_->CancelJob(a.id, a.reason);
+          break;
+        case Kind::kRequeue:
+          what = "requeue";
+          s = server_->RequeueJob(a.id, a.reason);
+          break;
+        case Kind::kConsolidate:
+        case Kind::kConsolidateNow:
+          what = "consolidate";
+          s = server_->ConsolidateAtNextStart(a.id, a.milli, a.reason);
+          if (s.ok() && a.kind == Kind::kConsolidateNow) {
+            s = server_->RequeueJob(a.id, a.reason + "; movable: restarted now as a share");
+          }
+          break;
       }
+      if (!s.ok()) spdlog::error("efficiency: {} job {}: {}", what, a.id, s.ToString());
     }
   }
 
@@ -99,7 +122,8 @@ class EfficiencyService::Actions final : public JobActions {
     const long long id = std::strtoll(j.id.c_str(), &end, 10);
     if (end == j.id.c_str() || *end != '\0')
       return InvalidArgument("job id '" + j.id + "' is not a server job");
-    pending_.push_back(Pending{id, "idle reclaim: " + reason, requeue});
+    pending_.push_back(
+        Pending{id, "idle reclaim: " + reason, requeue ? Kind::kRequeue : Kind::kCancel});
     return Status::Ok();
   }
 
@@ -189,6 +213,12 @@ void EfficiencyService::OnJobChanged(const server::Job& job) {
   rec.info.team = cfg_.market.TeamOf(job.user);
   rec.info.job_class = job.spec.job_class;
   rec.info.preemptible = job.spec.preemptible;
+  rec.info.movable = job.spec.movable;
+  // Already a share (or promised one): the plan leaves it alone.
+  if (job.consolidate_milli > 0 ||
+      (job.assignment && job.assignment->gpu_milli > 0 && job.assignment->gpu_milli < 1000)) {
+    consolidated_.insert(id);
+  }
   rec.submit = FromMs(job.submit_ms);
   if (job.start_ms > 0) rec.info.start = FromMs(job.start_ms);
   if (job.end_ms > 0) rec.end = FromMs(job.end_ms);
@@ -201,6 +231,9 @@ void EfficiencyService::OnJobChanged(const server::Job& job) {
       usage_.erase(id);
     }
     directory_->jobs_.erase(id);
+    if (!server::IsActive(job.state) && job.state != server::JobState::kQueued) {
+      consolidated_.erase(id);
+    }
     reclaimer_->Forget(id);
     zones_.ForgetJob(id);
     return;
@@ -325,6 +358,46 @@ void EfficiencyService::ChargeLocked(const std::string& job, WallTime until) {
   u.busy_beats = u.idle_beats = 0;
 }
 
+std::vector<JobLoad> EfficiencyService::LoadsLocked(
+    const std::function<bool(const std::string&)>& visible) const {
+  std::vector<JobLoad> loads;
+  for (const ZoneStatus& z : zones_.Jobs()) {
+    if (!visible(z.key)) continue;
+    if (z.zone != Zone::kSilver && z.zone != Zone::kBronze) continue;
+    auto info = directory_->Find(z.key);
+    if (!info) continue;
+    JobLoad l;
+    l.job = z.key;
+    l.user = info->user;
+    l.gpu_model = info->gpu_model;
+    l.gpus = static_cast<int>(info->gpus.size());
+    l.mean_milli = z.mean_milli;
+    l.movable = info->movable;
+    loads.push_back(std::move(l));
+  }
+  return loads;
+}
+
+void EfficiencyService::ApplyConsolidationLocked() {
+  std::vector<JobLoad> loads =
+      LoadsLocked([&](const std::string& job) { return !consolidated_.count(job); });
+  std::map<std::string, int64_t> mean;
+  for (const JobLoad& l : loads) mean[l.job] = l.mean_milli;
+  const ConsolidationPlan plan = PlanConsolidation(std::move(loads), cfg_.zones);
+  for (const PackGroup& g : plan.groups) {
+    char why[160];
+    std::snprintf(why, sizeof why,
+                  "consolidation: %zu jobs using %.0f %% together fit one GPU (%s)", g.jobs.size(),
+                  static_cast<double>(g.combined_milli) / 1000.0, ShareModeName(g.mode));
+    for (const std::string& job : g.jobs) {
+      // Shares in proportion to use: together exactly one GPU, each above what it used.
+      const int64_t share = mean[job] * 1000 / std::max<int64_t>(g.combined_milli, 1);
+      const auto milli = static_cast<int32_t>(std::clamp<int64_t>(share, 1, 999));
+      if (actions_->Consolidate(job, milli, why, g.apply_now).ok()) consolidated_.insert(job);
+    }
+  }
+}
+
 void EfficiencyService::Evaluate(WallTime now) {
   std::vector<Actions::Pending> cancels;
   {
@@ -341,6 +414,7 @@ void EfficiencyService::Evaluate(WallTime now) {
     for (auto& [job, u] : usage_) {
       if (now - u.since >= cfg_.market.charge_interval) ChargeLocked(job, now);
     }
+    if (cfg_.zones.apply_consolidation) ApplyConsolidationLocked();
     cancels = actions_->Take();
   }
   actions_->Flush(std::move(cancels));
@@ -525,25 +599,12 @@ std::optional<ApiResponse> EfficiencyService::Handle(const server::ApiRequest& r
   auto visible_job = [&](const std::string& job) { return admin || owner(job) == who.name; };
   if (res == "zones") {
     std::vector<ZoneStatus> jobs;
-    std::vector<JobLoad> loads;
     for (const ZoneStatus& z : zones_.Jobs()) {
-      if (!visible_job(z.key)) continue;
-      jobs.push_back(z);
-      if (z.zone != Zone::kSilver && z.zone != Zone::kBronze) continue;
-      auto info = directory_->Find(z.key);
-      if (!info) continue;
-      JobLoad l;
-      l.job = z.key;
-      l.user = info->user;
-      l.gpu_model = info->gpu_model;
-      l.gpus = static_cast<int>(info->gpus.size());
-      l.mean_milli = z.mean_milli;
-      l.movable = info->movable;
-      loads.push_back(std::move(l));
+      if (visible_job(z.key)) jobs.push_back(z);
     }
     return JsonResponse(
-        200, ZonesToJson(zones_.Gpus(), jobs, PlanConsolidation(std::move(loads), cfg_.zones),
-                         cfg_.zones));
+        200, ZonesToJson(zones_.Gpus(), jobs,
+                         PlanConsolidation(LoadsLocked(visible_job), cfg_.zones), cfg_.zones));
   }
   if (res == "alerts") {
     json out = json::array();

@@ -27,6 +27,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -109,6 +110,11 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
     bool reclaimed = false;
   };
   void ChargeLocked(const std::string& job, WallTime until);
+  // Silver and bronze one-GPU jobs (those `visible` says) as the consolidation plan's input.
+  std::vector<JobLoad> LoadsLocked(const std::function<bool(const std::string&)>& visible) const;
+  // Hands the plan's new groups to the server: each job runs as a share from its next start;
+  // movable jobs are requeued so that happens now. Once per job.
+  void ApplyConsolidationLocked();
   void ObserveClusterLocked(WallTime now);
   std::string TeamOfLocked(const std::string& job_id) const;
 
@@ -129,6 +135,8 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   std::vector<Alert> active_;
   std::deque<RecordedSample> samples_;
   std::map<std::string, JobRecord> job_records_;
+  // Jobs that already run as a share or were handed a consolidation: not planned again.
+  std::set<std::string> consolidated_;
   WallTime last_seen_{};
   Clock* clock_ = nullptr;  // set by Start(); the time of API actions (silences)
 

@@ -154,10 +154,10 @@ std::optional<Role> ParseRole(std::string_view s) {
 
 Result<JobSpec> ParseJobSpec(const json& body) {
   STOKER_RETURN_IF_ERROR(CheckObject(body, "job"));
-  STOKER_RETURN_IF_ERROR(
-      CheckKnownFields(body, {"name", "command", "env", "workdir", "gpus", "min_gpus", "gpu_milli",
-                              "gpu_memory_mib", "gpu_models", "mig", "cpu_milli", "memory_mib",
-                              "class", "priority", "preemptible", "on_node_loss", "user"}));
+  STOKER_RETURN_IF_ERROR(CheckKnownFields(
+      body, {"name", "command", "env", "workdir", "gpus", "min_gpus", "gpu_milli", "gpu_memory_mib",
+             "gpu_models", "mig", "cpu_milli", "memory_mib", "class", "priority", "preemptible",
+             "movable", "on_node_loss", "user"}));
   JobSpec s;
   STOKER_RETURN_IF_ERROR(GetString(body, "name", &s.name, 128));
   if (!body.contains("command")) return FieldError("command", "required (argv array)");
@@ -190,6 +190,7 @@ Result<JobSpec> ParseJobSpec(const json& body) {
   STOKER_RETURN_IF_ERROR(GetString(body, "class", &s.job_class, 64));
   STOKER_RETURN_IF_ERROR(GetInt(body, "priority", &s.priority, -1000, 1000));
   STOKER_RETURN_IF_ERROR(GetBool(body, "preemptible", &s.preemptible));
+  STOKER_RETURN_IF_ERROR(GetBool(body, "movable", &s.movable));
   STOKER_RETURN_IF_ERROR(GetString(body, "on_node_loss", &s.on_node_loss, 16));
   STOKER_RETURN_IF_ERROR(GetString(body, "user", &s.user, 64));
 
@@ -233,6 +234,7 @@ json JobSpecToJson(const JobSpec& s) {
   j["class"] = s.job_class;
   j["priority"] = s.priority;
   j["preemptible"] = s.preemptible;
+  if (s.movable) j["movable"] = true;
   j["on_node_loss"] = s.on_node_loss;
   if (!s.user.empty()) j["user"] = s.user;
   return j;
@@ -270,6 +272,7 @@ json JobToJson(const Job& job) {
   j["preemptions"] = job.preemptions;
   if (job.preempted_by != 0) j["preempted_by"] = job.preempted_by;
   if (!job.stop_to_requeue.empty()) j["stop_to_requeue"] = job.stop_to_requeue;
+  if (job.consolidate_milli != 0) j["consolidate_milli"] = job.consolidate_milli;
   return j;
 }
 
@@ -307,6 +310,7 @@ Result<Job> JobFromJson(const json& j) {
     job.preemptions = j.value("preemptions", 0);
     job.preempted_by = j.value("preempted_by", int64_t{0});
     job.stop_to_requeue = j.value("stop_to_requeue", std::string());
+    job.consolidate_milli = j.value("consolidate_milli", int32_t{0});
     return job;
   } catch (const json::exception& e) {
     return InvalidArgument(std::string("job document: ") + e.what());

@@ -46,6 +46,9 @@ struct JobSpec {
   std::string job_class;
   int32_t priority = 0;
   bool preemptible = false;
+  // Checkpointable: the system may stop and restart it at any time (to consolidate it onto a
+  // shared GPU now rather than at its next start).
+  bool movable = false;
   std::string on_node_loss = "requeue";  // requeue | fail
   std::string user;                      // admins may submit on behalf of a user
 };
@@ -86,6 +89,9 @@ struct Job {
   // Set while a running job is being stopped to go back to the queue for another reason (idle
   // reclaim with action requeue): the reason, recorded when its exit requeues it.
   std::string stop_to_requeue;
+  // Set by the efficiency engine's consolidation plan for a one-GPU job that uses little of
+  // it: from its next start the job runs as this share of a GPU (milli-GPU), beside others.
+  int32_t consolidate_milli = 0;
 };
 
 json JobToJson(const Job& j);

@@ -135,6 +135,10 @@ const std::string& OpenApiDocument() {
      "preemptible": {
       "type": "boolean"
      },
+     "movable": {
+      "type": "boolean",
+      "description": "checkpointable: the system may restart it at once to consolidate it onto a shared GPU"
+     },
      "on_node_loss": {
       "type": "string",
       "enum": [
@@ -207,6 +211,14 @@ const std::string& OpenApiDocument() {
      "preempted_by": {
       "type": "integer",
       "description": "while being preempted: the queued job it makes room for"
+     },
+     "stop_to_requeue": {
+      "type": "string",
+      "description": "while being stopped to go back to the queue (idle reclaim, consolidation): why"
+     },
+     "consolidate_milli": {
+      "type": "integer",
+      "description": "set by the consolidation plan: from its next start the job runs as this share of a GPU"
      }
     }
    },

@@ -423,6 +423,39 @@ std::string Server::MetricsText() const {
   return out;
 }
 
+Status Server::ConsolidateAtNextStart(int64_t id, int32_t gpu_milli, const std::string& reason) {
+  if (gpu_milli <= 0 || gpu_milli >= scheduler::kMilliPerGpu) {
+    return InvalidArgument("gpu_milli: must be 1..999, got " + std::to_string(gpu_milli));
+  }
+  std::shared_future<Status> done;
+  Job copy;
+  {
+    std::lock_guard lock(mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return NotFound("job " + std::to_string(id));
+    Job& j = it->second;
+    if (IsTerminal(j.state)) {
+      return FailedPrecondition("job " + std::to_string(id) + " already " + JobStateName(j.state));
+    }
+    if (j.spec.gpus != 1 || j.spec.min_gpus > 1) {
+      return FailedPrecondition("job " + std::to_string(id) +
+                                ": only one-GPU jobs are consolidated onto shares");
+    }
+    if (j.consolidate_milli == gpu_milli) return Status::Ok();
+    j.consolidate_milli = gpu_milli;
+    store::WriteBatch b;
+    Event(&b, j, "consolidate",
+          "from its next start: " + std::to_string(gpu_milli) + " milli-GPU of a shared GPU (" +
+              reason + ")");
+    b.PutJob(Row(j));
+    copy = j;
+    done = store_->ApplyAsync(std::move(b));
+  }
+  STOKER_RETURN_IF_ERROR(Wait(done));
+  Notify({copy});
+  return Status::Ok();
+}
+
 Status Server::RequeueJob(int64_t id, const std::string& reason) {
   std::shared_future<Status> done;
   Job copy;
@@ -1247,7 +1280,11 @@ PassStats Server::RunSchedulingPass() {
       r.memory_mib = s.memory_mib;
       r.gpu_memory_mib = s.gpu_memory_mib;
       r.job_class = s.job_class;
-      if (s.gpus > 0) {
+      if (s.gpus == 1 && j.consolidate_milli > 0) {
+        // The consolidation plan found it uses little of its GPU: a share beside others.
+        r.num_gpu = 1;
+        r.gpu_milli = j.consolidate_milli;
+      } else if (s.gpus > 0) {
         r.num_gpu = s.gpus;
         r.gpu_milli = scheduler::kMilliPerGpu;
       } else if (s.gpu_milli > 0) {

@@ -73,6 +73,10 @@ class JobActions {
   // Puts an active job back in the queue: a running one is stopped by its node first (and
   // requeued when it exits), an assigned one at once. FailedPrecondition for ended jobs.
   virtual Status RequeueJob(int64_t id, const std::string& reason) = 0;
+  // From its next start, a job that asked for one whole GPU runs as a share of `gpu_milli`
+  // (1..999) of one (the consolidation plan). FailedPrecondition for other shapes and ended jobs.
+  virtual Status ConsolidateAtNextStart(int64_t id, int32_t gpu_milli,
+                                        const std::string& reason) = 0;
 };
 
 struct JobFilter {
@@ -124,6 +128,7 @@ class Server final : public JobActions {
   Result<std::vector<store::EventRow>> Events(const Principal& who, int64_t id) const;
   Status CancelJob(int64_t id, const std::string& reason) override;
   Status RequeueJob(int64_t id, const std::string& reason) override;
+  Status ConsolidateAtNextStart(int64_t id, int32_t gpu_milli, const std::string& reason) override;
   // Prometheus text: jobs by state, nodes, GPU commitments, scheduler counters.
   std::string MetricsText() const;
 

@@ -18,7 +18,12 @@ class FakeServerActions : public server::JobActions {
     requeued.emplace_back(id, reason);
     return Status::Ok();
   }
+  Status ConsolidateAtNextStart(int64_t id, int32_t milli, const std::string&) override {
+    consolidated.emplace_back(id, milli);
+    return Status::Ok();
+  }
   std::vector<std::pair<int64_t, std::string>> cancelled, requeued;
+  std::vector<std::pair<int64_t, int32_t>> consolidated;
 };
 
 // The agent's snapshot JSON shape (telemetry/snapshot_json.cc).
@@ -120,6 +125,82 @@ TEST(EfficiencyServiceTest, DefaultActionRequeuesThroughTheServer) {
   const auto log = svc.ReclaimLog();
   ASSERT_EQ(log.size(), 2u);
   EXPECT_EQ(log[1].action, ReclaimAction::kRequeue);
+}
+
+// Two GPUs of one node, each with its own job at the given utilisation.
+json TwoJobSnapshot(double t, int util0, int util1) {
+  json gpus = json::array();
+  for (int i : {0, 1}) {
+    json fields = {{"util_gpu_pct", {{"value", i == 0 ? util0 : util1}, {"state", "value"}}},
+                   {"sm_active_ratio", {{"value", nullptr}, {"state", "unsupported"}}}};
+    gpus.push_back({{"index", i},
+                    {"uuid", "GPU-" + std::to_string(i)},
+                    {"name", "NVIDIA A100"},
+                    {"health", "ok"},
+                    {"timestamp_unix", t},
+                    {"fields", fields},
+                    {"processes", json::array()}});
+  }
+  return {{"hostname", "n1"}, {"gpus", gpus}};
+}
+
+server::Job OneGpuJob(int64_t id, uint32_t gpu, bool movable) {
+  server::Job j = RunningJob();
+  j.id = id;
+  j.spec.gpus = 1;
+  j.spec.movable = movable;
+  j.assignment->gpu_indices = {gpu};
+  return j;
+}
+
+TEST(EfficiencyServiceTest, ConsolidationPlanIsHandedToTheServerOnce) {
+  for (bool movable : {false, true}) {
+    auto cfg = LoadConfigYaml("idle_reclaim: {enabled: false}");
+    ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+    FakeServerActions actions;
+    EfficiencyService svc(*cfg, &actions);
+    const double t0 = 1'767'225'600;
+    // Model names come from the samples: one heartbeat before the jobs.
+    svc.OnHeartbeat("n1", Readings(TwoJobSnapshot(t0, 0, 0)),
+                    WallTime(std::chrono::seconds(static_cast<int64_t>(t0))));
+    svc.OnJobChanged(OneGpuJob(21, 0, movable));
+    svc.OnJobChanged(OneGpuJob(22, 1, movable));
+    // Both jobs use a fraction of their GPU (20 % and 40 %): bronze, packable onto one GPU.
+    for (int s = 0; s <= 30 * 60; s += 30) {
+      const WallTime at = WallTime(std::chrono::seconds(static_cast<int64_t>(t0) + s));
+      svc.OnHeartbeat("n1", Readings(TwoJobSnapshot(t0 + s, 20, 40)), at);
+      if (s % 300 == 0) svc.Evaluate(at);
+    }
+    ASSERT_EQ(actions.consolidated.size(), 2u) << "movable=" << movable;
+    std::map<int64_t, int32_t> share(actions.consolidated.begin(), actions.consolidated.end());
+    // In proportion to use, one GPU together: 20/60 and 40/60 of it.
+    EXPECT_EQ(share.at(21), 333);
+    EXPECT_EQ(share.at(22), 666);
+    // Movable jobs are restarted now; the others change at their next start.
+    EXPECT_EQ(actions.requeued.size(), movable ? 2u : 0u);
+    if (movable) {
+      EXPECT_NE(actions.requeued[0].second.find("consolidation"), std::string::npos);
+    }
+  }
+}
+
+TEST(EfficiencyServiceTest, ConsolidationCanBeLeftToThePlanOnly) {
+  auto cfg = LoadConfigYaml("zones: {apply_consolidation: false}\nidle_reclaim: {enabled: false}");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  FakeServerActions actions;
+  EfficiencyService svc(*cfg, &actions);
+  const double t0 = 1'767'225'600;
+  svc.OnHeartbeat("n1", Readings(TwoJobSnapshot(t0, 0, 0)),
+                  WallTime(std::chrono::seconds(static_cast<int64_t>(t0))));
+  svc.OnJobChanged(OneGpuJob(21, 0, true));
+  svc.OnJobChanged(OneGpuJob(22, 1, true));
+  for (int s = 0; s <= 30 * 60; s += 30) {
+    const WallTime at = WallTime(std::chrono::seconds(static_cast<int64_t>(t0) + s));
+    svc.OnHeartbeat("n1", Readings(TwoJobSnapshot(t0 + s, 20, 40)), at);
+    if (s % 300 == 0) svc.Evaluate(at);
+  }
+  EXPECT_TRUE(actions.consolidated.empty());
+  EXPECT_TRUE(actions.requeued.empty());
 }
 
 }  // namespace

@@ -452,5 +452,46 @@ TEST(SystemRequeue, RunningJobIsStoppedThenQueuedAgainAssignedOneAtOnce) {
   EXPECT_EQ(f.server->RequeueJob(9999, "x").code(), StatusCode::kNotFound);
 }
 
+// ---- consolidation: a one-GPU job runs as a share from its next start ------------------
+
+TEST(Consolidation, JobRunsAsAShareFromItsNextStart) {
+  Fixture f("consolidate");
+  ASSERT_TRUE(f.server->RegisterNode(f.agent, f.Node("n1", 1)).ok());
+  std::vector<int64_t> running;
+  const int64_t a = Place(f, Spec({"infer-a"}, 1), &running);
+  ASSERT_NE(a, 0);
+  auto b = f.server->Submit(f.alice, Spec({"infer-b"}, 1));
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(f.server->RunSchedulingPass().placed, 0);  // the only GPU is taken
+
+  // The plan: both use about a third of a GPU.
+  ASSERT_TRUE(f.server->ConsolidateAtNextStart(a, 400, "plan").ok());
+  ASSERT_TRUE(f.server->ConsolidateAtNextStart(b->id, 400, "plan").ok());
+  EXPECT_TRUE(HasEvent(f, a, "consolidate"));
+  // `a` keeps its whole GPU while it runs, so `b` still waits...
+  EXPECT_EQ(f.server->RunSchedulingPass().placed, 0);
+  // ...until `a` restarts (here: the system requeues it, as for a movable job).
+  ASSERT_TRUE(f.server->RequeueJob(a, "consolidation").ok());
+  Heartbeat hb;
+  hb.jobs = {Report(a, "exited", std::nullopt, 15)};
+  ASSERT_TRUE(f.server->Heartbeat(f.agent, "n1", hb).ok());
+  f.Open();  // the promised share survives a restart
+  EXPECT_EQ(f.server->GetJob(f.admin, a)->consolidate_milli, 400);
+  EXPECT_EQ(f.server->RunSchedulingPass().placed, 2);
+  for (int64_t id : {a, b->id}) {
+    auto j = f.server->GetJob(f.admin, id);
+    ASSERT_EQ(j->state, JobState::kAssigned);
+    EXPECT_EQ(j->assignment->gpu_milli, 400);
+    EXPECT_EQ(j->assignment->cuda_visible_devices, "0");
+  }
+
+  // Only one-GPU jobs, shares of 1..999, jobs that exist and have not ended.
+  auto two = f.server->Submit(f.alice, Spec({"x"}, 2));
+  EXPECT_EQ(f.server->ConsolidateAtNextStart(two->id, 400, "p").code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_EQ(f.server->ConsolidateAtNextStart(a, 1000, "p").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(f.server->ConsolidateAtNextStart(4242, 400, "p").code(), StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace stoker::server

@@ -94,6 +94,33 @@ void ScoringPolicy::CatchUp(ShapeIndex& idx, const ClusterState& cluster, bool b
   idx.journal_pos = end;
 }
 
+void ScoringPolicy::CatchUpOthers(const ShapeIndex& idx, const ClusterState& cluster) {
+  const uint64_t end = cluster.journal_end();
+  const int32_t n = cluster.num_nodes();
+  const size_t count = slots_.size();
+  uint64_t budget = kEagerBudget;
+  for (size_t k = 0; k < count && budget > 0; ++k) {
+    const size_t slot = (eager_cursor_ + k) % count;
+    ShapeIndex& other = slots_[slot];
+    // An index that must be rebuilt anyway is left to its next request.
+    if (&other == &idx || other.history != cluster.history_id() ||
+        other.journal_pos < cluster.journal_begin() || other.best.size() != n ||
+        end - other.journal_pos > static_cast<uint64_t>(n)) {
+      continue;
+    }
+    const uint64_t stop = std::min(end, other.journal_pos + budget);
+    for (uint64_t pos = other.journal_pos; pos < stop; ++pos) {
+      const int32_t node = cluster.journal_at(pos);
+      Refresh(other, other.shape, cluster, node);
+      other.best.Update(node);
+    }
+    budget -= stop - other.journal_pos;
+    other.journal_pos = stop;
+    // Out of budget: the next decision resumes with this shape.
+    if (stop < end) eager_cursor_ = slot;
+  }
+}
+
 PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState& cluster) {
   const bool bounds = HasScoreBound();
   ShapeIndex& idx = IndexFor(r, cluster.history_id());
@@ -101,7 +128,9 @@ PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState
   // is checked on the best nodes (it rarely binds, so few are set aside).
   idx.shape = r;
   idx.shape.memory_mib = 0;
-  if ((bounds || EagerExactCatchUp()) && cluster.num_nodes() >= kEagerMinNodes) {
+  if (!bounds && EagerExactCatchUp() && cluster.num_nodes() >= kEagerMinNodes) {
+    CatchUpOthers(idx, cluster);
+  } else if (bounds && cluster.num_nodes() >= kEagerMinNodes) {
     // Marking a change costs a bound and a tree repair, so every cached shape of this cluster
     // follows every change: no shape builds up a backlog to catch up on when it is next
     // requested (a rare shape would otherwise rescan thousands of changed nodes at once).

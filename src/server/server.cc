@@ -282,6 +282,17 @@ std::string Server::RequeueStopped(Job& j) {
   return why;
 }
 
+void Server::RequeueUnstarted(Job& j, const std::string& why, store::WriteBatch* b) {
+  // Should the node have started it meanwhile, its next report is answered with a cancel.
+  j.state = JobState::kQueued;
+  j.assignment.reset();
+  j.requeues++;
+  j.reason = "requeued: " + why;
+  queued_.insert(j.id);
+  Reindex(j);
+  Event(b, j, "requeued", why);
+}
+
 void Server::Reindex(const Job& j) {
   if (auto it = job_node_.find(j.id); it != job_node_.end()) {
     auto n = node_jobs_.find(it->second);
@@ -476,15 +487,7 @@ Status Server::RequeueJob(int64_t id, const std::string& reason) {
       j.reason = reason + " (stopping to requeue)";
       Event(&b, j, "requeue", j.reason);
     } else {
-      // Assigned, not started: back to the queue now. Should the node have started it
-      // meanwhile, its next report is answered with a cancel.
-      j.state = JobState::kQueued;
-      j.assignment.reset();
-      j.requeues++;
-      j.reason = "requeued: " + reason;
-      queued_.insert(j.id);
-      Reindex(j);
-      Event(&b, j, "requeued", reason);
+      RequeueUnstarted(j, reason, &b);
     }
     b.PutJob(Row(j));
     copy = j;
@@ -1101,14 +1104,7 @@ PassStats Server::RunSchedulingPass() {
         Event(&b, victim, "preempt", why + " (stopping)");
         preempting_any = true;
       } else {
-        // Should the node have started it meanwhile, its next report is answered with a cancel.
-        victim.state = JobState::kQueued;
-        victim.assignment.reset();
-        victim.requeues++;
-        victim.reason = "requeued: " + why;
-        queued_.insert(victim.id);
-        Reindex(victim);
-        Event(&b, victim, "requeued", why);
+        RequeueUnstarted(victim, why, &b);
       }
       b.PutJob(Row(victim));
       changed.push_back(victim);

@@ -196,6 +196,8 @@ class Server final : public JobActions {
   // A job stopped to be requeued (preempted, or requeued by the system) whose process stopped,
   // or whose node was lost, goes back to the queue. Returns why it was stopped.
   std::string RequeueStopped(Job& j);
+  // An assigned job that has not started goes back to the queue at once, for `why`.
+  void RequeueUnstarted(Job& j, const std::string& why, store::WriteBatch* b);
   static bool StoppingToRequeue(const Job& j) {
     return j.preempted_by != 0 || !j.stop_to_requeue.empty();
   }

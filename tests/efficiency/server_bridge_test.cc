@@ -153,24 +153,29 @@ server::Job OneGpuJob(int64_t id, uint32_t gpu, bool movable) {
   return j;
 }
 
+// Jobs 21 and 22 on GPUs 0 and 1 use 20 % and 40 % of them for 30 minutes (bronze, packable
+// onto one GPU), with an evaluation every 5 minutes.
+void RunTwoLightJobs(EfficiencyService& svc, bool movable) {
+  const double t0 = 1'767'225'600;
+  // Model names come from the samples: one heartbeat before the jobs.
+  svc.OnHeartbeat("n1", Readings(TwoJobSnapshot(t0, 0, 0)),
+                  WallTime(std::chrono::seconds(static_cast<int64_t>(t0))));
+  svc.OnJobChanged(OneGpuJob(21, 0, movable));
+  svc.OnJobChanged(OneGpuJob(22, 1, movable));
+  for (int s = 0; s <= 30 * 60; s += 30) {
+    const WallTime at = WallTime(std::chrono::seconds(static_cast<int64_t>(t0) + s));
+    svc.OnHeartbeat("n1", Readings(TwoJobSnapshot(t0 + s, 20, 40)), at);
+    if (s % 300 == 0) svc.Evaluate(at);
+  }
+}
+
 TEST(EfficiencyServiceTest, ConsolidationPlanIsHandedToTheServerOnce) {
   for (bool movable : {false, true}) {
     auto cfg = LoadConfigYaml("idle_reclaim: {enabled: false}");
     ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
     FakeServerActions actions;
     EfficiencyService svc(*cfg, &actions);
-    const double t0 = 1'767'225'600;
-    // Model names come from the samples: one heartbeat before the jobs.
-    svc.OnHeartbeat("n1", Readings(TwoJobSnapshot(t0, 0, 0)),
-                    WallTime(std::chrono::seconds(static_cast<int64_t>(t0))));
-    svc.OnJobChanged(OneGpuJob(21, 0, movable));
-    svc.OnJobChanged(OneGpuJob(22, 1, movable));
-    // Both jobs use a fraction of their GPU (20 % and 40 %): bronze, packable onto one GPU.
-    for (int s = 0; s <= 30 * 60; s += 30) {
-      const WallTime at = WallTime(std::chrono::seconds(static_cast<int64_t>(t0) + s));
-      svc.OnHeartbeat("n1", Readings(TwoJobSnapshot(t0 + s, 20, 40)), at);
-      if (s % 300 == 0) svc.Evaluate(at);
-    }
+    RunTwoLightJobs(svc, movable);
     ASSERT_EQ(actions.consolidated.size(), 2u) << "movable=" << movable;
     std::map<int64_t, int32_t> share(actions.consolidated.begin(), actions.consolidated.end());
     // In proportion to use, one GPU together: 20/60 and 40/60 of it.
@@ -189,16 +194,7 @@ TEST(EfficiencyServiceTest, ConsolidationCanBeLeftToThePlanOnly) {
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
   FakeServerActions actions;
   EfficiencyService svc(*cfg, &actions);
-  const double t0 = 1'767'225'600;
-  svc.OnHeartbeat("n1", Readings(TwoJobSnapshot(t0, 0, 0)),
-                  WallTime(std::chrono::seconds(static_cast<int64_t>(t0))));
-  svc.OnJobChanged(OneGpuJob(21, 0, true));
-  svc.OnJobChanged(OneGpuJob(22, 1, true));
-  for (int s = 0; s <= 30 * 60; s += 30) {
-    const WallTime at = WallTime(std::chrono::seconds(static_cast<int64_t>(t0) + s));
-    svc.OnHeartbeat("n1", Readings(TwoJobSnapshot(t0 + s, 20, 40)), at);
-    if (s % 300 == 0) svc.Evaluate(at);
-  }
+  RunTwoLightJobs(svc, /*movable=*/true);
   EXPECT_TRUE(actions.consolidated.empty());
   EXPECT_TRUE(actions.requeued.empty());
 }

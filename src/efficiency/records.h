@@ -24,9 +24,9 @@ namespace stoker::efficiency {
 struct RecordedSample {
   WallTime t{};
   std::string node;
-  std::string gpu;     // GPU key (UUID)
-  std::string model;   // marketing name
-  std::string job;     // empty when no job held the GPU
+  std::string gpu;                      // GPU key (UUID)
+  std::string model;                    // marketing name
+  std::string job;                      // empty when no job held the GPU
   std::optional<double> util_pct;       // 0..100
   std::optional<double> sm_active;      // 0..1
   std::optional<double> tensor_active;  // 0..1
@@ -40,12 +40,20 @@ struct RecordedSample {
 struct JobRecord {
   JobInfo info;
   WallTime submit{};
-  WallTime end{};      // epoch when still running
+  WallTime end{};  // epoch when still running
+};
+
+// The server scheduler's FGD fragmentation measure at one time (not in record files).
+struct FragmentationSample {
+  WallTime t{};
+  double fragmented_gpu_milli = 0;
+  int64_t total_gpu_milli = 0;
 };
 
 struct RecordSet {
   std::vector<JobRecord> jobs;
-  std::vector<RecordedSample> samples;  // sorted by time after reading
+  std::vector<RecordedSample> samples;             // sorted by time after reading
+  std::vector<FragmentationSample> fragmentation;  // from the server only
 };
 
 // Errors name `origin`, the line and the field. Unknown "type" values are errors.

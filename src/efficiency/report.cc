@@ -23,9 +23,9 @@ constexpr struct {
   double tensor, fp32;
   bool mig;
 } kPeaks[] = {
-    {"B200", 2250, 80, true},  {"H200", 989, 67, true},  {"H100", 989, 67, true},
-    {"A100", 312, 19.5, true}, {"A30", 165, 10.3, true}, {"L40S", 362, 91.6, false},
-    {"L40", 181, 90.5, false}, {"L4", 121, 30.3, false}, {"A10", 125, 31.2, false},
+    {"B200", 2250, 80, true},   {"H200", 989, 67, true},  {"H100", 989, 67, true},
+    {"A100", 312, 19.5, true},  {"A30", 165, 10.3, true}, {"L40S", 362, 91.6, false},
+    {"L40", 181, 90.5, false},  {"L4", 121, 30.3, false}, {"A10", 125, 31.2, false},
     {"V100", 125, 15.7, false}, {"T4", 65, 8.1, false},
 };
 
@@ -38,7 +38,8 @@ int64_t PriceFor(const EfficiencyConfig& cfg, const std::string& model) {
 }
 
 std::string Quarter(WallTime t) {
-  const std::time_t tt = std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+  const std::time_t tt =
+      std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
   std::tm tm{};
   gmtime_r(&tt, &tm);
   return std::to_string(tm.tm_year + 1900) + "-Q" + std::to_string(tm.tm_mon / 3 + 1);
@@ -69,7 +70,8 @@ std::string Credits(int64_t micro) { return Fixed(static_cast<double>(micro) / 1
 
 std::optional<PeakRates> LookupPeakRates(const std::string& model_name) {
   for (const auto& p : kPeaks) {
-    if (model_name.find(p.key) != std::string::npos) return PeakRates{p.key, p.tensor, p.fp32, p.mig};
+    if (model_name.find(p.key) != std::string::npos)
+      return PeakRates{p.key, p.tensor, p.fp32, p.mig};
   }
   return std::nullopt;
 }
@@ -79,8 +81,9 @@ Report BuildReport(const RecordSet& rec, const EfficiencyConfig& cfg, const Repo
   r.notes.push_back(
       "Achieved TFLOPS are estimates: tensor activity x tensor peak + (SM - tensor activity) x "
       "FP32 peak, from GPM ratios and data-sheet dense peaks; not measured FLOP counts.");
-  r.notes.push_back("Used GPU-hours weight GPU time by activity (SM activity where reported, GPU "
-                    "utilisation otherwise); idle GPU-hours count time at exactly 0 %.");
+  r.notes.push_back(
+      "Used GPU-hours weight GPU time by activity (SM activity where reported, GPU "
+      "utilisation otherwise); idle GPU-hours count time at exactly 0 %.");
   if (rec.samples.empty() && rec.jobs.empty()) return r;
 
   std::unordered_map<std::string, const JobRecord*> by_id;
@@ -106,12 +109,14 @@ Report BuildReport(const RecordSet& rec, const EfficiencyConfig& cfg, const Repo
     r.to = std::max(r.to, j.end == WallTime{} ? j.info.start : j.end);
   }
   Duration bucket = opt.bucket;
-  if (bucket <= Duration{0}) bucket = std::max<Duration>(std::chrono::minutes(1), (r.to - r.from) / 48);
+  if (bucket <= Duration{0})
+    bucket = std::max<Duration>(std::chrono::minutes(1), (r.to - r.from) / 48);
   const size_t nb = static_cast<size_t>((r.to - r.from) / bucket) + 1;
   struct BucketAcc {
     double act = 0, dt = 0;
     std::set<std::string> gpus, allocated;
-    std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>> nodes;  // node -> (gpus, busy)
+    std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>>
+        nodes;  // node -> (gpus, busy)
   };
   std::vector<BucketAcc> buckets(nb);
 
@@ -121,10 +126,12 @@ Report BuildReport(const RecordSet& rec, const EfficiencyConfig& cfg, const Repo
   std::map<std::string, JobAcc> acc;
 
   for (const auto& s : rec.samples) {
-    std::optional<double> activity = s.sm_active ? std::optional<double>(*s.sm_active * 100) : s.util_pct;
+    std::optional<double> activity =
+        s.sm_active ? std::optional<double>(*s.sm_active * 100) : s.util_pct;
     if (zcfg.metric == ActivityMetric::kGpuUtil) activity = s.util_pct;
     Duration dt{0};
-    if (auto it = last_seen.find(s.gpu); it != last_seen.end()) dt = std::min(s.t - it->second, opt.max_sample_gap);
+    if (auto it = last_seen.find(s.gpu); it != last_seen.end())
+      dt = std::min(s.t - it->second, opt.max_sample_gap);
     last_seen[s.gpu] = s.t;
     const std::string job = owner_of(s);
     BucketAcc& b = buckets[std::min(nb - 1, static_cast<size_t>((s.t - r.from) / bucket))];
@@ -137,9 +144,11 @@ Report BuildReport(const RecordSet& rec, const EfficiencyConfig& cfg, const Repo
     if (activity) {
       b.act += *activity * Secs(dt);
       b.dt += Secs(dt);
-      const std::vector<std::string> jobs = job.empty() ? std::vector<std::string>{} : std::vector<std::string>{job};
+      const std::vector<std::string> jobs =
+          job.empty() ? std::vector<std::string>{} : std::vector<std::string>{job};
       zones.ObserveActivity(s.gpu, s.t, std::llround(*activity * 1000),
-                            s.sm_active ? ActivityMetric::kSmActive : ActivityMetric::kGpuUtil, jobs);
+                            s.sm_active ? ActivityMetric::kSmActive : ActivityMetric::kGpuUtil,
+                            jobs);
     }
     if (job.empty()) continue;
     JobAcc& a = acc[job];
@@ -163,15 +172,25 @@ Report BuildReport(const RecordSet& rec, const EfficiencyConfig& cfg, const Repo
       a.util_dt += d;
       a.peak_util = std::max(a.peak_util, *s.util_pct);
     }
-    if (s.sm_active) { a.sm += *s.sm_active * 100 * d; a.sm_dt += d; }
-    if (s.tensor_active) { a.tensor += *s.tensor_active * 100 * d; a.tensor_dt += d; }
-    if (s.power_w) { a.energy_j += *s.power_w * d; a.energy_dt += d; }
+    if (s.sm_active) {
+      a.sm += *s.sm_active * 100 * d;
+      a.sm_dt += d;
+    }
+    if (s.tensor_active) {
+      a.tensor += *s.tensor_active * 100 * d;
+      a.tensor_dt += d;
+    }
+    if (s.power_w) {
+      a.energy_j += *s.power_w * d;
+      a.energy_dt += d;
+    }
     if (s.mem_used) a.mem_peak = std::max(a.mem_peak, *s.mem_used);
     if (s.mem_total) a.mem_total = std::max(a.mem_total, *s.mem_total);
     if (s.sm_active) {
       if (auto peak = LookupPeakRates(s.model.empty() ? a.model : s.model)) {
         const double t = s.tensor_active.value_or(0);
-        a.flop += (t * peak->tensor_tflops + std::max(0.0, *s.sm_active - t) * peak->fp32_tflops) * d;
+        a.flop +=
+            (t * peak->tensor_tflops + std::max(0.0, *s.sm_active - t) * peak->fp32_tflops) * d;
         a.flop_dt += d;
       }
     }
@@ -219,9 +238,12 @@ Report BuildReport(const RecordSet& rec, const EfficiencyConfig& cfg, const Repo
       jr.mem_total_bytes = a->mem_total;
       // Energy from power integrated over the sampled time.
       if (a->energy_dt > 0) jr.energy_kwh = a->energy_j / 3.6e6;
-      if (a->flop_dt > 0) jr.achieved_tflops = a->flop / a->flop_dt * std::max<double>(1, static_cast<double>(a->per_gpu.size())) ;
+      if (a->flop_dt > 0)
+        jr.achieved_tflops =
+            a->flop / a->flop_dt * std::max<double>(1, static_cast<double>(a->per_gpu.size()));
     }
-    if (auto peak = LookupPeakRates(jr.model)) jr.peak_tflops = peak->tensor_tflops * std::max(1, jr.gpus);
+    if (auto peak = LookupPeakRates(jr.model))
+      jr.peak_tflops = peak->tensor_tflops * std::max(1, jr.gpus);
     jr.alloc_gpu_hours = Hours(jr.end - jr.start) * std::max(1, jr.gpus);
     jr.cost_micro = std::llround(jr.alloc_gpu_hours * static_cast<double>(PriceFor(cfg, jr.model)));
     jr.zone_history = history[id];
@@ -249,7 +271,8 @@ Report BuildReport(const RecordSet& rec, const EfficiencyConfig& cfg, const Repo
     // ---- advice, only where the evidence supports it ----
     if (a && a->samples >= 10) {
       const auto peak = LookupPeakRates(jr.model);
-      if (peak && jr.avg_tensor_pct && *jr.avg_tensor_pct < 1.0 && jr.avg_sm_pct && *jr.avg_sm_pct > 20) {
+      if (peak && jr.avg_tensor_pct && *jr.avg_tensor_pct < 1.0 && jr.avg_sm_pct &&
+          *jr.avg_sm_pct > 20) {
         r.advice.push_back({id, "mixed-precision",
                             "Tensor cores idle on a " + peak->model +
                                 ": enable mixed precision (bf16/fp16 autocast) to use them.",
@@ -259,19 +282,21 @@ Report BuildReport(const RecordSet& rec, const EfficiencyConfig& cfg, const Repo
       const double low_share = static_cast<double>(a->low) / static_cast<double>(a->samples);
       const double high_share = static_cast<double>(a->high) / static_cast<double>(a->samples);
       if (low_share >= 0.25 && high_share >= 0.25) {
-        r.advice.push_back({id, "input-pipeline",
-                            "The GPU alternates between busy and idle: it likely waits on input. "
-                            "Move preprocessing to CPU workers (more DataLoader workers, prefetch).",
-                            Fixed(low_share * 100, 0) + " % of samples below 5 %, " +
-                                Fixed(high_share * 100, 0) + " % above 60 %"});
+        r.advice.push_back(
+            {id, "input-pipeline",
+             "The GPU alternates between busy and idle: it likely waits on input. "
+             "Move preprocessing to CPU workers (more DataLoader workers, prefetch).",
+             Fixed(low_share * 100, 0) + " % of samples below 5 %, " + Fixed(high_share * 100, 0) +
+                 " % above 60 %"});
       }
       if (a->per_gpu.size() >= 2) {
         int busy = 0;
         for (const auto& [g, v] : a->per_gpu) busy += v.second > 0 && v.first / v.second >= 10;
         if (busy < static_cast<int>(a->per_gpu.size())) {
           r.advice.push_back({id, "fewer-gpus",
-                              "Only " + std::to_string(busy) + " of " + std::to_string(a->per_gpu.size()) +
-                                  " GPUs did work: request " + std::to_string(std::max(1, busy)) + ".",
+                              "Only " + std::to_string(busy) + " of " +
+                                  std::to_string(a->per_gpu.size()) + " GPUs did work: request " +
+                                  std::to_string(std::max(1, busy)) + ".",
                               "GPUs below 10 % mean activity: " +
                                   std::to_string(a->per_gpu.size() - static_cast<size_t>(busy))});
         }
@@ -286,10 +311,12 @@ Report BuildReport(const RecordSet& rec, const EfficiencyConfig& cfg, const Repo
       }
       const double mean = a->dt > 0 ? a->act / a->dt : 0;
       const double var = a->dt > 0 ? std::max(0.0, a->sum_sq / a->dt - mean * mean) : 0;
-      if (mean > 0 && mean < 40 && std::sqrt(var) > mean && !(rec_job && rec_job->info.preemptible)) {
-        r.advice.push_back({id, "preemptible",
-                            "Bursty job: run it in the preemptible (spot) tier at a lower price.",
-                            "mean activity " + Fixed(mean) + " %, std-dev " + Fixed(std::sqrt(var))});
+      if (mean > 0 && mean < 40 && std::sqrt(var) > mean &&
+          !(rec_job && rec_job->info.preemptible)) {
+        r.advice.push_back(
+            {id, "preemptible",
+             "Bursty job: run it in the preemptible (spot) tier at a lower price.",
+             "mean activity " + Fixed(mean) + " %, std-dev " + Fixed(std::sqrt(var))});
       }
     }
     r.jobs.push_back(std::move(jr));
@@ -315,6 +342,17 @@ Report BuildReport(const RecordSet& rec, const EfficiencyConfig& cfg, const Repo
     if (free_total > 0) tb.fragmentation_pct = 100.0 * stranded / free_total;
     r.timeline.push_back(tb);
   }
+  std::vector<std::pair<double, int>> fgd(r.timeline.size());
+  for (const FragmentationSample& f : rec.fragmentation) {
+    if (f.t < r.from || f.t > r.to || f.total_gpu_milli <= 0) continue;
+    const auto i = static_cast<size_t>((f.t - r.from) / bucket);
+    if (i >= fgd.size()) continue;
+    fgd[i].first += 100.0 * f.fragmented_gpu_milli / static_cast<double>(f.total_gpu_milli);
+    fgd[i].second++;
+  }
+  for (size_t i = 0; i < fgd.size(); ++i) {
+    if (fgd[i].second > 0) r.timeline[i].fgd_fragmentation_pct = fgd[i].first / fgd[i].second;
+  }
   return r;
 }
 
@@ -329,9 +367,15 @@ void AddLedgerToReport(const std::vector<LedgerEntry>& ledger, Report* r) {
     ++a.entries;
     switch (e.kind) {
       case LedgerKind::kGrant:
-      case LedgerKind::kRefund: a.granted_micro += e.micro_credits; break;
-      case LedgerKind::kCharge: a.charged_micro -= e.micro_credits; break;
-      case LedgerKind::kIdleCharge: a.idle_charged_micro -= e.micro_credits; break;
+      case LedgerKind::kRefund:
+        a.granted_micro += e.micro_credits;
+        break;
+      case LedgerKind::kCharge:
+        a.charged_micro -= e.micro_credits;
+        break;
+      case LedgerKind::kIdleCharge:
+        a.idle_charged_micro -= e.micro_credits;
+        break;
     }
     if (e.reclaimed) a.reclaimed_micro -= e.micro_credits;
   }
@@ -341,19 +385,22 @@ void AddLedgerToReport(const std::vector<LedgerEntry>& ledger, Report* r) {
 
 std::string RenderText(const Report& r) {
   std::ostringstream o;
-  o << "Stoker efficiency report " << FormatRfc3339(r.from) << " .. " << FormatRfc3339(r.to) << "\n\n";
+  o << "Stoker efficiency report " << FormatRfc3339(r.from) << " .. " << FormatRfc3339(r.to)
+    << "\n\n";
   o << "Cluster: " << Fixed(r.cluster_alloc_gpu_hours) << " GPU-h allocated, "
     << Fixed(r.cluster_used_gpu_hours) << " used (activity-weighted), "
     << Fixed(r.cluster_idle_gpu_hours) << " idle\n\n";
   o << "Jobs\n";
   char line[512];
-  std::snprintf(line, sizeof line, "  %-14s %-10s %-8s %4s %8s %8s %7s %7s %7s %7s %9s %8s %-7s\n", "JOB", "USER",
-                "MODEL", "GPUS", "ALLOC_H", "USED_H", "UTIL%", "PEAK%", "SM%", "TENSOR%", "TFLOPS~", "COST", "ZONE");
+  std::snprintf(line, sizeof line, "  %-14s %-10s %-8s %4s %8s %8s %7s %7s %7s %7s %9s %8s %-7s\n",
+                "JOB", "USER", "MODEL", "GPUS", "ALLOC_H", "USED_H", "UTIL%", "PEAK%", "SM%",
+                "TENSOR%", "TFLOPS~", "COST", "ZONE");
   o << line;
   for (const auto& j : r.jobs) {
-    std::snprintf(line, sizeof line, "  %-14s %-10s %-8s %4d %8.2f %8.2f %7.1f %7.1f %7s %7s %9s %8s %-7s\n",
-                  j.id.c_str(), j.user.c_str(), j.model.substr(0, 8).c_str(), j.gpus, j.alloc_gpu_hours,
-                  j.used_gpu_hours, j.avg_util_pct, j.peak_util_pct,
+    std::snprintf(line, sizeof line,
+                  "  %-14s %-10s %-8s %4d %8.2f %8.2f %7.1f %7.1f %7s %7s %9s %8s %-7s\n",
+                  j.id.c_str(), j.user.c_str(), j.model.substr(0, 8).c_str(), j.gpus,
+                  j.alloc_gpu_hours, j.used_gpu_hours, j.avg_util_pct, j.peak_util_pct,
                   j.avg_sm_pct ? Fixed(*j.avg_sm_pct).c_str() : "n/a",
                   j.avg_tensor_pct ? Fixed(*j.avg_tensor_pct).c_str() : "n/a",
                   j.achieved_tflops ? Fixed(*j.achieved_tflops).c_str() : "n/a",
@@ -363,7 +410,8 @@ std::string RenderText(const Report& r) {
   for (const auto* list : {&r.users, &r.teams}) {
     o << "\n" << (list == &r.users ? "Users" : "Teams") << "\n";
     for (const auto& u : *list) {
-      std::snprintf(line, sizeof line, "  %-14s jobs %3d  alloc %8.2f GPU-h  used %8.2f  idle %8.2f  cost %s\n",
+      std::snprintf(line, sizeof line,
+                    "  %-14s jobs %3d  alloc %8.2f GPU-h  used %8.2f  idle %8.2f  cost %s\n",
                     u.name.c_str(), u.jobs, u.alloc_gpu_hours, u.used_gpu_hours, u.idle_gpu_hours,
                     Credits(u.cost_micro).c_str());
       o << line;
@@ -372,24 +420,28 @@ std::string RenderText(const Report& r) {
   if (!r.accounts.empty()) {
     o << "\nCompute market (credits)\n";
     for (const auto& a : r.accounts) {
-      std::snprintf(line, sizeof line,
-                    "  %-14s balance %s  granted %s  charged %s  idle charged %s  on reclaimed %s%s\n",
-                    a.team.c_str(), Credits(a.balance_micro).c_str(), Credits(a.granted_micro).c_str(),
-                    Credits(a.charged_micro).c_str(), Credits(a.idle_charged_micro).c_str(),
-                    Credits(a.reclaimed_micro).c_str(), a.balance_micro <= 0 ? "  OUT OF CREDIT: preemptible only" : "");
+      std::snprintf(
+          line, sizeof line,
+          "  %-14s balance %s  granted %s  charged %s  idle charged %s  on reclaimed %s%s\n",
+          a.team.c_str(), Credits(a.balance_micro).c_str(), Credits(a.granted_micro).c_str(),
+          Credits(a.charged_micro).c_str(), Credits(a.idle_charged_micro).c_str(),
+          Credits(a.reclaimed_micro).c_str(),
+          a.balance_micro <= 0 ? "  OUT OF CREDIT: preemptible only" : "");
       o << line;
     }
   }
   o << "\nQuarterly audit\n";
   for (const auto& q : r.audit) {
-    std::snprintf(line, sizeof line, "  %s  jobs %d  alloc %.2f GPU-h  used %.2f  idle %.2f (%.0f %% of allocated)\n",
+    std::snprintf(line, sizeof line,
+                  "  %s  jobs %d  alloc %.2f GPU-h  used %.2f  idle %.2f (%.0f %% of allocated)\n",
                   q.quarter.c_str(), q.jobs, q.alloc_gpu_hours, q.used_gpu_hours, q.idle_gpu_hours,
                   q.alloc_gpu_hours > 0 ? 100 * q.idle_gpu_hours / q.alloc_gpu_hours : 0.0);
     o << line;
   }
   o << "\nAdvice\n";
   if (r.advice.empty()) o << "  none: no pattern with enough evidence\n";
-  for (const auto& a : r.advice) o << "  [" << a.kind << "] " << a.subject << ": " << a.text << " (" << a.evidence << ")\n";
+  for (const auto& a : r.advice)
+    o << "  [" << a.kind << "] " << a.subject << ": " << a.text << " (" << a.evidence << ")\n";
   o << "\nNotes\n";
   for (const auto& n : r.notes) o << "  " << n << "\n";
   return o.str();
@@ -409,50 +461,75 @@ nlohmann::json ToJson(const Report& r) {
   j["jobs"] = json::array();
   for (const auto& x : r.jobs) {
     json h = json::array();
-    for (const auto& z : x.zone_history) h.push_back({{"at", FormatRfc3339(z.at)}, {"zone", ZoneName(z.zone)}});
-    j["jobs"].push_back({{"id", x.id}, {"user", x.user}, {"team", x.team}, {"model", x.model},
-                         {"gpus", x.gpus}, {"start", FormatRfc3339(x.start)}, {"end", FormatRfc3339(x.end)},
-                         {"samples", x.samples}, {"alloc_gpu_hours", x.alloc_gpu_hours},
-                         {"used_gpu_hours", x.used_gpu_hours}, {"idle_gpu_hours", x.idle_gpu_hours},
-                         {"avg_util_pct", x.avg_util_pct}, {"peak_util_pct", x.peak_util_pct},
-                         {"avg_sm_pct", opt(x.avg_sm_pct)}, {"avg_tensor_pct", opt(x.avg_tensor_pct)},
-                         {"mem_peak_bytes", x.mem_peak_bytes}, {"mem_total_bytes", x.mem_total_bytes},
+    for (const auto& z : x.zone_history)
+      h.push_back({{"at", FormatRfc3339(z.at)}, {"zone", ZoneName(z.zone)}});
+    j["jobs"].push_back({{"id", x.id},
+                         {"user", x.user},
+                         {"team", x.team},
+                         {"model", x.model},
+                         {"gpus", x.gpus},
+                         {"start", FormatRfc3339(x.start)},
+                         {"end", FormatRfc3339(x.end)},
+                         {"samples", x.samples},
+                         {"alloc_gpu_hours", x.alloc_gpu_hours},
+                         {"used_gpu_hours", x.used_gpu_hours},
+                         {"idle_gpu_hours", x.idle_gpu_hours},
+                         {"avg_util_pct", x.avg_util_pct},
+                         {"peak_util_pct", x.peak_util_pct},
+                         {"avg_sm_pct", opt(x.avg_sm_pct)},
+                         {"avg_tensor_pct", opt(x.avg_tensor_pct)},
+                         {"mem_peak_bytes", x.mem_peak_bytes},
+                         {"mem_total_bytes", x.mem_total_bytes},
                          {"energy_kwh", opt(x.energy_kwh)},
                          {"achieved_tflops_estimate", opt(x.achieved_tflops)},
-                         {"peak_tflops", opt(x.peak_tflops)}, {"zone", ZoneName(x.zone)},
-                         {"zone_history", h}, {"cost", static_cast<double>(x.cost_micro) / 1e6}});
+                         {"peak_tflops", opt(x.peak_tflops)},
+                         {"zone", ZoneName(x.zone)},
+                         {"zone_history", h},
+                         {"cost", static_cast<double>(x.cost_micro) / 1e6}});
   }
   for (const auto& [key, list] : {std::pair{"users", &r.users}, std::pair{"teams", &r.teams}}) {
     j[key] = json::array();
     for (const auto& u : *list) {
-      j[key].push_back({{"name", u.name}, {"jobs", u.jobs}, {"alloc_gpu_hours", u.alloc_gpu_hours},
-                        {"used_gpu_hours", u.used_gpu_hours}, {"idle_gpu_hours", u.idle_gpu_hours},
+      j[key].push_back({{"name", u.name},
+                        {"jobs", u.jobs},
+                        {"alloc_gpu_hours", u.alloc_gpu_hours},
+                        {"used_gpu_hours", u.used_gpu_hours},
+                        {"idle_gpu_hours", u.idle_gpu_hours},
                         {"cost", static_cast<double>(u.cost_micro) / 1e6}});
     }
   }
   j["timeline"] = json::array();
   for (const auto& t : r.timeline) {
-    j["timeline"].push_back({{"start", FormatRfc3339(t.start)}, {"avg_activity_pct", t.avg_activity_pct},
-                             {"gpus_seen", t.gpus_seen}, {"gpus_allocated", t.gpus_allocated},
-                             {"fragmentation_pct", opt(t.fragmentation_pct)}});
+    j["timeline"].push_back({{"start", FormatRfc3339(t.start)},
+                             {"avg_activity_pct", t.avg_activity_pct},
+                             {"gpus_seen", t.gpus_seen},
+                             {"gpus_allocated", t.gpus_allocated},
+                             {"fragmentation_pct", opt(t.fragmentation_pct)},
+                             {"fgd_fragmentation_pct", opt(t.fgd_fragmentation_pct)}});
   }
   j["audit"] = json::array();
   for (const auto& q : r.audit) {
-    j["audit"].push_back({{"quarter", q.quarter}, {"jobs", q.jobs}, {"alloc_gpu_hours", q.alloc_gpu_hours},
-                          {"used_gpu_hours", q.used_gpu_hours}, {"idle_gpu_hours", q.idle_gpu_hours}});
+    j["audit"].push_back({{"quarter", q.quarter},
+                          {"jobs", q.jobs},
+                          {"alloc_gpu_hours", q.alloc_gpu_hours},
+                          {"used_gpu_hours", q.used_gpu_hours},
+                          {"idle_gpu_hours", q.idle_gpu_hours}});
   }
   j["advice"] = json::array();
   for (const auto& a : r.advice) {
-    j["advice"].push_back({{"job", a.subject}, {"kind", a.kind}, {"text", a.text}, {"evidence", a.evidence}});
+    j["advice"].push_back(
+        {{"job", a.subject}, {"kind", a.kind}, {"text", a.text}, {"evidence", a.evidence}});
   }
   j["accounts"] = json::array();
   for (const auto& a : r.accounts) {
-    j["accounts"].push_back({{"team", a.team}, {"balance", static_cast<double>(a.balance_micro) / 1e6},
+    j["accounts"].push_back({{"team", a.team},
+                             {"balance", static_cast<double>(a.balance_micro) / 1e6},
                              {"granted", static_cast<double>(a.granted_micro) / 1e6},
                              {"charged", static_cast<double>(a.charged_micro) / 1e6},
                              {"idle_charged", static_cast<double>(a.idle_charged_micro) / 1e6},
                              {"reclaimed_charged", static_cast<double>(a.reclaimed_micro) / 1e6},
-                             {"entries", a.entries}, {"out_of_credit", a.balance_micro <= 0}});
+                             {"entries", a.entries},
+                             {"out_of_credit", a.balance_micro <= 0}});
   }
   j["notes"] = r.notes;
   return j;
@@ -472,11 +549,20 @@ std::string Html(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '&':
+        o += "&amp;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -487,11 +573,13 @@ std::string LineChart(const std::vector<double>& ys, const std::vector<std::opti
                       const std::string& label1, const std::string& label2) {
   const int w = 720, h = 220, pad = 30;
   std::ostringstream o;
-  o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << w << "' height='" << h << "' role='img'>";
+  o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << w << "' height='" << h
+    << "' role='img'>";
   o << "<rect width='100%' height='100%' fill='#fafafa'/>";
   for (int p = 0; p <= 100; p += 25) {
     const double y = h - pad - (h - 2 * pad) * p / 100.0;
-    o << "<line x1='" << pad << "' x2='" << w - 5 << "' y1='" << y << "' y2='" << y << "' stroke='#ddd'/>";
+    o << "<line x1='" << pad << "' x2='" << w - 5 << "' y1='" << y << "' y2='" << y
+      << "' stroke='#ddd'/>";
     o << "<text x='2' y='" << y + 4 << "' font-size='10'>" << p << "%</text>";
   }
   auto path = [&](auto get, size_t n, const char* color) {
@@ -499,16 +587,19 @@ std::string LineChart(const std::vector<double>& ys, const std::vector<std::opti
     for (size_t i = 0; i < n; ++i) {
       auto v = get(i);
       if (!v) continue;
-      const double x = pad + (n > 1 ? (w - pad - 5) * static_cast<double>(i) / static_cast<double>(n - 1) : 0);
+      const double x =
+          pad + (n > 1 ? (w - pad - 5) * static_cast<double>(i) / static_cast<double>(n - 1) : 0);
       const double y = h - pad - (h - 2 * pad) * std::clamp(*v, 0.0, 100.0) / 100.0;
       d += (d.empty() ? "M" : " L") + Fixed(x) + " " + Fixed(y);
     }
-    if (!d.empty()) o << "<path d='" << d << "' fill='none' stroke='" << color << "' stroke-width='2'/>";
+    if (!d.empty())
+      o << "<path d='" << d << "' fill='none' stroke='" << color << "' stroke-width='2'/>";
   };
   path([&](size_t i) { return std::optional<double>(ys[i]); }, ys.size(), "#d9480f");
   path([&](size_t i) { return ys2[i]; }, ys2.size(), "#1c7ed6");
   o << "<text x='" << pad << "' y='14' font-size='12' fill='#d9480f'>" << Html(label1) << "</text>";
-  o << "<text x='" << pad + 260 << "' y='14' font-size='12' fill='#1c7ed6'>" << Html(label2) << "</text>";
+  o << "<text x='" << pad + 260 << "' y='14' font-size='12' fill='#1c7ed6'>" << Html(label2)
+    << "</text>";
   o << "</svg>";
   return o.str();
 }
@@ -519,17 +610,21 @@ std::string BarChart(const std::vector<OwnerReport>& owners) {
   for (const auto& u : owners) max = std::max(max, u.alloc_gpu_hours);
   if (max <= 0) max = 1;
   std::ostringstream o;
-  o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << w << "' height='" << row * owners.size() + 24 << "'>";
+  o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << w << "' height='"
+    << row * owners.size() + 24 << "'>";
   int y = 4;
   for (const auto& u : owners) {
     const double a = (w - left - 10) * u.alloc_gpu_hours / max;
     const double used = (w - left - 10) * u.used_gpu_hours / max;
     o << "<text x='2' y='" << y + 14 << "' font-size='12'>" << Html(u.name) << "</text>";
-    o << "<rect x='" << left << "' y='" << y << "' width='" << Fixed(a) << "' height='16' fill='#ced4da'/>";
-    o << "<rect x='" << left << "' y='" << y << "' width='" << Fixed(used) << "' height='16' fill='#2f9e44'/>";
+    o << "<rect x='" << left << "' y='" << y << "' width='" << Fixed(a)
+      << "' height='16' fill='#ced4da'/>";
+    o << "<rect x='" << left << "' y='" << y << "' width='" << Fixed(used)
+      << "' height='16' fill='#2f9e44'/>";
     y += row;
   }
-  o << "<text x='" << left << "' y='" << y + 14 << "' font-size='11'>grey = allocated GPU-h, green = used</text></svg>";
+  o << "<text x='" << left << "' y='" << y + 14
+    << "' font-size='11'>grey = allocated GPU-h, green = used</text></svg>";
   return o.str();
 }
 
@@ -544,11 +639,12 @@ std::string RenderCsv(const Report& r) {
        "achieved_tflops_estimate,peak_tflops,zone,cost\n";
   auto opt = [](const std::optional<double>& v) { return v ? Fixed(*v, 3) : std::string(); };
   for (const auto& j : r.jobs) {
-    o << CsvField(j.id) << ',' << CsvField(j.user) << ',' << CsvField(j.team) << ',' << CsvField(j.model)
-      << ',' << j.gpus << ',' << FormatRfc3339(j.start) << ',' << FormatRfc3339(j.end) << ','
-      << Fixed(j.alloc_gpu_hours, 4) << ',' << Fixed(j.used_gpu_hours, 4) << ',' << Fixed(j.idle_gpu_hours, 4)
-      << ',' << Fixed(j.avg_util_pct, 2) << ',' << Fixed(j.peak_util_pct, 2) << ',' << opt(j.avg_sm_pct) << ','
-      << opt(j.avg_tensor_pct) << ',' << j.mem_peak_bytes << ',' << opt(j.energy_kwh) << ','
+    o << CsvField(j.id) << ',' << CsvField(j.user) << ',' << CsvField(j.team) << ','
+      << CsvField(j.model) << ',' << j.gpus << ',' << FormatRfc3339(j.start) << ','
+      << FormatRfc3339(j.end) << ',' << Fixed(j.alloc_gpu_hours, 4) << ','
+      << Fixed(j.used_gpu_hours, 4) << ',' << Fixed(j.idle_gpu_hours, 4) << ','
+      << Fixed(j.avg_util_pct, 2) << ',' << Fixed(j.peak_util_pct, 2) << ',' << opt(j.avg_sm_pct)
+      << ',' << opt(j.avg_tensor_pct) << ',' << j.mem_peak_bytes << ',' << opt(j.energy_kwh) << ','
       << opt(j.achieved_tflops) << ',' << opt(j.peak_tflops) << ',' << ZoneName(j.zone) << ','
       << Credits(j.cost_micro) << '\n';
   }
@@ -562,8 +658,8 @@ std::string RenderHtml(const Report& r) {
        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f1f3f5}"
        "td.l,th.l{text-align:left}.gold{color:#b08800}.silver{color:#868e96}.bronze{color:#a0522d}"
        ".hot{color:#e03131}</style></head><body>";
-  o << "<h1>Stoker efficiency report</h1><p>" << FormatRfc3339(r.from) << " &ndash; " << FormatRfc3339(r.to)
-    << "</p>";
+  o << "<h1>Stoker efficiency report</h1><p>" << FormatRfc3339(r.from) << " &ndash; "
+    << FormatRfc3339(r.to) << "</p>";
   o << "<p><b>" << Fixed(r.cluster_alloc_gpu_hours) << "</b> GPU-hours allocated, <b>"
     << Fixed(r.cluster_used_gpu_hours) << "</b> used (activity-weighted), <b>"
     << Fixed(r.cluster_idle_gpu_hours) << "</b> idle.</p>";
@@ -573,32 +669,50 @@ std::string RenderHtml(const Report& r) {
     act.push_back(t.avg_activity_pct);
     frag.push_back(t.fragmentation_pct);
   }
-  o << "<h2>Cluster over time</h2>" << LineChart(act, frag, "mean GPU activity %", "stranded free GPUs %");
+  o << "<h2>Cluster over time</h2>"
+    << LineChart(act, frag, "mean GPU activity %", "stranded free GPUs %");
+  std::vector<std::optional<double>> fgd;
+  bool any_fgd = false;
+  for (const auto& t : r.timeline) {
+    fgd.push_back(t.fgd_fragmentation_pct);
+    any_fgd = any_fgd || t.fgd_fragmentation_pct.has_value();
+  }
+  if (any_fgd) {
+    o << "<h2>Fragmentation over time (FGD measure, from the scheduler)</h2>"
+      << LineChart(act, fgd, "mean GPU activity %",
+                   "GPUs the typical jobs cannot use, % of cluster");
+  }
   o << "<h2>Users: allocated vs used</h2>" << BarChart(r.users);
-  o << "<h2>Jobs</h2><table><tr><th class='l'>job</th><th class='l'>user</th><th class='l'>model</th>"
+  o << "<h2>Jobs</h2><table><tr><th class='l'>job</th><th class='l'>user</th><th "
+       "class='l'>model</th>"
        "<th>GPUs</th><th>alloc GPU-h</th><th>used GPU-h</th><th>idle GPU-h</th><th>util %</th>"
        "<th>peak %</th><th>SM %</th><th>tensor %</th><th>mem peak GB</th><th>energy kWh</th>"
        "<th>TFLOPS (est.)</th><th>peak TFLOPS</th><th class='l'>zone</th><th>cost</th></tr>";
-  auto opt = [](const std::optional<double>& v, int d = 1) { return v ? Fixed(*v, d) : std::string("n/a"); };
+  auto opt = [](const std::optional<double>& v, int d = 1) {
+    return v ? Fixed(*v, d) : std::string("n/a");
+  };
   for (const auto& j : r.jobs) {
-    o << "<tr><td class='l'>" << Html(j.id) << "</td><td class='l'>" << Html(j.user) << "</td><td class='l'>"
-      << Html(j.model) << "</td><td>" << j.gpus << "</td><td>" << Fixed(j.alloc_gpu_hours, 2) << "</td><td>"
-      << Fixed(j.used_gpu_hours, 2) << "</td><td>" << Fixed(j.idle_gpu_hours, 2) << "</td><td>"
-      << Fixed(j.avg_util_pct) << "</td><td>" << Fixed(j.peak_util_pct) << "</td><td>" << opt(j.avg_sm_pct)
-      << "</td><td>" << opt(j.avg_tensor_pct) << "</td><td>" << Fixed(static_cast<double>(j.mem_peak_bytes) / 1e9)
+    o << "<tr><td class='l'>" << Html(j.id) << "</td><td class='l'>" << Html(j.user)
+      << "</td><td class='l'>" << Html(j.model) << "</td><td>" << j.gpus << "</td><td>"
+      << Fixed(j.alloc_gpu_hours, 2) << "</td><td>" << Fixed(j.used_gpu_hours, 2) << "</td><td>"
+      << Fixed(j.idle_gpu_hours, 2) << "</td><td>" << Fixed(j.avg_util_pct) << "</td><td>"
+      << Fixed(j.peak_util_pct) << "</td><td>" << opt(j.avg_sm_pct) << "</td><td>"
+      << opt(j.avg_tensor_pct) << "</td><td>" << Fixed(static_cast<double>(j.mem_peak_bytes) / 1e9)
       << "</td><td>" << opt(j.energy_kwh, 2) << "</td><td>" << opt(j.achieved_tflops) << "</td><td>"
-      << opt(j.peak_tflops, 0) << "</td><td class='l " << ZoneName(j.zone) << "'>" << ZoneName(j.zone);
+      << opt(j.peak_tflops, 0) << "</td><td class='l " << ZoneName(j.zone) << "'>"
+      << ZoneName(j.zone);
     for (const auto& z : j.zone_history) o << " &rarr;" << ZoneName(z.zone);
     o << "</td><td>" << Credits(j.cost_micro) << "</td></tr>";
   }
   o << "</table>";
   for (const auto& [title, list] : {std::pair{"Users", &r.users}, std::pair{"Teams", &r.teams}}) {
-    o << "<h2>" << title << "</h2><table><tr><th class='l'>name</th><th>jobs</th><th>alloc GPU-h</th>"
+    o << "<h2>" << title
+      << "</h2><table><tr><th class='l'>name</th><th>jobs</th><th>alloc GPU-h</th>"
          "<th>used GPU-h</th><th>idle GPU-h</th><th>cost</th></tr>";
     for (const auto& u : *list) {
-      o << "<tr><td class='l'>" << Html(u.name) << "</td><td>" << u.jobs << "</td><td>" << Fixed(u.alloc_gpu_hours, 2)
-        << "</td><td>" << Fixed(u.used_gpu_hours, 2) << "</td><td>" << Fixed(u.idle_gpu_hours, 2) << "</td><td>"
-        << Credits(u.cost_micro) << "</td></tr>";
+      o << "<tr><td class='l'>" << Html(u.name) << "</td><td>" << u.jobs << "</td><td>"
+        << Fixed(u.alloc_gpu_hours, 2) << "</td><td>" << Fixed(u.used_gpu_hours, 2) << "</td><td>"
+        << Fixed(u.idle_gpu_hours, 2) << "</td><td>" << Credits(u.cost_micro) << "</td></tr>";
     }
     o << "</table>";
   }
@@ -606,24 +720,28 @@ std::string RenderHtml(const Report& r) {
     o << "<h2>Compute market</h2><table><tr><th class='l'>team</th><th>balance</th><th>granted</th>"
          "<th>charged</th><th>idle charged</th><th>on reclaimed</th></tr>";
     for (const auto& a : r.accounts) {
-      o << "<tr><td class='l'>" << Html(a.team) << "</td><td>" << Credits(a.balance_micro) << "</td><td>"
-        << Credits(a.granted_micro) << "</td><td>" << Credits(a.charged_micro) << "</td><td>"
-        << Credits(a.idle_charged_micro) << "</td><td>" << Credits(a.reclaimed_micro) << "</td></tr>";
+      o << "<tr><td class='l'>" << Html(a.team) << "</td><td>" << Credits(a.balance_micro)
+        << "</td><td>" << Credits(a.granted_micro) << "</td><td>" << Credits(a.charged_micro)
+        << "</td><td>" << Credits(a.idle_charged_micro) << "</td><td>" << Credits(a.reclaimed_micro)
+        << "</td></tr>";
     }
     o << "</table>";
   }
-  o << "<h2>Quarterly audit</h2><table><tr><th class='l'>quarter</th><th>jobs</th><th>alloc GPU-h</th>"
+  o << "<h2>Quarterly audit</h2><table><tr><th class='l'>quarter</th><th>jobs</th><th>alloc "
+       "GPU-h</th>"
        "<th>used GPU-h</th><th>idle GPU-h</th><th>idle share</th></tr>";
   for (const auto& q : r.audit) {
-    o << "<tr><td class='l'>" << q.quarter << "</td><td>" << q.jobs << "</td><td>" << Fixed(q.alloc_gpu_hours, 2)
-      << "</td><td>" << Fixed(q.used_gpu_hours, 2) << "</td><td>" << Fixed(q.idle_gpu_hours, 2) << "</td><td>"
-      << Fixed(q.alloc_gpu_hours > 0 ? 100 * q.idle_gpu_hours / q.alloc_gpu_hours : 0) << " %</td></tr>";
+    o << "<tr><td class='l'>" << q.quarter << "</td><td>" << q.jobs << "</td><td>"
+      << Fixed(q.alloc_gpu_hours, 2) << "</td><td>" << Fixed(q.used_gpu_hours, 2) << "</td><td>"
+      << Fixed(q.idle_gpu_hours, 2) << "</td><td>"
+      << Fixed(q.alloc_gpu_hours > 0 ? 100 * q.idle_gpu_hours / q.alloc_gpu_hours : 0)
+      << " %</td></tr>";
   }
   o << "</table><h2>Advice</h2><ul>";
   if (r.advice.empty()) o << "<li>none: no pattern with enough evidence</li>";
   for (const auto& a : r.advice) {
-    o << "<li><b>" << Html(a.kind) << "</b> " << Html(a.subject) << ": " << Html(a.text) << " <i>(" << Html(a.evidence)
-      << ")</i></li>";
+    o << "<li><b>" << Html(a.kind) << "</b> " << Html(a.subject) << ": " << Html(a.text) << " <i>("
+      << Html(a.evidence) << ")</i></li>";
   }
   o << "</ul><h2>Notes</h2><ul>";
   for (const auto& n : r.notes) o << "<li>" << Html(n) << "</li>";

@@ -36,21 +36,21 @@ struct JobReport {
   WallTime start{}, end{};
   int64_t samples = 0;
   double alloc_gpu_hours = 0;
-  double used_gpu_hours = 0;   // activity-weighted
-  double idle_gpu_hours = 0;   // GPU time at exactly 0 % activity
+  double used_gpu_hours = 0;  // activity-weighted
+  double idle_gpu_hours = 0;  // GPU time at exactly 0 % activity
   double avg_util_pct = 0, peak_util_pct = 0;
   std::optional<double> avg_sm_pct, avg_tensor_pct;
   uint64_t mem_peak_bytes = 0, mem_total_bytes = 0;
   std::optional<double> energy_kwh;
-  std::optional<double> achieved_tflops;   // ESTIMATE from SM/tensor activity x peak rates
-  std::optional<double> peak_tflops;       // theoretical tensor peak x GPUs
+  std::optional<double> achieved_tflops;  // ESTIMATE from SM/tensor activity x peak rates
+  std::optional<double> peak_tflops;      // theoretical tensor peak x GPUs
   Zone zone = Zone::kUnknown;
   std::vector<ZoneChange> zone_history;
   int64_t cost_micro = 0;
 };
 
 struct OwnerReport {
-  std::string name;   // user or team
+  std::string name;  // user or team
   int jobs = 0;
   double alloc_gpu_hours = 0, used_gpu_hours = 0, idle_gpu_hours = 0;
   int64_t cost_micro = 0;
@@ -62,6 +62,9 @@ struct TimeBucket {
   int gpus_seen = 0;
   int gpus_allocated = 0;
   std::optional<double> fragmentation_pct;  // idle share of allocated-node GPUs (see .cc)
+  // FGD's measure from the server's scheduler (fgd.h): GPU milli the workload's typical shapes
+  // cannot use, as a share of the cluster's GPUs; mean of the bucket's samples.
+  std::optional<double> fgd_fragmentation_pct;
 };
 
 struct QuarterAudit {
@@ -104,11 +107,12 @@ struct Report {
 void AddLedgerToReport(const std::vector<LedgerEntry>& ledger, Report* r);
 
 struct ReportOptions {
-  Duration bucket{0};               // 0 = about 48 buckets over the span
+  Duration bucket{0};                                 // 0 = about 48 buckets over the span
   Duration max_sample_gap = std::chrono::minutes(5);  // longer holes are not counted as time
 };
 
-Report BuildReport(const RecordSet& records, const EfficiencyConfig& cfg, const ReportOptions& opt = {});
+Report BuildReport(const RecordSet& records, const EfficiencyConfig& cfg,
+                   const ReportOptions& opt = {});
 
 std::string RenderText(const Report& r);
 std::string RenderJson(const Report& r);

@@ -199,6 +199,12 @@ WallTime FromMs(int64_t ms) { return WallTime(std::chrono::milliseconds(ms)); }
 
 }  // namespace
 
+void EfficiencyService::OnFragmentation(const server::Fragmentation& f, WallTime at) {
+  std::lock_guard lock(mu_);
+  fragmentation_.push_back(FragmentationSample{at, f.fragmented_gpu_milli, f.total_gpu_milli});
+  while (fragmentation_.size() > cfg_.service.keep_samples) fragmentation_.pop_front();
+}
+
 void EfficiencyService::OnJobChanged(const server::Job& job) {
   std::lock_guard lock(mu_);
   const std::string id = std::to_string(job.id);
@@ -492,6 +498,8 @@ Report EfficiencyService::BuildServerReport(const ReportOptions& opt,
     for (const auto& s : samples_) {
       if (only_user.empty() || mine.count(s.job)) rec.samples.push_back(s);
     }
+    // Cluster-wide: every user's report shows the same fragmentation.
+    rec.fragmentation.assign(fragmentation_.begin(), fragmentation_.end());
     if (market_) {
       const std::string team = only_user.empty() ? "" : cfg_.market.TeamOf(only_user);
       for (const auto& e : market_->entries()) {

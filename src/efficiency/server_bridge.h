@@ -77,6 +77,7 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   void OnHeartbeat(const std::string& node, const std::vector<GpuSample>& gpus,
                    WallTime at) override;
   void OnJobChanged(const server::Job& job) override;
+  void OnFragmentation(const server::Fragmentation& f, WallTime at) override;
 
   // ApiExtension.
   std::optional<server::ApiResponse> Handle(const server::ApiRequest& req,
@@ -134,6 +135,7 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   std::map<std::string, Usage> usage_;
   std::vector<Alert> active_;
   std::deque<RecordedSample> samples_;
+  std::deque<FragmentationSample> fragmentation_;  // one a minute, bounded like samples_
   std::map<std::string, JobRecord> job_records_;
   // Jobs that already run as a share or were handed a consolidation: not planned again.
   std::set<std::string> consolidated_;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "scheduler/cluster.h"
+#include "scheduler/fgd.h"
 #include "scheduler/queue/job_queue.h"
 #include "scheduler/registry.h"
 #include "server/gpu_commitments.h"
@@ -157,6 +158,46 @@ store::NodeRow Server::Row(const NodeEntry& n) const {
 void Server::Event(store::WriteBatch* b, const Job& j, const std::string& kind,
                    const std::string& msg) {
   b->AddEvent(store::EventRow{j.id, NowMs(), kind, msg});
+}
+
+Fragmentation Server::MeasureFragmentation(const scheduler::ClusterState& cluster,
+                                           const std::vector<int64_t>& active_ids) const {
+  // The workload's typical shapes, FGD's way, from the jobs running and waiting now: the
+  // shapes that cover 95 % of them. GPU-model constraints are left out of the measure.
+  std::vector<scheduler::Request> seen;
+  auto add = [&](const JobSpec& s) {
+    scheduler::Request r;
+    r.cpu_milli = s.cpu_milli;
+    r.memory_mib = s.memory_mib;
+    if (s.gpus > 0) {
+      r.num_gpu = s.gpus;
+      r.gpu_milli = scheduler::kMilliPerGpu;
+    } else if (s.gpu_milli > 0) {
+      r.num_gpu = 1;
+      r.gpu_milli = s.gpu_milli;
+    } else if (!s.mig.empty()) {
+      // A MIG instance as its share of a GPU (the measure counts milli-GPU).
+      auto p = scheduler::ParseMigProfile(s.mig);
+      r.num_gpu = 1;
+      r.gpu_milli = p.ok() ? scheduler::MigSlicesToMilli(scheduler::MigSlices(*p)) : 1;
+    }
+    seen.push_back(r);
+  };
+  for (int64_t id : active_ids) add(jobs_.at(id).spec);
+  for (int64_t id : queued_) add(jobs_.at(id).spec);
+  Fragmentation f;
+  f.total_gpu_milli = cluster.total_gpu_milli();
+  f.free_gpu_milli = cluster.total_gpu_milli() - cluster.allocated_gpu_milli();
+  f.typical_shapes = 0;
+  if (!seen.empty()) {
+    const scheduler::TypicalShapes typical = scheduler::ComputeTypicalShapes(seen);
+    f.typical_shapes = static_cast<int>(typical.shapes.size());
+    const scheduler::FragModel model(typical);
+    double sum = 0;
+    for (int32_t n = 0; n < cluster.num_nodes(); ++n) sum += model.NodeFrag(cluster.node(n));
+    f.fragmented_gpu_milli = sum;
+  }
+  return f;
 }
 
 void Server::Notify(const std::vector<Job>& changed) {
@@ -429,6 +470,16 @@ std::string Server::MetricsText() const {
   family("stoker_scheduler_preemptions_total", "counter",
          "Preemptible jobs stopped or sent back to the queue for guaranteed work.");
   sample("stoker_scheduler_preemptions_total", "", static_cast<double>(totals_.preempted));
+  if (last_fragmentation_) {
+    family("stoker_scheduler_fragmented_gpus", "gauge",
+           "FGD's fragmentation measure (scheduler library): free GPUs the typical shapes of the "
+           "current workload cannot use, sampled every minute.");
+    sample("stoker_scheduler_fragmented_gpus", "",
+           last_fragmentation_->fragmented_gpu_milli / 1000.0);
+    family("stoker_scheduler_free_gpus", "gauge", "Free GPUs (milli-GPU / 1000) at that sample.");
+    sample("stoker_scheduler_free_gpus", "",
+           static_cast<double>(last_fragmentation_->free_gpu_milli) / 1000.0);
+  }
   family("stoker_scheduler_last_pass_seconds", "gauge", "Wall time of the last scheduling pass.");
   sample("stoker_scheduler_last_pass_seconds", "", totals_.last_pass_seconds);
   return out;
@@ -925,7 +976,11 @@ PassStats Server::RunSchedulingPass() {
   {
     std::lock_guard lock(mu_);
     stats.queued = static_cast<int>(queued_.size());
-    if (queued_.empty()) return stats;
+    // Fragmentation is sampled every minute, with or without queued jobs (reports chart it).
+    const MonoTime now = clock_->Now();
+    const bool sample_frag =
+        last_frag_sample_ == MonoTime{} || now - last_frag_sample_ >= std::chrono::minutes(1);
+    if (queued_.empty() && !sample_frag) return stats;
 
     // The cluster as the scheduler library sees it: schedulable nodes, minus what active jobs
     // hold. Rebuilt each pass from the authoritative job table (cheap next to placement).
@@ -1053,6 +1108,11 @@ PassStats Server::RunSchedulingPass() {
       Status s = commit(j, p, j.assignment->node, &held[id]);
       if (!s.ok()) spdlog::warn("job {}: cannot account its allocation: {}", id, s.ToString());
     }
+    if (sample_frag) {
+      last_frag_sample_ = now;
+      stats.fragmentation = MeasureFragmentation(cluster, active_ids);
+      last_fragmentation_ = stats.fragmentation;
+    }
     // A model name nobody has: requests naming only unknown models can never be placed.
     auto no_model = cluster.models().Intern("(no such model)");
 
@@ -1073,6 +1133,7 @@ PassStats Server::RunSchedulingPass() {
     for (const auto& entry : q) order.push_back(static_cast<int64_t>(entry.key.id));
     std::stable_partition(order.begin(), order.end(),
                           [&](int64_t id) { return !jobs_.at(id).spec.preemptible; });
+    if (queued_.empty()) order.clear();  // a pass for the fragmentation sample only
     // Preemption victims: active preemptible jobs, lowest priority first, then latest started.
     std::vector<int64_t> victims;
     for (const auto& [id, h] : held) {
@@ -1441,7 +1502,7 @@ PassStats Server::RunSchedulingPass() {
     }
     persist = !b.empty();
     if (persist) done = store_->ApplyAsync(std::move(b));
-    totals_.passes++;
+    if (stats.queued > 0) totals_.passes++;
     totals_.placed += stats.placed;
     totals_.preempted += stats.preempted;
     totals_.oversubscribed += stats.oversubscribed;
@@ -1451,6 +1512,10 @@ PassStats Server::RunSchedulingPass() {
     if (!s.ok()) spdlog::error("scheduling pass: cannot persist placements: {}", s.ToString());
   }
   Notify(changed);
+  if (stats.fragmentation) {
+    const WallTime at = clock_->WallNow();
+    for (ServerObserver* o : *Observers()) o->OnFragmentation(*stats.fragmentation, at);
+  }
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   {
     std::lock_guard lock(mu_);

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -54,6 +55,15 @@ struct ServerOptions {
   Duration preemption_grace = std::chrono::minutes(2);
 };
 
+// The cluster's fragmentation by FGD's measure (scheduler library, fgd.h): the free GPU milli
+// the typical request shapes of the current workload cannot use, summed over nodes.
+struct Fragmentation {
+  double fragmented_gpu_milli = 0;
+  int64_t free_gpu_milli = 0;
+  int64_t total_gpu_milli = 0;
+  int typical_shapes = 0;  // 0: no jobs to learn shapes from (nothing counted as fragmented)
+};
+
 // Extension point for the efficiency engine: told about every heartbeat (with the agent's GPU
 // samples) and every job change. Called outside every server lock, concurrently from request
 // threads: an observer guards its own state.
@@ -63,6 +73,8 @@ class ServerObserver {
   virtual void OnHeartbeat(const std::string& /*node*/, const std::vector<GpuSample>& /*gpus*/,
                            WallTime /*at*/) {}
   virtual void OnJobChanged(const Job& /*job*/) {}
+  // A fragmentation sample (at most one a minute, from the scheduling loop).
+  virtual void OnFragmentation(const Fragmentation& /*f*/, WallTime /*at*/) {}
 };
 
 // Actions other modules (the efficiency engine's reclaim) may take on jobs, as the system.
@@ -100,6 +112,7 @@ struct PassStats {
   int preempting = 0;      // blocked guaranteed jobs that preemptible jobs are making room for
   int oversubscribed = 0;  // preemptible jobs placed on GPUs beyond their capacity
   int preempted = 0;       // preemptible jobs stopped or requeued for guaranteed work
+  std::optional<Fragmentation> fragmentation;  // sampled at most once a minute
   double seconds = 0;
 };
 
@@ -196,6 +209,8 @@ class Server final : public JobActions {
   // A job stopped to be requeued (preempted, or requeued by the system) whose process stopped,
   // or whose node was lost, goes back to the queue. Returns why it was stopped.
   std::string RequeueStopped(Job& j);
+  Fragmentation MeasureFragmentation(const scheduler::ClusterState& cluster,
+                                     const std::vector<int64_t>& active_ids) const;
   // An assigned job that has not started goes back to the queue at once, for `why`.
   void RequeueUnstarted(Job& j, const std::string& why, store::WriteBatch* b);
   static bool StoppingToRequeue(const Job& j) {
@@ -217,6 +232,8 @@ class Server final : public JobActions {
   // A second instance of the same policy for the best-effort view of a pass, so each keeps its
   // incremental index for the cluster it scores (one instance would rebuild on every switch).
   std::unique_ptr<scheduler::PlacementPolicy> be_placement_;  // guarded by mu_
+  MonoTime last_frag_sample_{};                               // guarded by mu_
+  std::optional<Fragmentation> last_fragmentation_;           // guarded by mu_
   struct Totals {
     int64_t passes = 0, placed = 0, preempted = 0, oversubscribed = 0;
     double last_pass_seconds = 0;

@@ -1,5 +1,4 @@
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -22,15 +21,23 @@ using namespace std::chrono_literals;
 std::string Fixture() {
   std::ostringstream o;
   const int64_t t0 = 1'767'225'600;
-  o << R"({"type":"job","id":"train","user":"alice","team":"ml","start":)" << t0
-    << R"(,"end":)" << t0 + 7200 << R"(,"gpus":["GPU-a","GPU-b"],"gpu_model":"H100"})" << "\n";
-  o << R"({"type":"job","id":"tiny","user":"bob","team":"web","start":)" << t0 << R"(,"end":)" << t0 + 7200
-    << R"(,"gpus":["GPU-c"],"gpu_model":"H100"})" << "\n";
+  o << R"({"type":"job","id":"train","user":"alice","team":"ml","start":)" << t0 << R"(,"end":)"
+    << t0 + 7200 << R"(,"gpus":["GPU-a","GPU-b"],"gpu_model":"H100"})"
+    << "\n";
+  o << R"({"type":"job","id":"tiny","user":"bob","team":"web","start":)" << t0 << R"(,"end":)"
+    << t0 + 7200 << R"(,"gpus":["GPU-c"],"gpu_model":"H100"})"
+    << "\n";
   for (int s = 0; s < 7200; s += 30) {
     const int64_t t = t0 + s;
-    o << R"({"type":"sample","t":)" << t << R"(,"node":"n1","gpu":"GPU-a","model":"NVIDIA H100 80GB HBM3","job":"train","util":90,"sm_active":0.6,"tensor_active":0.0,"mem_used":40000000000,"mem_total":80000000000,"power_w":500})" << "\n";
-    o << R"({"type":"sample","t":)" << t << R"(,"node":"n1","gpu":"GPU-b","model":"NVIDIA H100 80GB HBM3","job":"train","util":0,"sm_active":0.0,"tensor_active":0.0,"power_w":70})" << "\n";
-    o << R"({"type":"sample","t":)" << t << R"(,"node":"n2","gpu":"GPU-c","model":"NVIDIA H100 80GB HBM3","job":"tiny","util":8,"mem_used":4000000000,"power_w":100})" << "\n";
+    o << R"({"type":"sample","t":)" << t
+      << R"(,"node":"n1","gpu":"GPU-a","model":"NVIDIA H100 80GB HBM3","job":"train","util":90,"sm_active":0.6,"tensor_active":0.0,"mem_used":40000000000,"mem_total":80000000000,"power_w":500})"
+      << "\n";
+    o << R"({"type":"sample","t":)" << t
+      << R"(,"node":"n1","gpu":"GPU-b","model":"NVIDIA H100 80GB HBM3","job":"train","util":0,"sm_active":0.0,"tensor_active":0.0,"power_w":70})"
+      << "\n";
+    o << R"({"type":"sample","t":)" << t
+      << R"(,"node":"n2","gpu":"GPU-c","model":"NVIDIA H100 80GB HBM3","job":"tiny","util":8,"mem_used":4000000000,"power_w":100})"
+      << "\n";
   }
   return o.str();
 }
@@ -41,12 +48,16 @@ TEST(RecordsTest, ReadsJobsAndSamplesAndRejectsBadLinesNamingLineAndField) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->jobs.size(), 2u);
   EXPECT_EQ(r->samples.size(), 3u * 240);
-  std::istringstream bad("{\"type\":\"job\",\"id\":\"x\",\"start\":1}\n{\"type\":\"sample\",\"t\":5,\"gpu\":\"g\",\"util\":140}\n");
+  std::istringstream bad(
+      "{\"type\":\"job\",\"id\":\"x\",\"start\":1}\n{\"type\":\"sample\",\"t\":5,\"gpu\":\"g\","
+      "\"util\":140}\n");
   auto e = ReadRecordsJsonl(bad, "bad.jsonl");
   ASSERT_FALSE(e.ok());
-  EXPECT_NE(e.status().message().find("bad.jsonl:2: util"), std::string::npos) << e.status().message();
+  EXPECT_NE(e.status().message().find("bad.jsonl:2: util"), std::string::npos)
+      << e.status().message();
   std::istringstream junk("not json\n");
-  EXPECT_NE(ReadRecordsJsonl(junk, "j").status().message().find("j:1: not valid JSON"), std::string::npos);
+  EXPECT_NE(ReadRecordsJsonl(junk, "j").status().message().find("j:1: not valid JSON"),
+            std::string::npos);
   std::istringstream type("{\"type\":\"nope\"}\n");
   EXPECT_FALSE(ReadRecordsJsonl(type, "t").ok());
   // Round trip.
@@ -129,6 +140,27 @@ TEST(ReportTest, RenderersProduceWellFormedOutput) {
   EXPECT_NE(RenderText(r).find("estimates"), std::string::npos);
 }
 
+TEST(ReportTest, SchedulerFragmentationIsChartedPerBucket) {
+  std::istringstream in(Fixture());
+  auto recs = ReadRecordsJsonl(in, "fx");
+  ASSERT_TRUE(recs.ok());
+  Report plain = BuildReport(*recs, *LoadConfigYaml(""));
+  ASSERT_GE(plain.timeline.size(), 2u);
+  EXPECT_FALSE(plain.timeline[0].fgd_fragmentation_pct.has_value());
+  EXPECT_EQ(RenderHtml(plain).find("FGD measure"), std::string::npos);
+  // Two samples in the first bucket (10 % and 30 % of 8 GPUs), none in the second.
+  const WallTime t0 = plain.timeline[0].start;
+  recs->fragmentation = {{t0, 800, 8000}, {t0 + std::chrono::seconds(1), 2400, 8000}};
+  Report r = BuildReport(*recs, *LoadConfigYaml(""));
+  ASSERT_TRUE(r.timeline[0].fgd_fragmentation_pct.has_value());
+  EXPECT_DOUBLE_EQ(*r.timeline[0].fgd_fragmentation_pct, 20.0);
+  EXPECT_FALSE(r.timeline[1].fgd_fragmentation_pct.has_value());
+  auto j = nlohmann::json::parse(RenderJson(r));
+  EXPECT_DOUBLE_EQ(j["timeline"][0]["fgd_fragmentation_pct"].get<double>(), 20.0);
+  EXPECT_TRUE(j["timeline"][1]["fgd_fragmentation_pct"].is_null());
+  EXPECT_NE(RenderHtml(r).find("FGD measure"), std::string::npos);
+}
+
 TEST(MarketTest, ChargesPricesDiscountsAndTierGate) {
   MarketConfig c;
   c.guaranteed_price = {{"H100", 3'000'000}, {"*", 1'000'000}};
@@ -144,7 +176,8 @@ TEST(MarketTest, ChargesPricesDiscountsAndTierGate) {
   EXPECT_EQ(m.PricePerGpuHour("A100", Tier::kGuaranteed, false), 1'000'000);
   EXPECT_EQ(m.PricePerGpuHour("A100", Tier::kPreemptible, true), 600'000);
   // 2 GPUs x 1 h on H100 = 6 credits; an idle hour on one GPU is charged too, recorded apart.
-  auto e = m.Charge({"ml", "j1", "H100", Tier::kGuaranteed, 2 * 1000 * 3600, false, false, testing::T0()});
+  auto e = m.Charge(
+      {"ml", "j1", "H100", Tier::kGuaranteed, 2 * 1000 * 3600, false, false, testing::T0()});
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->micro_credits, -6'000'000);
   e = m.Charge({"ml", "j1", "H100", Tier::kGuaranteed, 1000 * 3600, true, false, testing::T0()});
@@ -161,11 +194,13 @@ TEST(MarketTest, ChargesPricesDiscountsAndTierGate) {
   EXPECT_TRUE(m.MayRun("ml", Tier::kPreemptible));
   EXPECT_FALSE(m.Grant("ml", -5, testing::T0(), "").ok());
   // Sequence numbers are 1..n.
-  for (size_t i = 0; i < m.entries().size(); ++i) EXPECT_EQ(m.entries()[i].seq, static_cast<int64_t>(i + 1));
+  for (size_t i = 0; i < m.entries().size(); ++i)
+    EXPECT_EQ(m.entries()[i].seq, static_cast<int64_t>(i + 1));
 }
 
 TEST(MarketTest, JsonlLedgerPersistsAndReplays) {
-  const auto path = std::filesystem::temp_directory_path() / ("stoker-ledger-" + std::to_string(::getpid()) + ".jsonl");
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("stoker-ledger-" + std::to_string(::getpid()) + ".jsonl");
   std::filesystem::remove(path);
   MarketConfig c;
   c.guaranteed_price = {{"*", 2'000'000}};
@@ -174,7 +209,9 @@ TEST(MarketTest, JsonlLedgerPersistsAndReplays) {
     ComputeMarket m(c, store);
     ASSERT_TRUE(m.Load().ok());
     ASSERT_TRUE(m.Grant("t", 5'000'000, testing::T0(), "q1").ok());
-    ASSERT_TRUE(m.Charge({"t", "j", "X", Tier::kGuaranteed, 1000 * 3600, false, false, testing::T0()}).ok());
+    ASSERT_TRUE(
+        m.Charge({"t", "j", "X", Tier::kGuaranteed, 1000 * 3600, false, false, testing::T0()})
+            .ok());
   }
   JsonlLedgerStore store(path.string());
   ComputeMarket again(c, store);
@@ -182,7 +219,11 @@ TEST(MarketTest, JsonlLedgerPersistsAndReplays) {
   EXPECT_EQ(again.Balance("t"), 3'000'000);
   EXPECT_EQ(again.entries().size(), 2u);
   // A hand-edited ledger with a gap in seq is refused.
-  { std::ofstream(path, std::ios::app) << R"({"seq":7,"at_ns":0,"team":"t","kind":"grant","micro_credits":1})" << "\n"; }
+  {
+    std::ofstream(path, std::ios::app)
+        << R"({"seq":7,"at_ns":0,"team":"t","kind":"grant","micro_credits":1})"
+        << "\n";
+  }
   EXPECT_FALSE(again.Load().ok());
   std::filesystem::remove(path);
 }

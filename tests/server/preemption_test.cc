@@ -399,7 +399,8 @@ TEST(Oversubscription, MetricsShowCommitmentsAndSchedulerCounters) {
         "stoker_server_nodes{state=\"ready\"} 1", "stoker_server_gpus{commitment=\"full\"} 1",
         "stoker_server_gpus{commitment=\"oversubscribed\"} 1",
         "stoker_server_gpu_oversubscription_ratio 1.5", "stoker_scheduler_placements_total 3",
-        "stoker_scheduler_oversubscribed_placements_total 1"}) {
+        "stoker_scheduler_oversubscribed_placements_total 1",
+        "stoker_scheduler_fragmented_gpus 0"}) {
     EXPECT_NE(m.find(line), std::string::npos) << line << "\n" << m;
   }
   if (std::system("command -v promtool >/dev/null 2>&1") == 0) {
@@ -491,6 +492,37 @@ TEST(Consolidation, JobRunsAsAShareFromItsNextStart) {
             StatusCode::kFailedPrecondition);
   EXPECT_EQ(f.server->ConsolidateAtNextStart(a, 1000, "p").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(f.server->ConsolidateAtNextStart(4242, 400, "p").code(), StatusCode::kNotFound);
+}
+
+// ---- fragmentation sampled by the scheduling loop (FGD's measure) ----------------------
+
+class FragmentationLog : public ServerObserver {
+ public:
+  void OnFragmentation(const Fragmentation& f, WallTime) override { seen.push_back(f); }
+  std::vector<Fragmentation> seen;
+};
+
+TEST(FragmentationSample, FgdMeasureOfTheCurrentWorkloadOncePerMinute) {
+  FragmentationLog log;  // outlives the server that calls it
+  Fixture f("fragmentation");
+  f.server->AddObserver(&log);
+  ASSERT_TRUE(f.server->RegisterNode(f.agent, f.Node("n1", 2)).ok());
+  std::vector<int64_t> running;
+  ASSERT_NE(Place(f, Share(600, false), &running), 0);  // the first pass samples an empty cluster
+  ASSERT_EQ(log.seen.size(), 1u);
+  EXPECT_EQ(log.seen[0].fragmented_gpu_milli, 0);
+  // Within the minute: no sample, and an empty queue costs nothing.
+  EXPECT_FALSE(f.server->RunSchedulingPass().fragmentation.has_value());
+  f.clock.Advance(std::chrono::seconds(61));
+  PassStats st = f.server->RunSchedulingPass();  // nothing queued: a sample only
+  ASSERT_TRUE(st.fragmentation.has_value());
+  EXPECT_EQ(st.placed, 0);
+  // The workload is one 0.6 share: the 0.4 left beside it is what it cannot use.
+  EXPECT_EQ(st.fragmentation->fragmented_gpu_milli, 400);
+  EXPECT_EQ(st.fragmentation->free_gpu_milli, 1400);
+  EXPECT_EQ(st.fragmentation->total_gpu_milli, 2000);
+  EXPECT_EQ(st.fragmentation->typical_shapes, 1);
+  EXPECT_EQ(log.seen.size(), 2u);
 }
 
 }  // namespace

@@ -485,6 +485,16 @@ std::string Server::MetricsText() const {
   return out;
 }
 
+Result<Job*> Server::UnendedJobLocked(int64_t id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return NotFound("job " + std::to_string(id));
+  if (IsTerminal(it->second.state)) {
+    return FailedPrecondition("job " + std::to_string(id) + " already " +
+                              JobStateName(it->second.state));
+  }
+  return &it->second;
+}
+
 Status Server::ConsolidateAtNextStart(int64_t id, int32_t gpu_milli, const std::string& reason) {
   if (gpu_milli <= 0 || gpu_milli >= scheduler::kMilliPerGpu) {
     return InvalidArgument("gpu_milli: must be 1..999, got " + std::to_string(gpu_milli));
@@ -493,12 +503,8 @@ Status Server::ConsolidateAtNextStart(int64_t id, int32_t gpu_milli, const std::
   Job copy;
   {
     std::lock_guard lock(mu_);
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) return NotFound("job " + std::to_string(id));
-    Job& j = it->second;
-    if (IsTerminal(j.state)) {
-      return FailedPrecondition("job " + std::to_string(id) + " already " + JobStateName(j.state));
-    }
+    STOKER_ASSIGN_OR_RETURN(Job * found, UnendedJobLocked(id));
+    Job& j = *found;
     if (j.spec.gpus != 1 || j.spec.min_gpus > 1) {
       return FailedPrecondition("job " + std::to_string(id) +
                                 ": only one-GPU jobs are consolidated onto shares");
@@ -523,12 +529,8 @@ Status Server::RequeueJob(int64_t id, const std::string& reason) {
   Job copy;
   {
     std::lock_guard lock(mu_);
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) return NotFound("job " + std::to_string(id));
-    Job& j = it->second;
-    if (IsTerminal(j.state)) {
-      return FailedPrecondition("job " + std::to_string(id) + " already " + JobStateName(j.state));
-    }
+    STOKER_ASSIGN_OR_RETURN(Job * found, UnendedJobLocked(id));
+    Job& j = *found;
     if (j.state == JobState::kQueued || j.state == JobState::kCancelling) return Status::Ok();
     store::WriteBatch b;
     if (j.state == JobState::kRunning) {

@@ -211,6 +211,8 @@ class Server final : public JobActions {
   std::string RequeueStopped(Job& j);
   Fragmentation MeasureFragmentation(const scheduler::ClusterState& cluster,
                                      const std::vector<int64_t>& active_ids) const;
+  // Job `id` if it exists and has not ended: NotFound / FailedPrecondition otherwise. Needs mu_.
+  Result<Job*> UnendedJobLocked(int64_t id);
   // An assigned job that has not started goes back to the queue at once, for `why`.
   void RequeueUnstarted(Job& j, const std::string& why, store::WriteBatch* b);
   static bool StoppingToRequeue(const Job& j) {

@@ -485,54 +485,52 @@ std::string Server::MetricsText() const {
   return out;
 }
 
-Result<Job*> Server::UnendedJobLocked(int64_t id) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return NotFound("job " + std::to_string(id));
-  if (IsTerminal(it->second.state)) {
-    return FailedPrecondition("job " + std::to_string(id) + " already " +
-                              JobStateName(it->second.state));
-  }
-  return &it->second;
-}
-
-Status Server::ConsolidateAtNextStart(int64_t id, int32_t gpu_milli, const std::string& reason) {
-  if (gpu_milli <= 0 || gpu_milli >= scheduler::kMilliPerGpu) {
-    return InvalidArgument("gpu_milli: must be 1..999, got " + std::to_string(gpu_milli));
-  }
+Status Server::ChangeUnendedJob(int64_t id,
+                                const std::function<Status(Job&, store::WriteBatch&)>& change) {
   std::shared_future<Status> done;
   Job copy;
   {
     std::lock_guard lock(mu_);
-    STOKER_ASSIGN_OR_RETURN(Job * found, UnendedJobLocked(id));
-    Job& j = *found;
-    if (j.spec.gpus != 1 || j.spec.min_gpus > 1) {
-      return FailedPrecondition("job " + std::to_string(id) +
-                                ": only one-GPU jobs are consolidated onto shares");
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return NotFound("job " + std::to_string(id));
+    Job& j = it->second;
+    if (IsTerminal(j.state)) {
+      return FailedPrecondition("job " + std::to_string(id) + " already " + JobStateName(j.state));
     }
-    if (j.consolidate_milli == gpu_milli) return Status::Ok();
-    j.consolidate_milli = gpu_milli;
     store::WriteBatch b;
-    Event(&b, j, "consolidate",
-          "from its next start: " + std::to_string(gpu_milli) + " milli-GPU of a shared GPU (" +
-              reason + ")");
+    STOKER_RETURN_IF_ERROR(change(j, b));
+    if (b.empty()) return Status::Ok();  // nothing to change
     b.PutJob(Row(j));
     copy = j;
     done = store_->ApplyAsync(std::move(b));
   }
   STOKER_RETURN_IF_ERROR(Wait(done));
   Notify({copy});
+  Kick();
   return Status::Ok();
 }
 
+Status Server::ConsolidateAtNextStart(int64_t id, int32_t gpu_milli, const std::string& reason) {
+  if (gpu_milli <= 0 || gpu_milli >= scheduler::kMilliPerGpu) {
+    return InvalidArgument("gpu_milli: must be 1..999, got " + std::to_string(gpu_milli));
+  }
+  return ChangeUnendedJob(id, [&](Job& j, store::WriteBatch& b) {
+    if (j.spec.gpus != 1 || j.spec.min_gpus > 1) {
+      return FailedPrecondition("job " + std::to_string(id) +
+                                ": only one-GPU jobs are consolidated onto shares");
+    }
+    if (j.consolidate_milli == gpu_milli) return Status::Ok();
+    j.consolidate_milli = gpu_milli;
+    Event(&b, j, "consolidate",
+          "from its next start: " + std::to_string(gpu_milli) + " milli-GPU of a shared GPU (" +
+              reason + ")");
+    return Status::Ok();
+  });
+}
+
 Status Server::RequeueJob(int64_t id, const std::string& reason) {
-  std::shared_future<Status> done;
-  Job copy;
-  {
-    std::lock_guard lock(mu_);
-    STOKER_ASSIGN_OR_RETURN(Job * found, UnendedJobLocked(id));
-    Job& j = *found;
+  return ChangeUnendedJob(id, [&](Job& j, store::WriteBatch& b) {
     if (j.state == JobState::kQueued || j.state == JobState::kCancelling) return Status::Ok();
-    store::WriteBatch b;
     if (j.state == JobState::kRunning) {
       // The node stops it (TERM, grace, KILL); its exit requeues it.
       j.state = JobState::kCancelling;
@@ -542,14 +540,8 @@ Status Server::RequeueJob(int64_t id, const std::string& reason) {
     } else {
       RequeueUnstarted(j, reason, &b);
     }
-    b.PutJob(Row(j));
-    copy = j;
-    done = store_->ApplyAsync(std::move(b));
-  }
-  STOKER_RETURN_IF_ERROR(Wait(done));
-  Notify({copy});
-  Kick();
-  return Status::Ok();
+    return Status::Ok();
+  });
 }
 
 std::string Server::LogPath(int64_t id, const std::string& stream) const {

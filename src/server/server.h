@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -211,8 +212,11 @@ class Server final : public JobActions {
   std::string RequeueStopped(Job& j);
   Fragmentation MeasureFragmentation(const scheduler::ClusterState& cluster,
                                      const std::vector<int64_t>& active_ids) const;
-  // Job `id` if it exists and has not ended: NotFound / FailedPrecondition otherwise. Needs mu_.
-  Result<Job*> UnendedJobLocked(int64_t id);
+  // Runs `change` under mu_ on job `id` (NotFound / FailedPrecondition if it does not exist or
+  // has ended); if it wrote to the batch, persists it with the job, then notifies observers and
+  // kicks the scheduler. The system's actions (requeue, consolidation) use it.
+  Status ChangeUnendedJob(int64_t id,
+                          const std::function<Status(Job&, store::WriteBatch&)>& change);
   // An assigned job that has not started goes back to the queue at once, for `why`.
   void RequeueUnstarted(Job& j, const std::string& why, store::WriteBatch* b);
   static bool StoppingToRequeue(const Job& j) {

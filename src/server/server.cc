@@ -19,6 +19,31 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// What a job asks the scheduler for, without its GPU-model constraint (that needs the pass's
+// model table). A one-GPU job the consolidation plan resized asks for its share.
+scheduler::Request RequestFor(const Job& j) {
+  const JobSpec& s = j.spec;
+  scheduler::Request r;
+  r.cpu_milli = s.cpu_milli;
+  r.memory_mib = s.memory_mib;
+  r.gpu_memory_mib = s.gpu_memory_mib;
+  r.job_class = s.job_class;
+  if (s.gpus == 1 && j.consolidate_milli > 0) {
+    r.num_gpu = 1;
+    r.gpu_milli = j.consolidate_milli;
+  } else if (s.gpus > 0) {
+    r.num_gpu = s.gpus;
+    r.gpu_milli = scheduler::kMilliPerGpu;
+  } else if (s.gpu_milli > 0) {
+    r.num_gpu = 1;
+    r.gpu_milli = s.gpu_milli;
+  } else if (!s.mig.empty()) {
+    r.num_gpu = 1;
+    r.mig = scheduler::ParseMigProfile(s.mig).value();  // validated at submission
+  }
+  return r;
+}
+
 Status Denied(const std::string& what) { return PermissionDenied(what); }
 
 bool ContainsNoCase(std::string_view hay, std::string_view needle) {
@@ -165,26 +190,16 @@ Fragmentation Server::MeasureFragmentation(const scheduler::ClusterState& cluste
   // The workload's typical shapes, FGD's way, from the jobs running and waiting now: the
   // shapes that cover 95 % of them. GPU-model constraints are left out of the measure.
   std::vector<scheduler::Request> seen;
-  auto add = [&](const JobSpec& s) {
-    scheduler::Request r;
-    r.cpu_milli = s.cpu_milli;
-    r.memory_mib = s.memory_mib;
-    if (s.gpus > 0) {
-      r.num_gpu = s.gpus;
-      r.gpu_milli = scheduler::kMilliPerGpu;
-    } else if (s.gpu_milli > 0) {
-      r.num_gpu = 1;
-      r.gpu_milli = s.gpu_milli;
-    } else if (!s.mig.empty()) {
-      // A MIG instance as its share of a GPU (the measure counts milli-GPU).
-      auto p = scheduler::ParseMigProfile(s.mig);
-      r.num_gpu = 1;
-      r.gpu_milli = p.ok() ? scheduler::MigSlicesToMilli(scheduler::MigSlices(*p)) : 1;
+  auto add = [&](const Job& j) {
+    scheduler::Request r = RequestFor(j);
+    if (r.IsMig()) {  // a MIG instance as its share of a GPU (the measure counts milli-GPU)
+      r.gpu_milli = scheduler::MigSlicesToMilli(scheduler::MigSlices(r.mig));
+      r.mig = scheduler::MigProfile::kNone;
     }
     seen.push_back(r);
   };
-  for (int64_t id : active_ids) add(jobs_.at(id).spec);
-  for (int64_t id : queued_) add(jobs_.at(id).spec);
+  for (int64_t id : active_ids) add(jobs_.at(id));
+  for (int64_t id : queued_) add(jobs_.at(id));
   Fragmentation f;
   f.total_gpu_milli = cluster.total_gpu_milli();
   f.free_gpu_milli = cluster.total_gpu_milli() - cluster.allocated_gpu_milli();
@@ -351,17 +366,7 @@ void Server::Reindex(const Job& j) {
 
 Result<Job> Server::Cancel(const Principal& who, int64_t id) {
   if (who.role == Role::kAgent) return Denied("agents cannot cancel jobs");
-  std::shared_future<Status> done;
-  Job copy;
-  {
-    std::lock_guard lock(mu_);
-    auto it = jobs_.find(id);
-    if (it == jobs_.end() || !CanSee(who, it->second)) return NotFound("job " + std::to_string(id));
-    Job& j = it->second;
-    if (IsTerminal(j.state)) {
-      return FailedPrecondition("job " + std::to_string(id) + " already " + JobStateName(j.state));
-    }
-    store::WriteBatch b;
+  return ChangeUnendedJob(&who, id, [&](Job& j, store::WriteBatch& b) {
     if (j.state == JobState::kRunning) {
       // The node stops it (TERM, grace, KILL); the job ends when the node reports the exit.
       j.state = JobState::kCancelling;
@@ -373,22 +378,14 @@ Result<Job> Server::Cancel(const Principal& who, int64_t id) {
       j.stop_to_requeue.clear();
       j.reason = "cancel requested by " + who.name;
       Event(&b, j, "cancel", j.reason);
-    } else if (j.state == JobState::kCancelling) {
-      return j;
-    } else {
+    } else if (j.state != JobState::kCancelling) {
       // Queued, or assigned but not yet reported running: it ends now. Should the node have
       // started it meanwhile, its next report is answered with a cancel.
       EndJob(j, JobState::kCancelled, "cancelled by " + who.name);
       Event(&b, j, "cancelled", j.reason);
     }
-    b.PutJob(Row(j));
-    copy = j;
-    done = store_->ApplyAsync(std::move(b));
-  }
-  STOKER_RETURN_IF_ERROR(Wait(done));
-  Notify({copy});
-  Kick();
-  return copy;
+    return Status::Ok();
+  });
 }
 
 Status Server::CancelJob(int64_t id, const std::string& reason) {
@@ -485,21 +482,25 @@ std::string Server::MetricsText() const {
   return out;
 }
 
-Status Server::ChangeUnendedJob(int64_t id,
-                                const std::function<Status(Job&, store::WriteBatch&)>& change) {
+Result<Job> Server::ChangeUnendedJob(
+    const Principal* who, int64_t id,
+    const std::function<Status(Job&, store::WriteBatch&)>& change) {
   std::shared_future<Status> done;
   Job copy;
   {
     std::lock_guard lock(mu_);
     auto it = jobs_.find(id);
-    if (it == jobs_.end()) return NotFound("job " + std::to_string(id));
+    // Other users' jobs are not found, finished or not.
+    if (it == jobs_.end() || (who && !CanSee(*who, it->second))) {
+      return NotFound("job " + std::to_string(id));
+    }
     Job& j = it->second;
     if (IsTerminal(j.state)) {
       return FailedPrecondition("job " + std::to_string(id) + " already " + JobStateName(j.state));
     }
     store::WriteBatch b;
     STOKER_RETURN_IF_ERROR(change(j, b));
-    if (b.empty()) return Status::Ok();  // nothing to change
+    if (b.empty()) return j;  // nothing changed
     b.PutJob(Row(j));
     copy = j;
     done = store_->ApplyAsync(std::move(b));
@@ -507,41 +508,47 @@ Status Server::ChangeUnendedJob(int64_t id,
   STOKER_RETURN_IF_ERROR(Wait(done));
   Notify({copy});
   Kick();
-  return Status::Ok();
+  return copy;
 }
 
 Status Server::ConsolidateAtNextStart(int64_t id, int32_t gpu_milli, const std::string& reason) {
   if (gpu_milli <= 0 || gpu_milli >= scheduler::kMilliPerGpu) {
     return InvalidArgument("gpu_milli: must be 1..999, got " + std::to_string(gpu_milli));
   }
-  return ChangeUnendedJob(id, [&](Job& j, store::WriteBatch& b) {
-    if (j.spec.gpus != 1 || j.spec.min_gpus > 1) {
-      return FailedPrecondition("job " + std::to_string(id) +
-                                ": only one-GPU jobs are consolidated onto shares");
-    }
-    if (j.consolidate_milli == gpu_milli) return Status::Ok();
-    j.consolidate_milli = gpu_milli;
-    Event(&b, j, "consolidate",
-          "from its next start: " + std::to_string(gpu_milli) + " milli-GPU of a shared GPU (" +
-              reason + ")");
-    return Status::Ok();
-  });
+  return ChangeUnendedJob(
+             nullptr, id,
+             [&](Job& j, store::WriteBatch& b) {
+               if (j.spec.gpus != 1 || j.spec.min_gpus > 1) {
+                 return FailedPrecondition("job " + std::to_string(id) +
+                                           ": only one-GPU jobs are consolidated onto shares");
+               }
+               if (j.consolidate_milli == gpu_milli) return Status::Ok();
+               j.consolidate_milli = gpu_milli;
+               Event(&b, j, "consolidate",
+                     "from its next start: " + std::to_string(gpu_milli) +
+                         " milli-GPU of a shared GPU (" + reason + ")");
+               return Status::Ok();
+             })
+      .status();
 }
 
 Status Server::RequeueJob(int64_t id, const std::string& reason) {
-  return ChangeUnendedJob(id, [&](Job& j, store::WriteBatch& b) {
-    if (j.state == JobState::kQueued || j.state == JobState::kCancelling) return Status::Ok();
-    if (j.state == JobState::kRunning) {
-      // The node stops it (TERM, grace, KILL); its exit requeues it.
-      j.state = JobState::kCancelling;
-      j.stop_to_requeue = reason;
-      j.reason = reason + " (stopping to requeue)";
-      Event(&b, j, "requeue", j.reason);
-    } else {
-      RequeueUnstarted(j, reason, &b);
-    }
-    return Status::Ok();
-  });
+  return ChangeUnendedJob(nullptr, id,
+                          [&](Job& j, store::WriteBatch& b) {
+                            if (j.state == JobState::kQueued || j.state == JobState::kCancelling)
+                              return Status::Ok();
+                            if (j.state == JobState::kRunning) {
+                              // The node stops it (TERM, grace, KILL); its exit requeues it.
+                              j.state = JobState::kCancelling;
+                              j.stop_to_requeue = reason;
+                              j.reason = reason + " (stopping to requeue)";
+                              Event(&b, j, "requeue", j.reason);
+                            } else {
+                              RequeueUnstarted(j, reason, &b);
+                            }
+                            return Status::Ok();
+                          })
+      .status();
 }
 
 std::string Server::LogPath(int64_t id, const std::string& stream) const {
@@ -1326,25 +1333,7 @@ PassStats Server::RunSchedulingPass() {
     for (int64_t queued_id : order) {
       Job& j = jobs_.at(queued_id);
       const JobSpec& s = j.spec;
-      scheduler::Request r;
-      r.cpu_milli = s.cpu_milli;
-      r.memory_mib = s.memory_mib;
-      r.gpu_memory_mib = s.gpu_memory_mib;
-      r.job_class = s.job_class;
-      if (s.gpus == 1 && j.consolidate_milli > 0) {
-        // The consolidation plan found it uses little of its GPU: a share beside others.
-        r.num_gpu = 1;
-        r.gpu_milli = j.consolidate_milli;
-      } else if (s.gpus > 0) {
-        r.num_gpu = s.gpus;
-        r.gpu_milli = scheduler::kMilliPerGpu;
-      } else if (s.gpu_milli > 0) {
-        r.num_gpu = 1;
-        r.gpu_milli = s.gpu_milli;
-      } else if (!s.mig.empty()) {
-        r.num_gpu = 1;
-        r.mig = scheduler::ParseMigProfile(s.mig).value();
-      }
+      scheduler::Request r = RequestFor(j);
       for (const std::string& want : s.gpu_models) {
         for (int m = 0; m < cluster.models().size(); ++m) {
           if (ContainsNoCase(cluster.models().Name(static_cast<scheduler::GpuModelId>(m)), want)) {

@@ -212,11 +212,12 @@ class Server final : public JobActions {
   std::string RequeueStopped(Job& j);
   Fragmentation MeasureFragmentation(const scheduler::ClusterState& cluster,
                                      const std::vector<int64_t>& active_ids) const;
-  // Runs `change` under mu_ on job `id` (NotFound / FailedPrecondition if it does not exist or
-  // has ended); if it wrote to the batch, persists it with the job, then notifies observers and
-  // kicks the scheduler. The system's actions (requeue, consolidation) use it.
-  Status ChangeUnendedJob(int64_t id,
-                          const std::function<Status(Job&, store::WriteBatch&)>& change);
+  // Runs `change` under mu_ on job `id` (NotFound if it does not exist or `who`, when given,
+  // may not see it; FailedPrecondition if it has ended); if it wrote to the batch, persists it
+  // with the job, then notifies observers and kicks the scheduler. Returns the job after.
+  // Cancels and the system's actions (requeue, consolidation) all change jobs this way.
+  Result<Job> ChangeUnendedJob(const Principal* who, int64_t id,
+                               const std::function<Status(Job&, store::WriteBatch&)>& change);
   // An assigned job that has not started goes back to the queue at once, for `why`.
   void RequeueUnstarted(Job& j, const std::string& why, store::WriteBatch* b);
   static bool StoppingToRequeue(const Job& j) {

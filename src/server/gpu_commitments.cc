@@ -23,14 +23,6 @@ int64_t GpuCommitments::Total(int32_t node, int gpu) const {
   return sum;
 }
 
-int64_t GpuCommitments::Guaranteed(int32_t node, int gpu) const {
-  int64_t sum = 0;
-  for (const Holder& h : holders_[Slot(node, gpu)]) {
-    if (!h.preemptible) sum += h.milli;
-  }
-  return sum;
-}
-
 Placement ClampToFree(const Placement& p, const ClusterState& cluster) {
   if (p.node < 0 || p.node >= cluster.num_nodes() || cluster.spec(p.node).mig_enabled) return p;
   const scheduler::NodeState& n = cluster.node(p.node);

@@ -37,7 +37,6 @@ class GpuCommitments {
   // Records every non-MIG GPU share of `p` (MIG slices are hardware partitions: never shared).
   void Add(int64_t job, bool preemptible, const scheduler::Placement& p, bool mig);
   int64_t Total(int32_t node, int gpu) const;
-  int64_t Guaranteed(int32_t node, int gpu) const;
   const std::vector<Holder>& Holders(int32_t node, int gpu) const {
     return holders_[Slot(node, gpu)];
   }

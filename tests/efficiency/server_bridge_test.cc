@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 namespace stoker::efficiency {
 namespace {
 
@@ -63,22 +65,30 @@ std::vector<GpuSample> Readings(const json& snapshot) {
   return hb.ok() ? hb->gpus : std::vector<GpuSample>{};
 }
 
-TEST(EfficiencyServiceTest, HeartbeatsDriveZonesAlertsAndIdleCancelThroughTheServer) {
-  auto cfg = LoadConfigYaml("idle_reclaim: {action: cancel}");
-  ASSERT_TRUE(cfg.ok());
-  FakeServerActions actions;
-  EfficiencyService svc(*cfg, &actions);
+// Job 12 runs on GPU-x at 0 % for 130 minutes: heartbeats every 30 s, an evaluation every 5
+// minutes; `each(s)` runs after every heartbeat, s seconds in.
+void RunIdleJob(EfficiencyService& svc, const std::function<void(int)>& each) {
   svc.OnJobChanged(RunningJob());
   const double t0 = 1'767'225'600;
   for (int s = 0; s <= 130 * 60; s += 30) {
     const WallTime at = WallTime(std::chrono::seconds(static_cast<int64_t>(t0) + s));
     svc.OnHeartbeat("n1", Readings(Snapshot(t0 + s, 0, true)), at);
-    // Heartbeats only record; decisions are the evaluation loop's (every 5 minutes here).
+    each(s);
+    if (s % 300 == 0) svc.Evaluate(at);
+  }
+}
+
+TEST(EfficiencyServiceTest, HeartbeatsDriveZonesAlertsAndIdleCancelThroughTheServer) {
+  auto cfg = LoadConfigYaml("idle_reclaim: {action: cancel}");
+  ASSERT_TRUE(cfg.ok());
+  FakeServerActions actions;
+  EfficiencyService svc(*cfg, &actions);
+  // Heartbeats only record; decisions are the evaluation loop's (every 5 minutes here).
+  RunIdleJob(svc, [&](int s) {
     if (s < 120 * 60) {
       EXPECT_TRUE(actions.cancelled.empty()) << "at " << s << " s";
     }
-    if (s % 300 == 0) svc.Evaluate(at);
-  }
+  });
   ASSERT_EQ(actions.cancelled.size(), 1u);
   EXPECT_EQ(actions.cancelled[0].first, 12);
   EXPECT_NE(actions.cancelled[0].second.find("idle reclaim"), std::string::npos);
@@ -111,13 +121,7 @@ TEST(EfficiencyServiceTest, DefaultActionRequeuesThroughTheServer) {
   ASSERT_TRUE(cfg.ok());
   FakeServerActions actions;
   EfficiencyService svc(*cfg, &actions);
-  svc.OnJobChanged(RunningJob());
-  const double t0 = 1'767'225'600;
-  for (int s = 0; s <= 130 * 60; s += 30) {
-    const WallTime at = WallTime(std::chrono::seconds(static_cast<int64_t>(t0) + s));
-    svc.OnHeartbeat("n1", Readings(Snapshot(t0 + s, 0, true)), at);
-    if (s % 300 == 0) svc.Evaluate(at);
-  }
+  RunIdleJob(svc, [](int) {});
   EXPECT_TRUE(actions.cancelled.empty());
   ASSERT_EQ(actions.requeued.size(), 1u);
   EXPECT_EQ(actions.requeued[0].first, 12);

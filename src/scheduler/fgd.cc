@@ -198,6 +198,27 @@ namespace {
 
 double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
+// kLevelFrom[k - 1]: the fall of F at which FgdScore reaches k (k = 1 .. 99), lowered by far more
+// than the rounding of the sigmoid (so a fall just below a threshold may be counted one level
+// up, never one down).
+const std::array<double, 99> kLevelFrom = [] {
+  std::array<double, 99> t{};
+  for (int k = 1; k <= 99; ++k) t[k - 1] = 1000.0 * std::log(k / (100.0 - k)) - 1e-3;
+  return t;
+}();
+
+}  // namespace
+
+int64_t FgdScore(double drop) { return static_cast<int64_t>(Sigmoid(drop / 1000.0) * 100.0); }
+
+int64_t FgdScoreAtMost(double drop) {
+  // Beyond this the sigmoid rounds to 1 in double precision.
+  if (drop > 36000.0) return 100;
+  return std::upper_bound(kLevelFrom.begin(), kLevelFrom.end(), drop) - kLevelFrom.begin();
+}
+
+namespace {
+
 class FgdPolicy final : public ScoringPolicy {
  public:
   FgdPolicy(std::string name, const PolicyConfig& config, bool online)
@@ -236,7 +257,7 @@ class FgdPolicy final : public ScoringPolicy {
         if (seen) continue;
         const double after =
             variants_.WithChange(n.gpu_free_milli[g], n.gpu_free_milli[g] - r.gpu_milli);
-        const int64_t s = static_cast<int64_t>(Sigmoid((before - after) / 1000.0) * 100.0);
+        const int64_t s = FgdScore(before - after);
         if (best_gpu < 0 || s > best) {
           best = s;
           best_gpu = g;
@@ -255,7 +276,7 @@ class FgdPolicy final : public ScoringPolicy {
                                          : n.gpu_free_milli[g] - r.gpu_milli);
     }
     const double after = model_.NodeFrag(cpu_after, left.data(), n.num_gpus, n.gpu_model);
-    *score = static_cast<int64_t>(Sigmoid((before - after) / 1000.0) * 100.0);
+    *score = FgdScore(before - after);
     return true;
   }
 
@@ -266,7 +287,7 @@ class FgdPolicy final : public ScoringPolicy {
   int64_t ScoreBound(const Request& r, const ClusterState& c, int32_t node) override {
     const Before& b = BeforeOf(c, node);
     const double drop = FragDropBound(model_, r, c.node(node), b.frag, b.blocked);
-    return static_cast<int64_t>(Sigmoid((drop + 0.5) / 1000.0) * 100.0);
+    return FgdScoreAtMost(drop + 0.5);
   }
 
  private:

@@ -103,6 +103,13 @@ inline int64_t IdleMilliTaken(const Request& r) {
 double FragDropBound(const FragModel& model, const Request& r, const NodeState& n, double frag,
                      double blocked);
 
+// FGD's published node score for a fall of F by `drop` milli-GPU: 100 x sigmoid(drop / 1000),
+// truncated to an integer.
+int64_t FgdScore(double drop);
+// An upper bound on FgdScore(d) for every d <= `drop`, at most one above FgdScore(drop), without
+// an exp(): the levels' thresholds are tabled (score bounds are computed at every change).
+int64_t FgdScoreAtMost(double drop);
+
 // Cluster-wide fragment (milli-GPU) under `model`, for the reported metrics.
 double ClusterFrag(const ClusterState& cluster, const FragModel& model);
 

@@ -47,7 +47,7 @@ PlacementResult ScoringPolicy::PlaceScan(const Request& r, const ClusterState& c
 void ScoringPolicy::Refresh(ShapeIndex& idx, const Request& shape, const ClusterState& cluster,
                             int32_t node) {
   int64_t score = 0;
-  if (cluster.Fits(node, shape) && ScoreNode(shape, cluster, node, &score, idx.gpus[node].data())) {
+  if (cluster.Fits(node, shape) && ScoreNode(shape, cluster, node, &score, idx.best.gpus(node))) {
     idx.best.SetLeaf(node, score);
   } else {
     idx.best.UnsetLeaf(node);
@@ -76,8 +76,14 @@ void ScoringPolicy::CatchUp(ShapeIndex& idx, const ClusterState& cluster, bool b
   if (idx.history != cluster.history_id() || idx.journal_pos < cluster.journal_begin() ||
       idx.best.size() != n || end - idx.journal_pos > static_cast<uint64_t>(n)) {
     idx.history = cluster.history_id();
-    idx.best.Reset(n);
-    idx.gpus.assign(n, {});
+    if (arena_.nodes() != n) {
+      // Another node count: a new arena, so every other slot is rebuilt when next used.
+      arena_.Reset(n, static_cast<int32_t>(kMaxCachedShapes));
+      for (ShapeIndex& other : slots_) {
+        if (&other != &idx) other.history = 0;
+      }
+    }
+    idx.best.Reset(n, arena_, static_cast<int32_t>(&idx - slots_.data()));
     for (int32_t node = 0; node < n; ++node) Mark(idx, cluster, node, bounds);
     idx.best.Build();
   } else if (idx.journal_pos != end) {
@@ -121,6 +127,52 @@ void ScoringPolicy::CatchUpOthers(const ShapeIndex& idx, const ClusterState& clu
   }
 }
 
+void ScoringPolicy::MarkEveryShape(const ClusterState& cluster) {
+  // Node by node, each node across the shapes: one node's leaves of all shapes lie together in
+  // the arena, and its per-node data (F, the sorted GPUs) is computed once and then cached.
+  const uint64_t end = cluster.journal_end();
+  following_.clear();
+  uint64_t from = end;
+  for (ShapeIndex& other : slots_) {
+    if (other.history != cluster.history_id() || other.journal_pos < cluster.journal_begin() ||
+        end - other.journal_pos > kEagerMaxLag) {
+      continue;
+    }
+    following_.push_back(&other);
+    from = std::min(from, other.journal_pos);
+  }
+  for (uint64_t pos = from; pos < end; ++pos) {
+    const int32_t node = cluster.journal_at(pos);
+    for (ShapeIndex* other : following_) {
+      if (other->journal_pos > pos) continue;
+      Mark(*other, cluster, node, true);
+      other->best.Update(node);
+    }
+  }
+  for (ShapeIndex* other : following_) other->journal_pos = end;
+}
+
+void ScoringPolicy::ResolveOthers(const ShapeIndex& idx, const ClusterState& cluster) {
+  uint64_t budget = kResolveBudget;
+  const size_t count = slots_.size();
+  for (size_t k = 0; k < count && budget > 0; ++k) {
+    const size_t slot = (resolve_cursor_ + k) % count;
+    ShapeIndex& other = slots_[slot];
+    if (&other == &idx || other.history != cluster.history_id() ||
+        other.journal_pos != cluster.journal_end()) {
+      continue;
+    }
+    for (int32_t node = other.best.Best(); node >= 0 && other.best.tag(node) && budget > 0;
+         node = other.best.Best()) {
+      other.best.set_tag(node, 0);
+      Refresh(other, other.shape, cluster, node);
+      other.best.Update(node);
+      --budget;
+    }
+    if (budget == 0) resolve_cursor_ = slot;
+  }
+}
+
 PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState& cluster) {
   const bool bounds = HasScoreBound();
   ShapeIndex& idx = IndexFor(r, cluster.history_id());
@@ -134,13 +186,7 @@ PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState
     // Marking a change costs a bound and a tree repair, so every cached shape of this cluster
     // follows every change: no shape builds up a backlog to catch up on when it is next
     // requested (a rare shape would otherwise rescan thousands of changed nodes at once).
-    const uint64_t end = cluster.journal_end();
-    for (ShapeIndex& other : slots_) {
-      if (other.history != cluster.history_id() || end - other.journal_pos > 8) continue;
-      for (uint64_t pos = other.journal_pos; pos < end; ++pos) {
-        if (pos >= cluster.journal_begin()) other.best.Prefetch(cluster.journal_at(pos));
-      }
-    }
+    MarkEveryShape(cluster);
     for (ShapeIndex& other : slots_) {
       if (&other != &idx && other.history == cluster.history_id()) CatchUp(other, cluster, bounds);
     }
@@ -161,7 +207,7 @@ PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState
     }
     if (r.memory_mib <= 0 || cluster.Fits(node, r)) {
       result = PlacementResult{
-          PlacementStatus::kPlaced, MakePlacement(r, node, idx.gpus[node].data()), {}};
+          PlacementStatus::kPlaced, MakePlacement(r, node, idx.best.gpus(node)), {}};
       break;
     }
     set_aside_.push_back(node);
@@ -172,6 +218,7 @@ PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState
     idx.best.RelistLeaf(node);
     idx.best.Update(node);
   }
+  if (bounds && cluster.num_nodes() >= kEagerMinNodes) ResolveOthers(idx, cluster);
   return result;
 }
 
@@ -188,6 +235,8 @@ ScoringPolicy::ShapeIndex& ScoringPolicy::IndexFor(const Request& r, uint64_t hi
   }
   size_t slot;
   if (slots_.size() < kMaxCachedShapes) {
+    // Reserved once: slots never move (their number is their place in the arena).
+    if (slots_.capacity() < kMaxCachedShapes) slots_.reserve(kMaxCachedShapes);
     slot = slots_.size();
     slots_.emplace_back();
     last_used_.push_back(tick_);

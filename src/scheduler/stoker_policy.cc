@@ -53,6 +53,26 @@ class StokerPolicy final : public ScoringPolicy {
 
  protected:
   bool EagerExactCatchUp() const override { return options_.eager_catch_up; }
+
+  // Score = -growth x 10^6 - packing terms of the node as it is (exact in the bound too), so
+  // the bound needs a lower bound on growth: the waste after minus before is at least the
+  // change of the stranded term (exact, O(1)) minus FragDropBound (F falls by at most that; see
+  // FragModel), less one milli for the rounding of the sums.
+  bool HasScoreBound() const override { return options_.score_bound; }
+  int64_t ScoreBound(const Request& r, const ClusterState& c, int32_t node) override {
+    const Before& b = BeforeOf(c, node);
+    const NodeState& n = c.node(node);
+    const double drop = FragDropBound(model_, r, n, b.frag, b.blocked);
+    double stranded_change = -b.stranded;  // MIG: the stranded term after is at least 0
+    if (!r.IsMig()) {
+      stranded_change = Stranded(n.free_cpu_milli - r.cpu_milli,
+                                 b.gpu_free - static_cast<double>(r.TotalGpuMilli())) -
+                        b.stranded;
+    }
+    const int64_t growth =
+        static_cast<int64_t>(std::floor((stranded_change - drop - 1.0) / kWasteQuantumMilli));
+    return Score(growth, n);
+  }
   bool ScoreNode(const Request& r, const ClusterState& c, int32_t node, int64_t* score,
                  uint8_t* gpus) override {
     const NodeState& n = c.node(node);
@@ -89,9 +109,7 @@ class StokerPolicy final : public ScoringPolicy {
       best = Waste(cpu_after, left.data(), n);
     }
     const int64_t growth = static_cast<int64_t>(std::floor((best - before) / kWasteQuantumMilli));
-    // Lexicographic: -growth, then fewer free GPU milli (0..8000), then less free CPU (0..99).
-    *score = -growth * 1000000 - int64_t{n.free_gpu_milli} * 100 -
-             std::clamp<int64_t>(n.free_cpu_milli / 2000, 0, 99);
+    *score = Score(growth, n);
     return true;
   }
 
@@ -132,15 +150,27 @@ class StokerPolicy final : public ScoringPolicy {
     return tv > options_.refresh_threshold || cpu_change > options_.refresh_threshold;
   }
 
+  // Lexicographic: -growth, then fewer free GPU milli (0..8000), then less free CPU (0..99).
+  static int64_t Score(int64_t growth, const NodeState& n) {
+    return -growth * 1000000 - int64_t{n.free_gpu_milli} * 100 -
+           std::clamp<int64_t>(n.free_cpu_milli / 2000, 0, 99);
+  }
+
+  // Weighted GPU milli that `cpu_free` cannot feed at the CPU:GPU ratio seen (0 before any).
+  double Stranded(int64_t cpu_free, double gpu_free) const {
+    if (cpu_per_gpu_milli_ <= 0) return 0.0;
+    const double usable_by_cpu =
+        static_cast<double>(std::max<int64_t>(0, cpu_free)) / cpu_per_gpu_milli_;
+    return kStrandedWeight * std::max(0.0, gpu_free - usable_by_cpu);
+  }
+
   // Expected waste of a node state (milli-GPU).
   double Waste(int64_t cpu_free, const int16_t* left, const NodeState& n) const {
     const double frag = model_.NodeFrag(cpu_free, left, n.num_gpus, n.gpu_model);
     if (cpu_per_gpu_milli_ <= 0) return frag;
     double gpu_free = 0;
     for (int g = 0; g < n.num_gpus; ++g) gpu_free += left[g];
-    const double usable_by_cpu =
-        static_cast<double>(std::max<int64_t>(0, cpu_free)) / cpu_per_gpu_milli_;
-    return frag + kStrandedWeight * std::max(0.0, gpu_free - usable_by_cpu);
+    return frag + Stranded(cpu_free, gpu_free);
   }
 
   // Waste(cpu_free, left) for the state Prepare()d in variants_ with one GPU's free milli
@@ -151,22 +181,36 @@ class StokerPolicy final : public ScoringPolicy {
     double gpu_free = 0;
     for (int g = 0; g < n.num_gpus; ++g) gpu_free += n.gpu_free_milli[g];
     gpu_free -= take;
-    const double usable_by_cpu =
-        static_cast<double>(std::max<int64_t>(0, cpu_free)) / cpu_per_gpu_milli_;
-    return frag + kStrandedWeight * std::max(0.0, gpu_free - usable_by_cpu);
+    return frag + Stranded(cpu_free, gpu_free);
   }
 
-  double WasteBefore(const ClusterState& c, int32_t node) {
-    if (before_.size() != static_cast<size_t>(c.num_nodes()))
-      before_.assign(c.num_nodes(), {0, 0.0});
-    auto& [version, value] = before_[node];
+  // A node's current state, cached per node version: its waste (as Waste computes it) and the
+  // parts the score bound needs.
+  struct Before {
+    uint64_t version = 0;
+    double waste = 0;
+    double frag = 0;
+    double blocked = 0;  // see FragModel::NodeFrag
+    double gpu_free = 0;
+    double stranded = 0;
+  };
+  const Before& BeforeOf(const ClusterState& c, int32_t node) {
+    if (before_.size() != static_cast<size_t>(c.num_nodes())) before_.assign(c.num_nodes(), {});
+    Before& b = before_[node];
     const NodeState& n = c.node(node);
-    if (version != n.version) {
-      version = n.version;
-      value = Waste(n.free_cpu_milli, n.gpu_free_milli.data(), n);
+    if (b.version != n.version) {
+      b.version = n.version;
+      // The same terms in the same order as Waste(): the score's "before" is unchanged.
+      b.frag = model_.NodeFrag(n.free_cpu_milli, n.gpu_free_milli.data(), n.num_gpus, n.gpu_model,
+                               &b.blocked);
+      b.gpu_free = 0;
+      for (int g = 0; g < n.num_gpus; ++g) b.gpu_free += n.gpu_free_milli[g];
+      b.stranded = Stranded(n.free_cpu_milli, b.gpu_free);
+      b.waste = cpu_per_gpu_milli_ <= 0 ? b.frag : b.frag + b.stranded;
     }
-    return value;
+    return b;
   }
+  double WasteBefore(const ClusterState& c, int32_t node) { return BeforeOf(c, node).waste; }
 
   StokerOptions options_;
   ShapeLearner learner_;
@@ -176,7 +220,7 @@ class StokerPolicy final : public ScoringPolicy {
   FragVariants variants_;  // scratch for share requests
   int64_t cpu_seen_ = 0, gpu_seen_ = 0;
   double cpu_per_gpu_milli_ = 0;
-  std::vector<std::pair<uint64_t, double>> before_;
+  std::vector<Before> before_;
 };
 
 }  // namespace

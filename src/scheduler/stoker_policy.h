@@ -17,6 +17,10 @@ struct StokerOptions {
   // Every cached shape index follows every cluster change (see
   // ScoringPolicy::EagerExactCatchUp); false: a shape catches up when next requested.
   bool eager_catch_up = true;
+  // Changed nodes get a cheap upper bound on their score in every cached shape (as fgd's do) and
+  // are scored exactly only when their bound reaches the top; false: exact rescoring (with
+  // eager_catch_up, a budget per decision).
+  bool score_bound = true;
 };
 // Adoptions of a new typical-shape distribution so far (tests, benchmarks).
 int64_t StokerAdoptions(const PlacementPolicy& stoker);

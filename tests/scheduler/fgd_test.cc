@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <vector>
 
 #include "scheduler/registry.h"
@@ -316,6 +317,25 @@ TEST(FragModelTest, CountsEqualDefinitionOnRandomStates) {
       }
     }
   }
+}
+
+// The tabled bound on FGD's score is never below the score and at most one level above, on a
+// grid over the whole range and right at each level's threshold.
+TEST(FgdScoreTest, TabledBoundCoversTheScore) {
+  std::vector<double> drops;
+  for (double d = -10000; d <= 40000; d += 0.37) drops.push_back(d);
+  for (int k = 1; k <= 99; ++k) {
+    const double t = 1000.0 * std::log(k / (100.0 - k));
+    for (double e : {-1e-3, -1e-6, -1e-9, 0.0, 1e-9, 1e-6, 1e-3}) drops.push_back(t + e);
+  }
+  for (const double d : drops) {
+    const int64_t score = FgdScore(d);
+    const int64_t bound = FgdScoreAtMost(d);
+    ASSERT_GE(bound, score) << "drop " << d;
+    ASSERT_LE(bound, score + 1) << "drop " << d;
+  }
+  EXPECT_EQ(FgdScoreAtMost(0.0), 50);
+  EXPECT_EQ(FgdScore(8000.0), 99);
 }
 
 // The score bounds' premise: placing a request lowers F by at most FragDropBound, for whole GPUs

@@ -15,74 +15,85 @@ void BestIndex::ResetTree(int32_t n) {
   const int32_t blocks = (n + kBlock - 1) / kBlock;
   leaves_ = 1;
   while (leaves_ < blocks) leaves_ *= 2;
-  tree_.assign(static_cast<size_t>(leaves_), Entry{});
 }
 
 void BestIndex::Reset(int32_t n) {
   ResetTree(n);
-  own_.assign(static_cast<size_t>(n), Leaf{});
-  base_ = own_.data();
+  own_key_.assign(static_cast<size_t>(n), 0);
+  own_meta_.assign(static_cast<size_t>(n), Meta{});
+  own_best_.assign(static_cast<size_t>(leaves_), BlockBest{});
+  own_tree_.assign(static_cast<size_t>(leaves_), Entry{});
+  tree_ = own_tree_.data();
+  key_ = own_key_.data();
+  meta_ = own_meta_.data();
   block_stride_ = kBlock;
-  elem_stride_ = 1;
-  own_best_.assign(static_cast<size_t>(leaves_), Entry{});
   best_ = own_best_.data();
   best_stride_ = 1;
 }
 
 void BestIndex::Reset(int32_t n, LeafArena& arena, int32_t slot) {
   if (n == 0 || arena.n_ != n || slot < 0 || slot >= arena.slots_) {
-    Reset(n);  // nothing to share (or a caller's slip): own leaves
+    Reset(n);  // nothing to share (or a caller's slip): own storage
     return;
   }
   ResetTree(n);
-  own_.clear();
-  own_.shrink_to_fit();
-  // Node-major within a block: one node's leaves of all slots are adjacent (a change marks
-  // them all); a block's leaves of one slot are slots apart (read when its best falls).
+  own_key_ = {};
+  own_meta_ = {};
+  own_best_ = {};
+  own_tree_ = {};
   block_stride_ = static_cast<size_t>(kBlock) * static_cast<size_t>(arena.slots_);
-  elem_stride_ = static_cast<size_t>(arena.slots_);
-  base_ = arena.leaves_.get() + static_cast<size_t>(slot);
-  for (int32_t i = 0; i < n; ++i) leaf(i) = Leaf{};
-  own_best_.clear();
-  own_best_.shrink_to_fit();
+  key_ = arena.keys_.get() + static_cast<size_t>(slot) * kBlock;
+  meta_ = arena.metas_.get() + static_cast<size_t>(slot) * kBlock;
   best_ = arena.best_.data() + slot;
+  tree_ = arena.tree_.data() + slot;
   best_stride_ = static_cast<size_t>(arena.slots_);
-  for (int32_t b = 0; b < leaves_; ++b) block_best(b) = Entry{};
+  for (int32_t i = 0; i < n; ++i) {
+    key(i) = 0;
+    meta(i) = Meta{};
+  }
+  for (int32_t b = 0; b < leaves_; ++b) {
+    block_best(b) = BlockBest{};
+    tree(b) = Entry{};
+  }
 }
 
-BestIndex::Entry BestIndex::ScanBlock(int32_t b) const {
-  const int32_t begin = b * kBlock;
-  const int32_t end = std::min(n_, begin + kBlock);
-  Entry best;
-  for (int32_t i = begin; i < end; ++i) {
-    const Leaf& l = leaf(i);
-    if (l.listed && (best.node < 0 || l.score > best.score)) best = {l.score, i};
+void BestIndex::ScanBlock(int32_t b) {
+  BlockBest& best = block_best(b);
+  const int64_t* k = &key(b * kBlock);  // a block's scores are contiguous
+  best.node = -1;
+  best.score = 0;
+  for (uint32_t rest = best.listed; rest != 0; rest &= rest - 1) {
+    const int j = __builtin_ctz(rest);  // ascending: the first of equal scores is kept
+    if (best.node < 0 || k[j] > best.score) {
+      best.score = k[j];
+      best.node = b * kBlock + j;
+    }
   }
-  return best;
 }
 
 void BestIndex::RepairPath(int32_t b) {
   // Above an entry that comes out as it was, nothing changes either.
   for (int32_t k = (leaves_ + b) / 2; k >= 1; k /= 2) {
-    const Entry before = tree_[k];
+    const Entry before = tree(k);
     Combine(k);
-    if (tree_[k].node == before.node && tree_[k].score == before.score) break;
+    if (tree(k).node == before.node && tree(k).score == before.score) break;
   }
 }
 
 void BestIndex::Update(int32_t i) {
   const int32_t b = i / kBlock;
-  Entry& best = block_best(b);
-  const Leaf& l = leaf(i);
+  BlockBest& best = block_best(b);
+  const bool is_listed = (best.listed & Bit(i)) != 0;
+  const int64_t s = key(i);
   if (best.node == i) {
-    if (l.listed && l.score >= best.score) {
-      best.score = l.score;  // the best rose: still the best
+    if (is_listed && s >= best.score) {
+      best.score = s;  // the best rose: still the best
     } else {
-      best = ScanBlock(b);  // the best fell: another may be better now
+      ScanBlock(b);  // the best fell: another may be better now
     }
-  } else if (l.listed &&
-             (best.node < 0 || l.score > best.score || (l.score == best.score && i < best.node))) {
-    best = {l.score, i};
+  } else if (is_listed && (best.node < 0 || s > best.score || (s == best.score && i < best.node))) {
+    best.score = s;
+    best.node = i;
   } else {
     return;  // neither was nor is the block's best: nothing above it changes
   }
@@ -91,32 +102,48 @@ void BestIndex::Update(int32_t i) {
 
 void BestIndex::Build() {
   const int32_t blocks = (n_ + kBlock - 1) / kBlock;
-  for (int32_t b = 0; b < blocks; ++b) block_best(b) = ScanBlock(b);
+  for (int32_t b = 0; b < blocks; ++b) ScanBlock(b);
   for (int32_t k = leaves_ - 1; k >= 1; --k) Combine(k);
 }
 
-void LeafArena::Free::operator()(BestIndex::Leaf* p) const { std::free(p); }
+void LeafArena::Free::operator()(void* p) const { std::free(p); }
 
-void LeafArena::Reset(int32_t n, int32_t slots) {
+namespace {
+
+// `bytes` rounded up to whole huge pages, asked to be backed by them (a hint).
+void* HugeAlloc(size_t bytes) {
   constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t blocks = (static_cast<size_t>(n) + BestIndex::kBlock - 1) / BestIndex::kBlock;
-  const size_t count = blocks * BestIndex::kBlock * static_cast<size_t>(slots);
-  const size_t bytes = (count * sizeof(BestIndex::Leaf) + kHugePage - 1) / kHugePage * kHugePage;
-  leaves_.reset();
-  n_ = 0;
-  slots_ = 0;
-  blocks_ = 1;
-  while (static_cast<size_t>(blocks_) < blocks) blocks_ *= 2;
-  best_.assign(static_cast<size_t>(blocks_) * static_cast<size_t>(slots), BestIndex::Entry{});
-  if (count == 0) return;
-  void* p = std::aligned_alloc(kHugePage, bytes);
+  const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = std::aligned_alloc(kHugePage, rounded);
   if (p == nullptr) throw std::bad_alloc();
 #ifdef __linux__
-  (void)madvise(p, bytes, MADV_HUGEPAGE);  // a hint: without it the arena still works
+  (void)madvise(p, rounded, MADV_HUGEPAGE);
 #endif
-  auto* leaves = static_cast<BestIndex::Leaf*>(p);
-  std::uninitialized_value_construct_n(leaves, count);
-  leaves_.reset(leaves);
+  return p;
+}
+
+}  // namespace
+
+void LeafArena::Reset(int32_t n, int32_t slots) {
+  keys_.reset();
+  metas_.reset();
+  best_.clear();
+  tree_.clear();
+  n_ = 0;
+  slots_ = 0;
+  const size_t blocks = (static_cast<size_t>(n) + BestIndex::kBlock - 1) / BestIndex::kBlock;
+  const size_t count = blocks * BestIndex::kBlock * static_cast<size_t>(slots);
+  if (count == 0) return;
+  size_t tree_blocks = 1;
+  while (tree_blocks < blocks) tree_blocks *= 2;
+  best_.assign(tree_blocks * static_cast<size_t>(slots), BestIndex::BlockBest{});
+  tree_.assign(tree_blocks * static_cast<size_t>(slots), BestIndex::Entry{});
+  auto* keys = static_cast<int64_t*>(HugeAlloc(count * sizeof(int64_t)));
+  std::uninitialized_value_construct_n(keys, count);
+  keys_.reset(keys);
+  auto* metas = static_cast<BestIndex::Meta*>(HugeAlloc(count * sizeof(BestIndex::Meta)));
+  std::uninitialized_value_construct_n(metas, count);
+  metas_.reset(metas);
   n_ = n;
   slots_ = slots;
 }

@@ -99,34 +99,11 @@ Status ClusterState::SetBestEffortOversubscription(int32_t cap_permille) {
   return Status::Ok();
 }
 
-int64_t ClusterState::CpuLimit(int32_t node, bool best_effort) const {
-  const int64_t cap = specs_[node].cpu_milli;
-  return best_effort ? cap * be_cap_permille_ / 1000 : cap;
-}
-
-int64_t ClusterState::MemoryLimit(int32_t node, bool best_effort) const {
-  const int64_t cap = specs_[node].memory_mib;
-  return best_effort ? cap * be_cap_permille_ / 1000 : cap;
-}
-
-namespace {
-
-bool StaticGpuMatch(int32_t num_gpus, GpuModelId model, int64_t gpu_mem, bool mig,
-                    const Request& r) {
-  if (r.num_gpu == 0) return true;
-  if (r.num_gpu > num_gpus) return false;
-  if (r.allowed_models != 0 && (r.allowed_models & GpuModelTable::Bit(model)) == 0) return false;
-  if (r.gpu_memory_mib > 0 && gpu_mem > 0 && r.gpu_memory_mib > gpu_mem) return false;
-  return r.IsMig() == mig;
-}
-
-}  // namespace
-
 bool ClusterState::CouldEverFit(int32_t node, const Request& r) const {
   const NodeSpec& s = specs_[node];
   if (r.cpu_milli > CpuLimit(node, r.best_effort)) return false;
   if (r.memory_mib > MemoryLimit(node, r.best_effort)) return false;
-  return StaticGpuMatch(s.num_gpus, s.gpu_model, s.gpu_memory_mib, s.mig_enabled, r);
+  return detail::StaticGpuMatch(s.num_gpus, s.gpu_model, s.gpu_memory_mib, s.mig_enabled, r);
 }
 
 bool ClusterState::AnyNodeCouldEverFit(const Request& r) const {
@@ -134,30 +111,7 @@ bool ClusterState::AnyNodeCouldEverFit(const Request& r) const {
   for (const Shape& s : shapes_) {
     if (r.cpu_milli > s.cpu_milli * permille / 1000) continue;
     if (r.memory_mib > s.memory_mib * permille / 1000) continue;
-    if (StaticGpuMatch(s.num_gpus, s.model, s.gpu_memory_mib, s.mig, r)) return true;
-  }
-  return false;
-}
-
-bool ClusterState::Fits(int32_t node, const Request& r) const {
-  const NodeState& n = nodes_[node];
-  const int64_t cpu_used = specs_[node].cpu_milli - n.free_cpu_milli;
-  if (cpu_used + r.cpu_milli > CpuLimit(node, r.best_effort)) return false;
-  const int64_t mem_used = specs_[node].memory_mib - n.free_memory_mib;
-  if (mem_used + r.memory_mib > MemoryLimit(node, r.best_effort)) return false;
-  if (r.num_gpu == 0) return true;
-  const NodeSpec& s = specs_[node];
-  if (!StaticGpuMatch(s.num_gpus, s.gpu_model, s.gpu_memory_mib, s.mig_enabled, r)) return false;
-  if (r.IsMig()) {
-    const int need = MigSlices(r.mig);
-    for (int g = 0; g < n.num_gpus; ++g) {
-      if (n.gpu_free_slices[g] >= need) return true;
-    }
-    return false;
-  }
-  if (r.gpu_milli >= kMilliPerGpu) return n.full_free_gpus >= r.num_gpu;
-  for (int g = 0; g < n.num_gpus; ++g) {
-    if (n.gpu_free_milli[g] >= r.gpu_milli) return true;
+    if (detail::StaticGpuMatch(s.num_gpus, s.model, s.gpu_memory_mib, s.mig, r)) return true;
   }
   return false;
 }

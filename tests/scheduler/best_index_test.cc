@@ -88,6 +88,55 @@ TEST(BestIndexTest, EqualsBruteForceUnderRandomChanges) {
   }
 }
 
+// Several indexes with their leaves in one arena (as a policy's shapes have) stay independent:
+// each equals the brute force under random changes interleaved across them, with GPUs and tags
+// kept per index and node; an arena of another size is refused (the index keeps its own leaves).
+TEST(BestIndexTest, IndexesSharingAnArenaStayIndependent) {
+  Rng rng(5);
+  for (int32_t n : {1, 31, 33, 1000}) {
+    constexpr int kSlots = 5;
+    LeafArena arena;
+    arena.Reset(n, kSlots);
+    std::vector<BestIndex> idx(kSlots);
+    std::vector<std::vector<int64_t>> score(kSlots, std::vector<int64_t>(n, 0));
+    std::vector<std::vector<bool>> listed(kSlots, std::vector<bool>(n, false));
+    for (int s = 0; s < kSlots; ++s) idx[s].Reset(n, arena, s);
+    for (int step = 0; step < 6000; ++step) {
+      const int s = static_cast<int>(rng.Uniform(kSlots));
+      const int32_t i = static_cast<int32_t>(rng.Uniform(static_cast<uint64_t>(n)));
+      if (rng.Uniform(4) == 0) {
+        listed[s][i] = false;
+        idx[s].UnsetLeaf(i);
+      } else {
+        score[s][i] = static_cast<int64_t>(rng.Uniform(7));
+        listed[s][i] = true;
+        idx[s].SetLeaf(i, score[s][i]);
+        idx[s].gpus(i)[0] = static_cast<uint8_t>(s);
+        idx[s].set_tag(i, static_cast<uint8_t>(s + 1));
+      }
+      idx[s].Update(i);
+      for (int t = 0; t < kSlots; ++t) {
+        ASSERT_EQ(idx[t].Best(), BruteBest(score[t], listed[t])) << "n=" << n << " slot " << t;
+      }
+    }
+    for (int s = 0; s < kSlots; ++s) {
+      for (int32_t i = 0; i < n; ++i) {
+        if (idx[s].tag(i) != 0) {
+          ASSERT_EQ(idx[s].tag(i), s + 1);
+          ASSERT_EQ(idx[s].gpus(i)[0], s);
+        }
+      }
+    }
+  }
+  LeafArena small;
+  small.Reset(10, 2);
+  BestIndex other;
+  other.Reset(20, small, 0);
+  other.SetLeaf(19, 3);
+  other.Update(19);
+  EXPECT_EQ(other.Best(), 19);
+}
+
 // Several leaves changed, then one Build(): the bulk path of a catch-up.
 TEST(BestIndexTest, BuildAfterManyChangesEqualsBruteForce) {
   Rng rng(3);

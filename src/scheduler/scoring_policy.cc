@@ -75,14 +75,8 @@ void ScoringPolicy::CatchUp(ShapeIndex& idx, const ClusterState& cluster, bool b
   // much as marking every node.
   if (idx.history != cluster.history_id() || idx.journal_pos < cluster.journal_begin() ||
       idx.best.size() != n || end - idx.journal_pos > static_cast<uint64_t>(n)) {
+    EnsureArena(n);
     idx.history = cluster.history_id();
-    if (arena_.nodes() != n) {
-      // Another node count: a new arena, so every other slot is rebuilt when next used.
-      arena_.Reset(n, static_cast<int32_t>(kMaxCachedShapes));
-      for (ShapeIndex& other : slots_) {
-        if (&other != &idx) other.history = 0;
-      }
-    }
     idx.best.Reset(n, arena_, static_cast<int32_t>(&idx - slots_.data()));
     for (int32_t node = 0; node < n; ++node) Mark(idx, cluster, node, bounds);
     idx.best.Build();
@@ -125,6 +119,34 @@ void ScoringPolicy::CatchUpOthers(const ShapeIndex& idx, const ClusterState& clu
     // Out of budget: the next decision resumes with this shape.
     if (stop < end) eager_cursor_ = slot;
   }
+}
+
+void ScoringPolicy::EnsureArena(int32_t n) {
+  if (arena_.nodes() == n) return;
+  arena_.Reset(n, static_cast<int32_t>(kMaxCachedShapes));
+  for (ShapeIndex& slot : slots_) slot.history = 0;
+}
+
+void ScoringPolicy::RebuildInvalidated(const ShapeIndex& idx, const ClusterState& cluster) {
+  following_.clear();
+  for (ShapeIndex& slot : slots_) {
+    if (&slot != &idx && slot.key_history == cluster.history_id() &&
+        slot.history != cluster.history_id()) {
+      following_.push_back(&slot);
+    }
+  }
+  if (following_.empty()) return;
+  const int32_t n = cluster.num_nodes();
+  EnsureArena(n);
+  for (ShapeIndex* slot : following_) {
+    slot->history = cluster.history_id();
+    slot->journal_pos = cluster.journal_end();
+    slot->best.Reset(n, arena_, static_cast<int32_t>(slot - slots_.data()));
+  }
+  for (int32_t node = 0; node < n; ++node) {
+    for (ShapeIndex* slot : following_) Mark(*slot, cluster, node, true);
+  }
+  for (ShapeIndex* slot : following_) slot->best.Build();
 }
 
 void ScoringPolicy::MarkEveryShape(const ClusterState& cluster) {
@@ -183,6 +205,7 @@ PlacementResult ScoringPolicy::PlaceIndexed(const Request& r, const ClusterState
   if (!bounds && EagerExactCatchUp() && cluster.num_nodes() >= kEagerMinNodes) {
     CatchUpOthers(idx, cluster);
   } else if (bounds && cluster.num_nodes() >= kEagerMinNodes) {
+    RebuildInvalidated(idx, cluster);
     // Marking a change costs a bound and a tree repair, so every cached shape of this cluster
     // follows every change: no shape builds up a backlog to catch up on when it is next
     // requested (a rare shape would otherwise rescan thousands of changed nodes at once).
@@ -253,6 +276,7 @@ ScoringPolicy::ShapeIndex& ScoringPolicy::IndexFor(const Request& r, uint64_t hi
     slots_[slot].history = 0;
     last_used_[slot] = tick_;
   }
+  slots_[slot].key_history = history;
   shape_ids_.emplace(std::move(key), slot);
   return slots_[slot];
 }

@@ -73,11 +73,13 @@ class ScoringPolicy : public PlacementPolicy {
   // decision (the tail), at the price of a higher median.
   virtual bool EagerExactCatchUp() const { return false; }
   // Drops every cached score (call when the scoring function itself changes, e.g. a new
-  // typical-shape distribution).
+  // typical-shape distribution). The shapes stay cached: on clusters of kEagerMinNodes+ with a
+  // score bound, the next decision rebuilds all of them at once, node by node (one long
+  // decision per change of the scoring function instead of a slow decision for every shape at
+  // its next request; cheaper in all, as each node's data is computed once); elsewhere each is
+  // rebuilt when next requested.
   void InvalidateCache() {
-    shape_ids_.clear();
-    slots_.clear();
-    last_used_.clear();
+    for (ShapeIndex& slot : slots_) slot.history = 0;
   }
   Rng& rng() { return rng_; }
 
@@ -86,6 +88,7 @@ class ScoringPolicy : public PlacementPolicy {
   struct ShapeIndex {
     uint64_t history = 0;      // ClusterState::history_id() it reflects; 0 = empty
     uint64_t journal_pos = 0;  // journal entries before this are applied
+    uint64_t key_history = 0;  // the history it is cached for (part of its key)
     Request shape;             // the request shape, memory 0
     // Per node: score and chosen GPUs, listed where the shape fits; with a score bound, tag 1 =
     // the leaf holds ScoreBound (GPUs not chosen). Leaves in arena_, slot = this slot's number.
@@ -114,6 +117,11 @@ class ScoringPolicy : public PlacementPolicy {
   // decision into every cached shape of the cluster that is at most kEagerMaxLag behind (the
   // others catch up on their own).
   void MarkEveryShape(const ClusterState& cluster);
+  // Rebuilds, node by node, every cached shape of this cluster history whose scores were
+  // dropped (InvalidateCache), except idx (rebuilt by its own catch-up).
+  void RebuildInvalidated(const ShapeIndex& idx, const ClusterState& cluster);
+  // Points arena_ at `n` nodes (a new arena drops every slot's scores).
+  void EnsureArena(int32_t n);
 
   std::string name_;
   TieBreak tie_break_;
@@ -142,7 +150,7 @@ class ScoringPolicy : public PlacementPolicy {
   // MarkEveryShape follows the shapes at most this many journal entries behind; a shape further
   // behind (new, just rebuilt for another history) catches up on its own.
   static constexpr uint64_t kEagerMaxLag = 256;
-  std::vector<ShapeIndex*> following_;  // MarkEveryShape's scratch
+  std::vector<ShapeIndex*> following_;  // MarkEveryShape's and RebuildInvalidated's scratch
   LeafArena arena_;  // every slot's leaves, kMaxCachedShapes slots for the current node count
   std::map<ShapeKey, size_t> shape_ids_;
   std::vector<ShapeIndex> slots_;

@@ -51,6 +51,15 @@ class StokerPolicy final : public ScoringPolicy {
 
   int64_t adoptions() const { return adoptions_; }
 
+  // See StokerScoreAndBound.
+  bool ScoreAndBound(const Request& r, const ClusterState& c, int32_t node, int64_t* score,
+                     int64_t* bound) {
+    uint8_t gpus[kMaxGpusPerNode];
+    if (!c.Fits(node, r) || !ScoreNode(r, c, node, score, gpus)) return false;
+    *bound = ScoreBound(r, c, node);
+    return true;
+  }
+
  protected:
   bool EagerExactCatchUp() const override { return options_.eager_catch_up; }
 
@@ -232,6 +241,12 @@ std::unique_ptr<PlacementPolicy> MakeStokerPolicy(const PolicyConfig& config) {
 std::unique_ptr<PlacementPolicy> MakeStokerPolicy(const PolicyConfig& config,
                                                   StokerOptions options) {
   return std::make_unique<StokerPolicy>(config, options);
+}
+
+bool StokerScoreAndBound(PlacementPolicy& stoker, const Request& r, const ClusterState& c,
+                         int32_t node, int64_t* score, int64_t* bound) {
+  auto* p = dynamic_cast<StokerPolicy*>(&stoker);
+  return p != nullptr && p->ScoreAndBound(r, c, node, score, bound);
 }
 
 int64_t StokerAdoptions(const PlacementPolicy& stoker) {

@@ -22,6 +22,10 @@ struct StokerOptions {
   // eager_catch_up, a budget per decision).
   bool score_bound = true;
 };
+// For tests: stoker's score of `r` on `node` (false where `r` cannot run there) and the upper
+// bound its score index marks changed nodes with.
+bool StokerScoreAndBound(PlacementPolicy& stoker, const Request& r, const ClusterState& c,
+                         int32_t node, int64_t* score, int64_t* bound);
 // Adoptions of a new typical-shape distribution so far (tests, benchmarks).
 int64_t StokerAdoptions(const PlacementPolicy& stoker);
 

@@ -9,6 +9,7 @@
 #include "scheduler/registry.h"
 #include "scheduler/rng.h"
 #include "scheduler/scoring_policy.h"
+#include "scheduler/stoker_policy.h"
 
 namespace stoker::scheduler {
 namespace {
@@ -98,6 +99,66 @@ TEST(StokerPolicyTest, CpuOnlyWorkGoesWhereGpusAreTaken) {
   PlacementResult r = stoker->Place(cpu, c);
   ASSERT_TRUE(r.placed());
   EXPECT_EQ(r.placement.node, 1);  // its CPU would strand the idle node's GPUs
+}
+
+// stoker's score bound (what its index marks a changed node with) is never below the exact
+// score, for whole GPUs, shares, CPU-only and MIG requests on random node states, while its
+// learned distribution and CPU:GPU ratio change; and it is reached for some requests.
+TEST(StokerPolicyTest, ScoreNeverExceedsBound) {
+  ClusterState c;
+  const GpuModelId g = *c.models().Intern("G");
+  Rng rng(21);
+  for (int i = 0; i < 40; ++i) {
+    const bool mig = i % 10 == 9;
+    const int gpus = mig ? 4 : static_cast<int>(rng.Uniform(3)) * 4;  // 0, 4 or 8
+    ASSERT_TRUE(
+        c.AddNode({"n" + std::to_string(i), 16000 * (1 + static_cast<int64_t>(rng.Uniform(6))),
+                   524288, gpus, g, 0, mig})
+            .ok());
+  }
+  auto stoker = std::move(CreatePlacementPolicy("stoker", PolicyConfig{}).value());
+  auto random_request = [&] {
+    const int64_t cpu = 1000 * static_cast<int64_t>(rng.Uniform(24));
+    switch (rng.Uniform(4)) {
+      case 0:
+        return Request::CpuOnly(cpu, 1024);
+      case 1:
+        return Request::WholeGpus(1 << rng.Uniform(4), cpu, 1024);
+      case 2:
+        return Request::GpuShare(static_cast<int32_t>(10 * (1 + rng.Uniform(99))), cpu, 1024);
+      default:
+        return Request::Mig(rng.Uniform(2) == 0 ? MigProfile::k1g : MigProfile::k3g, cpu, 1024);
+    }
+  };
+  int checked = 0, tight = 0;
+  for (int step = 0; step < 3000; ++step) {
+    const Request r = random_request();
+    stoker->Observe(r);
+    // Change the cluster: place r where the policy says, or release something now and then.
+    const PlacementResult placed = stoker->Place(r, c);
+    if (placed.placed()) {
+      ASSERT_TRUE(c.Allocate(placed.placement).ok());
+    }
+    const Request probe = random_request();
+    for (int32_t node = 0; node < c.num_nodes(); ++node) {
+      int64_t score = 0, bound = 0;
+      if (!StokerScoreAndBound(*stoker, probe, c, node, &score, &bound)) continue;
+      ++checked;
+      tight += score == bound;
+      ASSERT_LE(score, bound) << "step " << step << " node " << node;
+    }
+    if (c.allocated_gpu_milli() * 10 > c.total_gpu_milli() * 8) {
+      // Start over from an empty cluster state (keeps the policy's learning).
+      ClusterState fresh;
+      (void)fresh.models().Intern("G");
+      for (int32_t node = 0; node < c.num_nodes(); ++node)
+        ASSERT_TRUE(fresh.AddNode(c.spec(node)).ok());
+      c = std::move(fresh);
+    }
+  }
+  EXPECT_GT(checked, 10000);
+  EXPECT_GT(tight, 0);
+  EXPECT_GT(StokerAdoptions(*stoker), 3);
 }
 
 // The per-shape score cache must not change any decision.

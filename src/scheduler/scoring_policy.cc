@@ -172,10 +172,13 @@ void ScoringPolicy::MarkEveryShape(const ClusterState& cluster) {
     }
   }
   for (ShapeIndex* other : following_) other->journal_pos = end;
+  marked_changes_ = end - from;
 }
 
 void ScoringPolicy::ResolveOthers(const ShapeIndex& idx, const ClusterState& cluster) {
-  uint64_t budget = kResolveBudget;
+  // Decisions that marked few changes do more of this work, those that marked many none (they
+  // are the slow ones already).
+  uint64_t budget = marked_changes_ >= kResolveSpan ? 0 : (kResolveSpan - marked_changes_) * 8;
   const size_t count = slots_.size();
   for (size_t k = 0; k < count && budget > 0; ++k) {
     const size_t slot = (resolve_cursor_ + k) % count;

@@ -146,7 +146,17 @@ void ScoringPolicy::RebuildInvalidated(const ShapeIndex& idx, const ClusterState
   for (int32_t node = 0; node < n; ++node) {
     for (ShapeIndex* slot : following_) Mark(*slot, cluster, node, true);
   }
-  for (ShapeIndex* slot : following_) slot->best.Build();
+  // Score the tops exactly now as well: every node holds a bound, and otherwise each shape's
+  // next request would score its pile of bounds at the top (hundreds of nodes) itself.
+  for (ShapeIndex* slot : following_) {
+    slot->best.Build();
+    for (int32_t node = slot->best.Best(); node >= 0 && slot->best.tag(node) != 0;
+         node = slot->best.Best()) {
+      slot->best.set_tag(node, 0);
+      Refresh(*slot, slot->shape, cluster, node);
+      slot->best.Update(node);
+    }
+  }
 }
 
 void ScoringPolicy::MarkEveryShape(const ClusterState& cluster) {

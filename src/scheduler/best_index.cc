@@ -110,14 +110,18 @@ void LeafArena::Free::operator()(void* p) const { std::free(p); }
 
 namespace {
 
-// `bytes` rounded up to whole huge pages, asked to be backed by them (a hint).
+// `bytes` of storage; from one huge page up, rounded up to whole huge pages and asked to be
+// backed by them (a hint), below that cache-line aligned (small clusters: no 2 MB minimum).
 void* HugeAlloc(size_t bytes) {
   constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  void* p = std::aligned_alloc(kHugePage, rounded);
+  constexpr size_t kLine = 64;
+  const bool huge = bytes >= kHugePage;
+  const size_t align = huge ? kHugePage : kLine;
+  const size_t rounded = (bytes + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, rounded);
   if (p == nullptr) throw std::bad_alloc();
 #ifdef __linux__
-  (void)madvise(p, rounded, MADV_HUGEPAGE);
+  if (huge) (void)madvise(p, rounded, MADV_HUGEPAGE);
 #endif
   return p;
 }

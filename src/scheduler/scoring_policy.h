@@ -128,9 +128,10 @@ class ScoringPolicy : public PlacementPolicy {
   Rng rng_;
   bool cacheable_;
   // Shapes seen recently; least recently used evicted beyond this (an evicted shape is rebuilt
-  // from scratch when it comes back). Each costs ~25 bytes per node, so 128 shapes x 10,000
-  // nodes stay near 32 MB. openb's default workload has 91 shapes: with 64 slots about one
-  // decision in 100 rebuilt an evicted shape at 10,000 nodes (a slow decision each).
+  // from scratch when it comes back). The arena holds all of them, ~18 bytes per node each:
+  // ~24 MB at 10,000 nodes, allocated once per node count. openb's default workload has 91 shapes:
+  // with 64 slots about one decision in 100 rebuilt an evicted shape at 10,000 nodes (a slow
+  // decision each).
   static constexpr size_t kMaxCachedShapes = 128;
   // With a score bound, every cached shape follows every change only on clusters this large:
   // on smaller ones a shape's catch-up is bounded by the node count anyway, and marking every

@@ -75,9 +75,10 @@ void ScoringPolicy::CatchUp(ShapeIndex& idx, const ClusterState& cluster, bool b
   // much as marking every node.
   if (idx.history != cluster.history_id() || idx.journal_pos < cluster.journal_begin() ||
       idx.best.size() != n || end - idx.journal_pos > static_cast<uint64_t>(n)) {
-    EnsureArena(n);
+    const auto slot = static_cast<int32_t>(&idx - slots_.data());
+    EnsureArena(n, slot + 1);
     idx.history = cluster.history_id();
-    idx.best.Reset(n, arena_, static_cast<int32_t>(&idx - slots_.data()));
+    idx.best.Reset(n, arena_, slot);
     for (int32_t node = 0; node < n; ++node) Mark(idx, cluster, node, bounds);
     idx.best.Build();
   } else if (idx.journal_pos != end) {
@@ -121,9 +122,14 @@ void ScoringPolicy::CatchUpOthers(const ShapeIndex& idx, const ClusterState& clu
   }
 }
 
-void ScoringPolicy::EnsureArena(int32_t n) {
-  if (arena_.nodes() == n) return;
-  arena_.Reset(n, static_cast<int32_t>(kMaxCachedShapes));
+void ScoringPolicy::EnsureArena(int32_t n, int32_t slots) {
+  if (arena_.nodes() == n && arena_.slots() >= slots) return;
+  // Room for twice the slots in use (at least 16, at most kMaxCachedShapes): a cluster with few
+  // request shapes does not pay for 128, and the arena is re-laid at most a few times.
+  int32_t room = std::max(16, arena_.nodes() == n ? arena_.slots() : 0);
+  while (room < slots) room *= 2;
+  room = std::min(room, static_cast<int32_t>(kMaxCachedShapes));
+  arena_.Reset(n, room);
   for (ShapeIndex& slot : slots_) slot.history = 0;
 }
 
@@ -137,7 +143,11 @@ void ScoringPolicy::RebuildInvalidated(const ShapeIndex& idx, const ClusterState
   }
   if (following_.empty()) return;
   const int32_t n = cluster.num_nodes();
-  EnsureArena(n);
+  int32_t slots = 0;
+  for (const ShapeIndex* slot : following_) {
+    slots = std::max(slots, static_cast<int32_t>(slot - slots_.data()) + 1);
+  }
+  EnsureArena(n, slots);
   for (ShapeIndex* slot : following_) {
     slot->history = cluster.history_id();
     slot->journal_pos = cluster.journal_end();

@@ -120,8 +120,9 @@ class ScoringPolicy : public PlacementPolicy {
   // Rebuilds, node by node, every cached shape of this cluster history whose scores were
   // dropped (InvalidateCache), except idx (rebuilt by its own catch-up).
   void RebuildInvalidated(const ShapeIndex& idx, const ClusterState& cluster);
-  // Points arena_ at `n` nodes (a new arena drops every slot's scores).
-  void EnsureArena(int32_t n);
+  // Points arena_ at `n` nodes with room for slots [0, slots) (a new arena drops every slot's
+  // scores).
+  void EnsureArena(int32_t n, int32_t slots);
 
   std::string name_;
   TieBreak tie_break_;
@@ -129,9 +130,9 @@ class ScoringPolicy : public PlacementPolicy {
   bool cacheable_;
   // Shapes seen recently; least recently used evicted beyond this (an evicted shape is rebuilt
   // from scratch when it comes back). The arena holds all of them, ~18 bytes per node each:
-  // ~24 MB at 10,000 nodes, allocated once per node count. openb's default workload has 91 shapes:
-  // with 64 slots about one decision in 100 rebuilt an evicted shape at 10,000 nodes (a slow
-  // decision each).
+  // ~24 MB at 10,000 nodes with all 128 (it grows 16, 32, 64, 128 with the shapes in use). openb's
+  // default workload has 91 shapes: with 64 slots about one decision in 100 rebuilt an evicted
+  // shape at 10,000 nodes (a slow decision each).
   static constexpr size_t kMaxCachedShapes = 128;
   // With a score bound, every cached shape follows every change only on clusters this large:
   // on smaller ones a shape's catch-up is bounded by the node count anyway, and marking every
@@ -156,7 +157,7 @@ class ScoringPolicy : public PlacementPolicy {
   // behind (new, just rebuilt for another history) catches up on its own.
   static constexpr uint64_t kEagerMaxLag = 256;
   std::vector<ShapeIndex*> following_;  // MarkEveryShape's and RebuildInvalidated's scratch
-  LeafArena arena_;  // every slot's leaves, kMaxCachedShapes slots for the current node count
+  LeafArena arena_;                     // every slot's storage, for the current node count
   std::map<ShapeKey, size_t> shape_ids_;
   std::vector<ShapeIndex> slots_;
   std::vector<uint64_t> last_used_;

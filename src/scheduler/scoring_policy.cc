@@ -160,18 +160,26 @@ void ScoringPolicy::RebuildInvalidated(const ShapeIndex& idx, const ClusterState
   // next request would score its pile of bounds at the top (hundreds of nodes) itself.
   for (ShapeIndex* slot : following_) {
     slot->best.Build();
-    for (int32_t node = slot->best.Best(); node >= 0 && slot->best.tag(node) != 0;
-         node = slot->best.Best()) {
-      slot->best.set_tag(node, 0);
-      Refresh(*slot, slot->shape, cluster, node);
-      slot->best.Update(node);
-    }
+    ResolveTop(*slot, cluster, std::numeric_limits<uint64_t>::max());
   }
+}
+
+uint64_t ScoringPolicy::ResolveTop(ShapeIndex& idx, const ClusterState& cluster, uint64_t budget) {
+  uint64_t used = 0;
+  for (int32_t node = idx.best.Best(); node >= 0 && idx.best.tag(node) != 0 && used < budget;
+       node = idx.best.Best()) {
+    idx.best.set_tag(node, 0);
+    Refresh(idx, idx.shape, cluster, node);
+    idx.best.Update(node);
+    ++used;
+  }
+  return used;
 }
 
 void ScoringPolicy::MarkEveryShape(const ClusterState& cluster) {
   // Node by node, each node across the shapes: one node's leaves of all shapes lie together in
-  // the arena, and its per-node data (F, the sorted GPUs) is computed once and then cached.
+  // the arena, and the policy's per-node data (F and B, cached per node version) is computed
+  // at the first shape and reused by the others.
   const uint64_t end = cluster.journal_end();
   following_.clear();
   uint64_t from = end;
@@ -207,13 +215,7 @@ void ScoringPolicy::ResolveOthers(const ShapeIndex& idx, const ClusterState& clu
         other.journal_pos != cluster.journal_end()) {
       continue;
     }
-    for (int32_t node = other.best.Best(); node >= 0 && other.best.tag(node) && budget > 0;
-         node = other.best.Best()) {
-      other.best.set_tag(node, 0);
-      Refresh(other, other.shape, cluster, node);
-      other.best.Update(node);
-      --budget;
-    }
+    budget -= ResolveTop(other, cluster, budget);
     if (budget == 0) resolve_cursor_ = slot;
   }
 }

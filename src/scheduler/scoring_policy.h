@@ -113,6 +113,9 @@ class ScoringPolicy : public PlacementPolicy {
   // than idx (round robin; see kResolveSpan), so that a shape rarely meets a pile of bounds at the
   // top of its index when it is requested.
   void ResolveOthers(const ShapeIndex& idx, const ClusterState& cluster);
+  // Scores exactly the bounded best node of idx, again while the best holds a bound, at most
+  // `budget` times; returns how many it scored.
+  uint64_t ResolveTop(ShapeIndex& idx, const ClusterState& cluster, uint64_t budget);
   // With a score bound on clusters of kEagerMinNodes+: marks the journal entries since the last
   // decision into every cached shape of the cluster that is at most kEagerMaxLag behind (the
   // others catch up on their own).

@@ -215,7 +215,7 @@ class StokerPolicy final : public ScoringPolicy {
       b.gpu_free = 0;
       for (int g = 0; g < n.num_gpus; ++g) b.gpu_free += n.gpu_free_milli[g];
       b.stranded = Stranded(n.free_cpu_milli, b.gpu_free);
-      b.waste = cpu_per_gpu_milli_ <= 0 ? b.frag : b.frag + b.stranded;
+      b.waste = b.frag + b.stranded;  // stranded is 0 before any CPU:GPU ratio is known
     }
     return b;
   }

@@ -31,6 +31,14 @@ class BestIndex {
  public:
   static constexpr int32_t kBlock = 32;
 
+  BestIndex() = default;
+  // Holds pointers into its own storage or an arena: a copy would share them. A move keeps
+  // them valid (a vector's buffer moves with it).
+  BestIndex(const BestIndex&) = delete;
+  BestIndex& operator=(const BestIndex&) = delete;
+  BestIndex(BestIndex&&) = default;
+  BestIndex& operator=(BestIndex&&) = default;
+
   // Per node, beside the score: the caller's choice of GPUs on the node and a byte for it.
   struct Meta {
     std::array<uint8_t, kMaxGpusPerNode> gpus{};

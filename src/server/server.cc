@@ -128,6 +128,7 @@ Status Server::Load() {
     }
     std::lock_guard lock(mu_);
     placement_ = std::move(*pl);
+    be_placement_.reset();  // made again, of the new policy, when next needed
     queue_policy_ = std::move(*q);
     options_.placement_policy = placement;
     options_.queue_policy = queue_name;
@@ -207,10 +208,7 @@ Fragmentation Server::MeasureFragmentation(const scheduler::ClusterState& cluste
   if (!seen.empty()) {
     const scheduler::TypicalShapes typical = scheduler::ComputeTypicalShapes(seen);
     f.typical_shapes = static_cast<int>(typical.shapes.size());
-    const scheduler::FragModel model(typical);
-    double sum = 0;
-    for (int32_t n = 0; n < cluster.num_nodes(); ++n) sum += model.NodeFrag(cluster.node(n));
-    f.fragmented_gpu_milli = sum;
+    f.fragmented_gpu_milli = scheduler::ClusterFrag(cluster, scheduler::FragModel(typical));
   }
   return f;
 }
@@ -947,6 +945,7 @@ Status Server::SetPolicy(const Principal& who, const std::string& placement,
     std::lock_guard lock(mu_);
     if (p) {
       placement_ = std::move(p);
+      be_placement_.reset();  // made again, of the new policy, when next needed
       options_.placement_policy = placement;
     }
     if (q) {
@@ -1381,15 +1380,12 @@ PassStats Server::RunSchedulingPass() {
                           v.status().ToString());
           }
         }
-        if (be_view && (!be_placement_ || be_placement_name_ != options_.placement_policy)) {
+        if (be_view && !be_placement_) {
           auto pol = scheduler::CreatePlacementPolicy(options_.placement_policy,
                                                       scheduler::PolicyConfig{});
-          if (pol.ok()) {
-            be_placement_ = std::move(*pol);
-            be_placement_name_ = options_.placement_policy;
-          }
+          if (pol.ok()) be_placement_ = std::move(*pol);
         }
-        if (be_view && be_placement_ && be_placement_name_ == options_.placement_policy) {
+        if (be_view && be_placement_) {
           if (scheduler::PlacementResult bp = be_placement_->Place(r, *be_view); bp.placed()) {
             pr = bp;
             oversubscribed = true;

@@ -238,6 +238,7 @@ class Server final : public JobActions {
   std::unique_ptr<scheduler::PlacementPolicy> placement_;  // guarded by mu_
   // A second instance of the same policy for the best-effort view of a pass, so each keeps its
   // incremental index for the cluster it scores (one instance would rebuild on every switch).
+  // Made when first needed; dropped whenever placement_ is replaced.
   std::unique_ptr<scheduler::PlacementPolicy> be_placement_;  // guarded by mu_
   MonoTime last_frag_sample_{};                               // guarded by mu_
   std::optional<Fragmentation> last_fragmentation_;           // guarded by mu_
@@ -246,7 +247,6 @@ class Server final : public JobActions {
     double last_pass_seconds = 0;
     std::map<std::string, int64_t> ended;             // final state -> count
   } totals_;                                          // guarded by mu_
-  std::string be_placement_name_;                     // guarded by mu_
   std::unique_ptr<queue::QueuePolicy> queue_policy_;  // guarded by mu_
   std::map<int64_t, std::string> queue_reasons_;      // guarded by mu_: why still queued
   // Active (assigned/running/cancelling) jobs per node, so a heartbeat or a node listing costs

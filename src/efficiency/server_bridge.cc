@@ -77,8 +77,7 @@ class EfficiencyService::Actions final : public JobActions {
     int32_t milli = 0;  // kConsolidate*: the share
   };
   Status Consolidate(const std::string& job, int32_t milli, const std::string& reason, bool now) {
-    const int64_t id = std::strtoll(job.c_str(), nullptr, 10);
-    if (id <= 0) return InvalidArgument("job id '" + job + "' is not a server job");
+    STOKER_ASSIGN_OR_RETURN(const int64_t id, ServerJobId(job));
     pending_.push_back(
         Pending{id, reason, now ? Kind::kConsolidateNow : Kind::kConsolidate, milli});
     return Status::Ok();
@@ -117,14 +116,21 @@ class EfficiencyService::Actions final : public JobActions {
   // Queued, not called: the engine decides while holding its own lock, and the server notifies
   // its observers (this service among them) of the change. Evaluate() runs them unlocked.
   Status Queue(const JobInfo& j, const std::string& reason, bool requeue) {
-    if (!server_) return FailedPrecondition("no server actions");
-    char* end = nullptr;
-    const long long id = std::strtoll(j.id.c_str(), &end, 10);
-    if (end == j.id.c_str() || *end != '\0')
-      return InvalidArgument("job id '" + j.id + "' is not a server job");
+    STOKER_ASSIGN_OR_RETURN(const int64_t id, ServerJobId(j.id));
     pending_.push_back(
         Pending{id, "idle reclaim: " + reason, requeue ? Kind::kRequeue : Kind::kCancel});
     return Status::Ok();
+  }
+
+  // The server's id of an engine job key (its decimal id), for an action on it.
+  Result<int64_t> ServerJobId(const std::string& job) const {
+    if (!server_) return FailedPrecondition("no server actions");
+    char* end = nullptr;
+    const long long id = std::strtoll(job.c_str(), &end, 10);
+    if (end == job.c_str() || *end != '\0' || id <= 0) {
+      return InvalidArgument("job id '" + job + "' is not a server job");
+    }
+    return static_cast<int64_t>(id);
   }
 
   server::JobActions* server_;

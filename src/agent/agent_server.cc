@@ -1,11 +1,5 @@
 #include "agent/agent_server.h"
 
-#include <httplib.h>
-#include <spdlog/spdlog.h>
-#include <sys/socket.h>
-
-#include <atomic>
-
 #include "telemetry/snapshot_json.h"
 
 namespace stoker::agent {
@@ -15,19 +9,19 @@ AgentServer::AgentServer(const telemetry::Sampler* sampler, AgentServerOptions o
 
 AgentServer::~AgentServer() { Stop(); }
 
-void AgentServer::TakeSnapshot() {
+void AgentServer::TakeSnapshot() const {
   sampler_->Snapshot(&snapshot_);
   snapshot_.host = telemetry::ReadHostStats(options_.proc_root);
 }
 
-std::string AgentServer::RenderMetrics() {
+std::string AgentServer::RenderMetrics() const {
   std::lock_guard lock(mu_);
   TakeSnapshot();
   renderer_.Render(snapshot_, &body_);
   return body_;
 }
 
-std::string AgentServer::RenderHealth(bool* healthy) {
+std::string AgentServer::RenderHealth(bool* healthy) const {
   std::lock_guard lock(mu_);
   TakeSnapshot();
   const nlohmann::json j = telemetry::HealthToJson(snapshot_);
@@ -35,83 +29,54 @@ std::string AgentServer::RenderHealth(bool* healthy) {
   return j.dump(2) + "\n";
 }
 
-std::string AgentServer::RenderSnapshot() {
+std::string AgentServer::RenderSnapshot() const {
   std::lock_guard lock(mu_);
   TakeSnapshot();
   return telemetry::SnapshotToJson(snapshot_, options_.renderer.hostname).dump(2) + "\n";
 }
 
+http::Response AgentServer::Handle(const http::Request& req) const {
+  const bool known = req.path == "/metrics" || req.path == "/healthz" ||
+                     req.path == "/api/v1/snapshot" || req.path == "/";
+  if (!known) return {404, http::ErrorBody("not_found", "no such endpoint: " + req.path)};
+  if (req.method != "GET") {
+    return {405, http::ErrorBody("method_not_allowed", "only GET is served here")};
+  }
+  if (req.path == "/metrics") {
+    return {200, RenderMetrics(), std::string(telemetry::kPrometheusContentType)};
+  }
+  if (req.path == "/healthz") {
+    // 200 even when degraded: the agent itself is serving; the body says what is wrong.
+    bool healthy = false;
+    return {200, RenderHealth(&healthy), "application/json"};
+  }
+  if (req.path == "/api/v1/snapshot") return {200, RenderSnapshot(), "application/json"};
+  return {200,
+          "Stoker agent\n/metrics  Prometheus metrics\n/healthz  health (JSON)\n"
+          "/api/v1/snapshot  all GPU fields (JSON)\n",
+          "text/plain; charset=utf-8"};
+}
+
 Status AgentServer::Start() {
   if (server_ != nullptr) return FailedPrecondition("agent server already started");
-  server_ = std::make_unique<httplib::Server>();
-  // httplib's default also sets SO_REUSEPORT, which lets a second agent bind the same port and
-  // silently split the scrapes between the two; keep only SO_REUSEADDR (fast restarts).
-  server_->set_socket_options([](int sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(RenderMetrics(), std::string(telemetry::kPrometheusContentType));
-  });
-  server_->Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
-    bool healthy = false;
-    res.set_content(RenderHealth(&healthy), "application/json");
-    // 200 even when degraded: the agent itself is serving; the body says what is wrong.
-    res.status = 200;
-  });
-  server_->Get("/api/v1/snapshot", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(RenderSnapshot(), "application/json");
-  });
-  server_->Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("Stoker agent\n/metrics  Prometheus metrics\n/healthz  health (JSON)\n"
-                    "/api/v1/snapshot  all GPU fields (JSON)\n",
-                    "text/plain; charset=utf-8");
-  });
-  server_->set_exception_handler(
-      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "unknown error";
-        try {
-          std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what = e.what();
-        } catch (...) {
-        }
-        spdlog::error("agent: {} {} failed: {}", req.method, req.path, what);
-        res.status = 500;
-        res.set_content("internal error\n", "text/plain");
-      });
-  const std::string& host = options_.listen.host;
-  if (options_.listen.port == 0) {
-    port_ = server_->bind_to_any_port(host);
-    if (port_ <= 0) {
-      server_.reset();
-      return Unavailable("cannot bind an ephemeral port on " + host);
-    }
-  } else {
-    if (!server_->bind_to_port(host, options_.listen.port)) {
-      server_.reset();
-      return Unavailable("cannot listen on " + host + ":" + std::to_string(options_.listen.port) +
-                         " (in use, or not an address of this host)");
-    }
-    port_ = options_.listen.port;
-  }
-  // The socket is bound and listening: connections made before listen_after_bind() starts
-  // accepting wait in the backlog.
-  auto loop_ended = std::make_shared<std::atomic<bool>>(false);
-  thread_ = std::thread([this, loop_ended] {
-    if (!server_->listen_after_bind()) spdlog::error("agent: HTTP accept loop failed");
-    *loop_ended = true;
-  });
-  // httplib's stop() is a no-op until the accept loop runs; wait for it so that a Stop() right
-  // after Start() cannot leave the loop running forever.
-  while (!server_->is_running() && !*loop_ended) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  http::ServerOptions o;
+  o.host = options_.listen.host;
+  o.port = options_.listen.port;
+  // Renders read the sampler's cache and never block on NVML: a small pool serves scrapes.
+  o.threads = 2;
+  o.io_threads = 1;
+  o.max_connections = 256;
+  o.max_body_bytes = 64 * 1024;  // nothing here takes a body
+  auto server = std::make_unique<http::Server>(this, o);
+  STOKER_RETURN_IF_ERROR(server->Start());
+  port_ = server->port();
+  server_ = std::move(server);
   return Status::Ok();
 }
 
 void AgentServer::Stop() {
   if (server_ == nullptr) return;
-  server_->stop();
-  if (thread_.joinable()) thread_.join();
+  server_->Stop();
   server_.reset();
 }
 

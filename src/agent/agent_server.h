@@ -1,7 +1,7 @@
 #pragma once
-// The agent's HTTP face (cpp-httplib): GET /metrics (Prometheus text 0.0.4), GET /healthz
-// (JSON, "ok" or "degraded"), GET /api/v1/snapshot (JSON of every GPU field with its state).
-// Every request renders from the sampler's cache: a scrape never waits on NVML.
+// The agent's HTTP face (served by the HTTP layer, http/server.h): GET /metrics (Prometheus text
+// 0.0.4), GET /healthz (JSON, "ok" or "degraded"), GET /api/v1/snapshot (JSON of every GPU field
+// with its state). Every request renders from the sampler's cache: a scrape never waits on NVML.
 
 #include <memory>
 #include <mutex>
@@ -10,12 +10,9 @@
 
 #include "agent/agent_config.h"
 #include "core/status.h"
+#include "http/server.h"
 #include "telemetry/metrics_renderer.h"
 #include "telemetry/sampler.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace stoker::agent {
 
@@ -25,7 +22,7 @@ struct AgentServerOptions {
   std::string proc_root = "/proc";  // host metrics source
 };
 
-class AgentServer {
+class AgentServer final : public http::Handler {
  public:
   // `sampler` is not owned and must outlive the server.
   AgentServer(const telemetry::Sampler* sampler, AgentServerOptions options);
@@ -41,23 +38,25 @@ class AgentServer {
   void Stop();
 
   // The bodies the endpoints serve (also used by tests and benchmarks).
-  std::string RenderMetrics();
-  std::string RenderHealth(bool* healthy);
-  std::string RenderSnapshot();
+  std::string RenderMetrics() const;
+  std::string RenderHealth(bool* healthy) const;
+  std::string RenderSnapshot() const;
+
+  // The routes, as the HTTP layer calls them.
+  http::Response Handle(const http::Request& request) const override;
 
  private:
-  void TakeSnapshot();  // REQUIRES: mu_ held
+  void TakeSnapshot() const;  // REQUIRES: mu_ held
 
   const telemetry::Sampler* sampler_;
   AgentServerOptions options_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+  std::unique_ptr<http::Server> server_;
   int port_ = 0;
 
-  std::mutex mu_;  // guards the reused buffers below
-  telemetry::TelemetrySnapshot snapshot_;
-  telemetry::MetricsRenderer renderer_;
-  std::string body_;
+  mutable std::mutex mu_;  // guards the reused buffers below
+  mutable telemetry::TelemetrySnapshot snapshot_;
+  mutable telemetry::MetricsRenderer renderer_;
+  mutable std::string body_;
 };
 
 }  // namespace stoker::agent

@@ -1,9 +1,12 @@
 // `stoker agent` (the node exporter; with --server also the node that runs a server's jobs) and
 // `stoker smi` (a one-node status table).
 
+#include <fmt/core.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <atomic>
 #include <cstdio>
@@ -15,15 +18,11 @@
 #include <string>
 #include <thread>
 
-#include <yaml-cpp/yaml.h>
-
-#include <fmt/core.h>
-#include <spdlog/spdlog.h>
-
 #include "agent/agent_config.h"
 #include "agent/agent_server.h"
 #include "agent/scenario_process_info.h"
 #include "cli/cli.h"
+#include "cli/node_flags.h"
 #include "core/clock.h"
 #include "fakenvml/scenario.h"
 #include "node/node_agent.h"
@@ -53,16 +52,20 @@ struct SourceFlags {
 struct OpenedSource {
   std::unique_ptr<GpuSource> source;
   std::unique_ptr<telemetry::ProcessInfo> process_info;
-  std::string hostname;           // scenario host name when simulated
+  std::string hostname;  // scenario host name when simulated
   std::string unavailable_reason;
 };
 
 int ExitCodeFor(const Status& s) {
   switch (s.code()) {
-    case StatusCode::kNotFound: return kExitNotFound;
-    case StatusCode::kInvalidArgument: return kExitUsage;
-    case StatusCode::kPermissionDenied: return kExitDenied;
-    default: return kExitUnavailable;
+    case StatusCode::kNotFound:
+      return kExitNotFound;
+    case StatusCode::kInvalidArgument:
+      return kExitUsage;
+    case StatusCode::kPermissionDenied:
+      return kExitDenied;
+    default:
+      return kExitUnavailable;
   }
 }
 
@@ -87,7 +90,8 @@ Result<OpenedSource> OpenSource(const SourceFlags& flags) {
     return out;
   }
   out.process_info = std::make_unique<telemetry::ProcfsProcessInfo>();
-  Result<std::unique_ptr<GpuSource>> src = nvml::OpenNvmlGpuSource({.library_path = flags.nvml_lib});
+  Result<std::unique_ptr<GpuSource>> src =
+      nvml::OpenNvmlGpuSource({.library_path = flags.nvml_lib});
   if (src.ok()) {
     out.source = std::move(*src);
   } else {
@@ -105,8 +109,7 @@ std::string LocalHostname() {
 void AddSourceFlags(CLI::App* cmd, SourceFlags& flags) {
   cmd->add_option("--simulate", flags.simulate,
                   "Play a fake-NVML scenario: a built-in name or a YAML file ('list' lists them)");
-  cmd->add_option("--nvml-lib", flags.nvml_lib, "NVML library to dlopen")
-      ->capture_default_str();
+  cmd->add_option("--nvml-lib", flags.nvml_lib, "NVML library to dlopen")->capture_default_str();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -125,6 +128,7 @@ struct AgentFlags {
   std::string token;
   std::string ca_file;
   std::string state_dir;
+  JobRunFlags jobs;
 };
 
 std::string ConfigHome() {
@@ -155,8 +159,10 @@ Result<std::pair<std::string, std::string>> ResolveServer(const AgentFlags& f) {
   if (token.empty() && std::filesystem::exists(file)) {
     try {
       YAML::Node y = YAML::LoadFile(file);
-      if (y["token"]) token = y["token"].as<std::string>();
-      else if (y["token_file"]) token_file = y["token_file"].as<std::string>();
+      if (y["token"])
+        token = y["token"].as<std::string>();
+      else if (y["token_file"])
+        token_file = y["token_file"].as<std::string>();
     } catch (const std::exception& e) {
       return InvalidArgument(file + ": " + e.what());
     }
@@ -207,9 +213,9 @@ int RunAgent(const AgentFlags& flags) {
     spdlog::warn("{}; serving host metrics only (stoker_agent_nvml_available 0)",
                  opened->unavailable_reason);
   }
-  const std::string hostname = !flags.hostname.empty()   ? flags.hostname
+  const std::string hostname = !flags.hostname.empty()     ? flags.hostname
                                : !opened->hostname.empty() ? opened->hostname
-                                                          : LocalHostname();
+                                                           : LocalHostname();
 
   // Block the shutdown signals before any thread starts so that they all inherit the mask and
   // only sigwait() below receives them.
@@ -233,8 +239,8 @@ int RunAgent(const AgentFlags& flags) {
   }
   agent::AgentServerOptions server_opts;
   server_opts.listen = *listen;
-  server_opts.renderer = {.hostname = hostname, .version = STOKER_VERSION,
-                          .dcgm_compat = flags.dcgm_compat};
+  server_opts.renderer = {
+      .hostname = hostname, .version = STOKER_VERSION, .dcgm_compat = flags.dcgm_compat};
   agent::AgentServer server(&sampler, server_opts);
   if (Status s = server.Start(); !s.ok()) {
     sampler.Stop();
@@ -259,6 +265,7 @@ int RunAgent(const AgentFlags& flags) {
     no.ca_file = flags.ca_file;
     no.state_dir = !flags.state_dir.empty() ? flags.state_dir : StateHome() + "/node/jobs";
     no.shim_argv = {SelfExecutable(), "_job-shim"};
+    spdlog::info("stoker agent: {}", ApplyJobRunFlags(flags.jobs, &no));
     server::NodeInventory inv = node::BuildInventory(node_name, opened->source.get());
     node_agent = std::make_unique<node::NodeAgent>(
         no, &clock, inv, [&sampler, hostname]() -> nlohmann::json {
@@ -268,8 +275,8 @@ int RunAgent(const AgentFlags& flags) {
           return j.contains("gpus") ? j["gpus"] : nlohmann::json::array();
         });
     node_thread = std::thread([&] { node_agent->Run(&stop_node); });
-    spdlog::info("stoker agent: node '{}' ({} GPUs{}) reporting to {}, jobs in {}", node_name, inv.gpus.size(),
-                 inv.simulated ? ", SIMULATED" : "", no.server_url, no.state_dir);
+    spdlog::info("stoker agent: node '{}' ({} GPUs{}) reporting to {}, jobs in {}", node_name,
+                 inv.gpus.size(), inv.simulated ? ", SIMULATED" : "", no.server_url, no.state_dir);
   }
   int sig = 0;
   sigwait(&signals, &sig);
@@ -323,14 +330,15 @@ std::string RenderTable(const TelemetrySnapshot& snap, const std::string& hostna
                        snap.source_description, reset);
   }
   out += fmt::format("{}{}{}  {}\n", bold, hostname, reset, snap.source_description);
-  out += fmt::format("{}{:<4}{:<26}{:>5}{:>6}{:>8}  {:<16}{:>6}  {:<12}{}{}\n", bold, "GPU", "Model",
-                     "Util", "SM", "Tensor", "Memory GiB", "Temp", "Power W", "Health", reset);
+  out +=
+      fmt::format("{}{:<4}{:<26}{:>5}{:>6}{:>8}  {:<16}{:>6}  {:<12}{}{}\n", bold, "GPU", "Model",
+                  "Util", "SM", "Tensor", "Memory GiB", "Temp", "Power W", "Health", reset);
   for (size_t i = 0; i < snap.gpus.size(); ++i) {
     const GpuState& g = snap.gpus[i];
     const GpuSample& s = g.sample;
     const bool fresh = g.have_sample && g.last_error.empty();
-    std::string health = !fresh ? (g.have_sample ? "unreachable" : "no sample")
-                                : GpuHealthName(s.health);
+    std::string health =
+        !fresh ? (g.have_sample ? "unreachable" : "no sample") : GpuHealthName(s.health);
     if (g.last_xid != 0) {
       health += fmt::format(" XID {} ({})", g.last_xid,
                             telemetry::XidGradeName(telemetry::GradeXid(g.last_xid)));
@@ -367,17 +375,16 @@ std::string RenderTable(const TelemetrySnapshot& snap, const std::string& hostna
       const std::string mig = p.gpu_instance_id == UINT32_MAX
                                   ? "-"
                                   : fmt::format("{}/{}", p.gpu_instance_id, p.compute_instance_id);
-      const std::string job = p.job.known()
-                                  ? fmt::format("{}:{}", JobKindName(p.job.kind), p.job.id)
-                                  : "-";
-      const std::string mem = p.used_memory_bytes.has_value()
-                                  ? fmt::format("{:.1f} GiB", static_cast<double>(
-                                                                  p.used_memory_bytes.value()) /
-                                                                  (1ULL << 30))
-                                  : "n/a";
-      out += fmt::format("{:<5}{:<8}{:<9}{:<28}{:<12}{:>10}  {}\n", i, p.pid, mig,
-                         job.substr(0, 27), p.job.user.empty() ? "-" : p.job.user.substr(0, 11),
-                         mem, p.name);
+      const std::string job =
+          p.job.known() ? fmt::format("{}:{}", JobKindName(p.job.kind), p.job.id) : "-";
+      const std::string mem =
+          p.used_memory_bytes.has_value()
+              ? fmt::format("{:.1f} GiB",
+                            static_cast<double>(p.used_memory_bytes.value()) / (1ULL << 30))
+              : "n/a";
+      out +=
+          fmt::format("{:<5}{:<8}{:<9}{:<28}{:<12}{:>10}  {}\n", i, p.pid, mig, job.substr(0, 27),
+                      p.job.user.empty() ? "-" : p.job.user.substr(0, 11), mem, p.name);
     }
   }
   if (!any) out += "\nNo GPU processes.\n";
@@ -456,33 +463,37 @@ int RunSmi(const SmiFlags& flags) {
 void RegisterAgentCommands(CLI::App& app, int& exit_code) {
   auto agent_flags = std::make_shared<AgentFlags>();
   CLI::App* agent = app.add_subcommand(
-      "agent", "Run the node GPU telemetry agent (Prometheus /metrics, /healthz, /api/v1/snapshot)");
+      "agent",
+      "Run the node GPU telemetry agent (Prometheus /metrics, /healthz, /api/v1/snapshot)");
   agent->add_option("--listen", agent_flags->listen, "HOST:PORT to serve on")
       ->capture_default_str();
   agent->add_option("--interval", agent_flags->interval, "Sample interval (min 100ms)")
       ->capture_default_str();
-  agent->add_option("--xid-hold", agent_flags->xid_hold,
-                    "How long stoker_gpu_last_xid keeps showing an XID before clearing to 0")
+  agent
+      ->add_option("--xid-hold", agent_flags->xid_hold,
+                   "How long stoker_gpu_last_xid keeps showing an XID before clearing to 0")
       ->capture_default_str();
   agent->add_option("--hostname", agent_flags->hostname, "hostname label (default: this host)");
   agent->add_flag("--dcgm-compat", agent_flags->dcgm_compat,
                   "Also emit dcgm-exporter's DCGM_FI_* metrics (names, labels, units)");
-  agent->add_option("--server", agent_flags->server,
-                    "Stoker server URL: also register this node and run its jobs (env STOKER_SERVER)");
+  agent->add_option(
+      "--server", agent_flags->server,
+      "Stoker server URL: also register this node and run its jobs (env STOKER_SERVER)");
   agent->add_option("--token", agent_flags->token,
                     "Agent token for --server, named like this node (env STOKER_TOKEN)");
   agent->add_option("--ca-file", agent_flags->ca_file, "CA certificate for an HTTPS server");
   agent->add_option("--state-dir", agent_flags->state_dir,
                     "Job state directory with --server (default ~/.local/state/stoker/node/jobs)");
+  AddJobRunFlags(agent, &agent_flags->jobs);
   AddSourceFlags(agent, agent_flags->source);
   agent->callback([agent_flags, &exit_code] { exit_code = RunAgent(*agent_flags); });
 
   auto smi_flags = std::make_shared<SmiFlags>();
   CLI::App* smi = app.add_subcommand("smi", "Show this node's GPUs, MIG instances and processes");
   smi->add_flag("--json", smi_flags->json, "Print the JSON snapshot instead of a table");
-  CLI::Option* watch = smi->add_option("--watch", smi_flags->watch,
-                                       "Redraw every SECONDS (default 2) until Ctrl-C")
-                           ->expected(0, 1);
+  CLI::Option* watch =
+      smi->add_option("--watch", smi_flags->watch, "Redraw every SECONDS (default 2) until Ctrl-C")
+          ->expected(0, 1);
   AddSourceFlags(smi, smi_flags->source);
   smi->callback([smi_flags, watch, &exit_code] {
     smi_flags->watch_given = watch->count() > 0;

@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "cli/cli.h"
+#include "cli/node_flags.h"
 #include "core/clock.h"
 #include "efficiency/http_poster.h"
 #include "efficiency/server_bridge.h"
@@ -328,7 +329,7 @@ struct RunningServer {
   std::unique_ptr<store::Store> store;
   std::unique_ptr<server::Server> core;
   std::unique_ptr<server::Api> api;
-  std::unique_ptr<server::HttpServer> http;
+  std::unique_ptr<http::Server> http;
   SystemClock clock;
   // Efficiency engine: server observer + API extension; stopped before the clock goes.
   std::unique_ptr<efficiency::StoreLedgerStore> ledger;
@@ -407,14 +408,14 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   so.preemption_grace = eff_cfg.oversub.grace;
   STOKER_ASSIGN_OR_RETURN(rs->core, server::Server::Create(rs->store.get(), &rs->clock, so));
   rs->api = std::make_unique<server::Api>(rs->core.get());
-  server::HttpOptions ho;
+  http::ServerOptions ho;
   ho.host = hp.first;
   ho.port = hp.second;
   ho.tls_cert = f.tls_cert;
   ho.tls_key = f.tls_key;
   ho.threads = f.http_threads;
   STOKER_RETURN_IF_ERROR(StartEfficiency(*rs, f, eff_cfg));
-  rs->http = std::make_unique<server::HttpServer>(rs->api.get(), ho);
+  rs->http = std::make_unique<http::Server>(rs->api.get(), ho);
   STOKER_RETURN_IF_ERROR(rs->http->Start());
   rs->core->Start();
   rs->efficiency->Start(&rs->clock);
@@ -515,7 +516,7 @@ int RunServer(ServerFlags f) {
   return kExitOk;
 }
 
-int RunUp(ServerFlags f, GpuFlags g, std::string node_name) {
+int RunUp(ServerFlags f, GpuFlags g, JobRunFlags jf, std::string node_name) {
   InstallSignalHandlers();
   auto rs = StartServer(f);
   if (!rs.ok()) return Fail(rs.status());
@@ -541,12 +542,14 @@ int RunUp(ServerFlags f, GpuFlags g, std::string node_name) {
   no.token = *agent_token;
   no.state_dir = f.data_dir + "/node/jobs";
   no.shim_argv = {SelfExe(), "_job-shim"};
+  const std::string isolation = ApplyJobRunFlags(jf, &no);
   node::NodeAgent agent(no, &server.clock, inv, SamplesFrom(gpus->sampler.get(), node_name));
 
   fmt::print("stoker up: server {} , data dir {}\n", url, f.data_dir);
   if (!gpus->note.empty()) fmt::print("{}\n", gpus->note);
   fmt::print("node '{}': {} CPUs, {} MiB, {} GPU(s){}\n", node_name, inv.cpu_milli / 1000,
              inv.memory_mib, inv.gpus.size(), inv.simulated ? " [simulated]" : "");
+  fmt::print("{}\n", isolation);
   fmt::print("admin token in {}/admin.token; the CLI on this machine finds it via {}/local.yaml\n",
              f.data_dir, ConfigDir());
   fmt::print("try: stoker submit -- echo hello   ·   stoker jobs   ·   stoker nodes\n");
@@ -564,7 +567,7 @@ int RunUp(ServerFlags f, GpuFlags g, std::string node_name) {
   return kExitOk;
 }
 
-int RunNode(ClientFlags c, GpuFlags g, std::string name, std::string state_dir) {
+int RunNode(ClientFlags c, GpuFlags g, JobRunFlags jf, std::string name, std::string state_dir) {
   InstallSignalHandlers();
   SystemClock clock;
   auto client = MakeClient(c);
@@ -583,10 +586,12 @@ int RunNode(ClientFlags c, GpuFlags g, std::string name, std::string state_dir) 
   no.ca_file = c.ca_file;
   no.state_dir = state_dir;
   no.shim_argv = {SelfExe(), "_job-shim"};
+  const std::string isolation = ApplyJobRunFlags(jf, &no);
   node::NodeAgent agent(no, &clock, node::BuildInventory(name, gpus->source.get()),
                         SamplesFrom(gpus->sampler.get(), name));
   if (!gpus->note.empty()) fmt::print("{}\n", gpus->note);
-  fmt::print("node '{}' reporting to {} (jobs in {})\n", name, no.server_url, state_dir);
+  fmt::print("node '{}' reporting to {} (jobs in {})\n{}\n", name, no.server_url, state_dir,
+             isolation);
   std::fflush(stdout);
   std::thread t([&] { agent.Run(&g_stop); });
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -757,7 +762,9 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
                     "Serve a simulated node from this fake-NVML scenario");
     cmd->add_option("--nvml-lib", g->nvml_lib, "NVML library to load")->capture_default_str();
     cmd->add_option("--node-name", *name, "Name of the local node (default: host name)");
-    cmd->callback([f, g, name, &exit_code] { exit_code = RunUp(*f, *g, *name); });
+    auto* jf = FlagStorage<JobRunFlags>();
+    AddJobRunFlags(cmd, jf);
+    cmd->callback([f, g, jf, name, &exit_code] { exit_code = RunUp(*f, *g, *jf, *name); });
   }
   // stoker node
   {
@@ -774,7 +781,10 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
     cmd->add_option("--simulate", g->simulate,
                     "Serve a simulated node from this fake-NVML scenario");
     cmd->add_option("--nvml-lib", g->nvml_lib, "NVML library to load")->capture_default_str();
-    cmd->callback([c, g, name, dir, &exit_code] { exit_code = RunNode(*c, *g, *name, *dir); });
+    auto* jf = FlagStorage<JobRunFlags>();
+    AddJobRunFlags(cmd, jf);
+    cmd->callback(
+        [c, g, jf, name, dir, &exit_code] { exit_code = RunNode(*c, *g, *jf, *name, *dir); });
   }
   // stoker _job-shim DIR (internal: the per-job supervisor)
   {

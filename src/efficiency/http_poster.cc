@@ -1,5 +1,6 @@
 #include "efficiency/http_poster.h"
 
+#include <fcntl.h>
 #include <httplib.h>
 
 namespace stoker::efficiency {
@@ -25,6 +26,8 @@ void SetTimeouts(httplib::Client& c, Duration timeout) {
   c.set_connection_timeout(us / 1'000'000, us % 1'000'000);
   c.set_read_timeout(us / 1'000'000, us % 1'000'000);
   c.set_write_timeout(us / 1'000'000, us % 1'000'000);
+  // No process the server starts may inherit a connection.
+  c.set_socket_options([](socket_t sock) { ::fcntl(sock, F_SETFD, FD_CLOEXEC); });
 }
 
 }  // namespace
@@ -38,7 +41,8 @@ Status HttplibPoster::Post(const std::string& url, const std::string& body,
     auto res = c.Post(p.path.c_str(), body, content_type.c_str());
     if (!res) return Unavailable("POST " + url + ": " + httplib::to_string(res.error()));
     if (res->status < 200 || res->status >= 300) {
-      return Unavailable("POST " + url + ": HTTP " + std::to_string(res->status) + ": " + res->body);
+      return Unavailable("POST " + url + ": HTTP " + std::to_string(res->status) + ": " +
+                         res->body);
     }
   } catch (const std::exception& e) {  // httplib throws on malformed hosts
     return Unavailable("POST " + url + ": " + e.what());

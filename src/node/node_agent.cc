@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 namespace stoker::node {
@@ -56,6 +57,7 @@ server::NodeInventory BuildInventory(const std::string& name, GpuSource* source)
     g.model = s.id.name.empty() ? "unknown" : s.id.name;
     g.memory_mib = static_cast<int64_t>(s.memory_total_bytes.value_or(0) >> 20);
     g.mig_enabled = s.mig_enabled.value_or(false);
+    if (s.id.minor.has_value()) g.minor = s.id.minor.value();
     for (const MigInstance& m : s.mig_instances) {
       g.mig.push_back(server::MigInfo{m.uuid, m.profile, m.slices});
     }
@@ -70,14 +72,21 @@ NodeAgent::NodeAgent(NodeOptions options, Clock* clock, server::NodeInventory in
       clock_(clock),
       inventory_(std::move(inventory)),
       samples_(std::move(samples)),
-      runner_(options_.state_dir, options_.shim_argv, clock, options_.cancel_grace),
+      runner_(runner::RunnerOptions{.state_dir = options_.state_dir,
+                                    .shim_argv = options_.shim_argv,
+                                    .grace = options_.cancel_grace,
+                                    .users = options_.users,
+                                    .cgroups = options_.cgroups},
+              clock),
       client_(options_.server_url, options_.token, 10, options_.ca_file) {
   client_.set_keep_alive(false);
+  inventory_.isolation = options_.cgroups.Describe();
 }
 
 server::JobReport NodeAgent::ReportFor(const runner::JobStatus& st) {
   server::JobReport r;
   r.id = std::stoll(st.job_id);
+  r.attempt = st.attempt;
   r.phase = runner::JobPhaseName(st.phase);
   r.exit_code = st.exit_code;
   r.signal = st.signal;
@@ -109,9 +118,11 @@ Status NodeAgent::RunOnce() {
     if (st.job_id.find_first_not_of("0123456789") != std::string::npos) continue;
     hb.jobs.push_back(ReportFor(st));
   }
-  for (const auto& [id, err] : launch_errors_) {
+  for (const auto& [id, failed] : launch_errors_) {
+    const auto& [attempt, err] = failed;
     server::JobReport r;
     r.id = id;
+    r.attempt = attempt;
     r.phase = "exited";
     r.exit_code = 127;
     r.error = err;
@@ -154,13 +165,21 @@ Status NodeAgent::RunOnce() {
     spec.env = o.env;
     spec.workdir = o.workdir;
     spec.user = o.user;
-    if (o.has_gpu) spec.cuda_visible_devices = o.cuda_visible_devices;
+    spec.attempt = o.attempt;
+    spec.cuda_visible_devices = o.has_gpu ? o.cuda_visible_devices : "";
+    spec.cpu_milli = o.cpu_milli;
+    spec.memory_mib = o.memory_mib;
+    for (uint32_t index : o.gpu_indices) {
+      auto g = std::find_if(inventory_.gpus.begin(), inventory_.gpus.end(),
+                            [&](const server::GpuInfo& x) { return x.index == index; });
+      if (g != inventory_.gpus.end()) spec.gpu_minors.push_back(g->minor.value_or(g->index));
+    }
     Status s = runner_.Launch(spec);
     if (s.ok()) {
       spdlog::info("job {} started: {}", o.id, o.command.empty() ? "" : o.command[0]);
     } else if (s.code() != StatusCode::kAlreadyExists) {
       spdlog::warn("job {} could not start: {}", o.id, s.ToString());
-      launch_errors_[o.id] = s.message();
+      launch_errors_[o.id] = {o.attempt, s.message()};
     }
   }
   return Status::Ok();

@@ -24,11 +24,16 @@ struct NodeOptions {
   std::string server_url;
   std::string token;
   std::string ca_file;
-  std::string state_dir;                // job directories (runner)
-  std::vector<std::string> shim_argv;   // e.g. {"/usr/bin/stoker", "_job-shim"}
+  std::string state_dir;               // job directories (runner)
+  std::vector<std::string> shim_argv;  // e.g. {"/usr/bin/stoker", "_job-shim"}
   Duration heartbeat_interval = std::chrono::seconds(1);
   Duration cancel_grace = std::chrono::seconds(10);
-  size_t max_log_chunk = 256 * 1024;    // per stream per heartbeat
+  size_t max_log_chunk = 256 * 1024;  // per stream per heartbeat
+  // Who jobs may run as when the agent is root: a start order for anyone else (root and
+  // system accounts, by default) is refused here, whatever the server says.
+  runner::UserPolicy users;
+  // What the node can enforce for jobs (runner::ProbeCgroups); said in its registration.
+  runner::CgroupSupport cgroups;
 };
 
 // The GPU part of the inventory from a GpuSource (index, UUID, model, memory, MIG instances),
@@ -60,7 +65,8 @@ class NodeAgent {
   server::ApiClient client_;
   bool registered_ = false;
   std::map<int64_t, std::pair<int64_t, int64_t>> sent_;  // bytes of stdout/stderr the server holds
-  std::map<int64_t, std::string> launch_errors_;         // jobs that could not be launched
+  // Jobs that could not be launched: (attempt, why).
+  std::map<int64_t, std::pair<int64_t, std::string>> launch_errors_;
 };
 
 }  // namespace stoker::node

@@ -1,7 +1,9 @@
 #include "runner/runner.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,19 +15,17 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/job_scope.h"
+
 namespace stoker::runner {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
 
-bool ValidJobId(const std::string& id) {
-  if (id.empty() || id.size() > 128) return false;
-  for (char c : id) {
-    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-')) return false;
-  }
-  return id != "." && id != "..";
-}
+bool ValidJobId(const std::string& id) { return IsValidStokerJobId(id); }
+
+bool HasNul(const std::string& s) { return s.find('\0') != std::string::npos; }
 
 std::optional<std::string> ReadSmallFile(const std::string& path) {
   std::ifstream in(path);
@@ -109,25 +109,104 @@ std::string JobPhaseName(JobPhase p) {
   return "unknown";
 }
 
-Runner::Runner(std::string state_dir, std::vector<std::string> shim_argv, Clock* clock,
-               Duration grace)
-    : state_dir_(std::move(state_dir)),
-      shim_argv_(std::move(shim_argv)),
-      clock_(clock),
-      grace_(grace) {
-  std::error_code ec;
-  fs::create_directories(state_dir_, ec);
+void CloseDescriptorsFrom(int lowest) {
+  if (::close_range(static_cast<unsigned>(lowest), ~0U, 0) == 0) return;
+  // Kernels before 5.9: close one by one up to the descriptor limit.
+  rlimit rl{};
+  const int max = ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                      ? static_cast<int>(std::min<rlim_t>(rl.rlim_cur, 1 << 20))
+                      : 65536;
+  for (int fd = lowest; fd < max; ++fd) ::close(fd);
 }
 
-std::string Runner::JobDir(const std::string& job_id) const { return state_dir_ + "/" + job_id; }
+Runner::Runner(RunnerOptions options, Clock* clock) : options_(std::move(options)), clock_(clock) {
+  std::error_code ec;
+  fs::create_directories(options_.state_dir, ec);
+}
+
+Runner::Runner(std::string state_dir, std::vector<std::string> shim_argv, Clock* clock,
+               Duration grace)
+    : Runner(
+          RunnerOptions{
+              .state_dir = std::move(state_dir), .shim_argv = std::move(shim_argv), .grace = grace},
+          clock) {}
+
+std::string Runner::JobDir(const std::string& job_id) const {
+  return options_.state_dir + "/" + job_id;
+}
+
+Status Runner::CheckUser(const std::string& user) const {
+  if (::geteuid() != 0) return Status::Ok();  // every job runs as this (unprivileged) user
+  // No user: the job would run as this process, root.
+  const passwd* pw = user.empty() ? ::getpwuid(0) : ::getpwnam(user.c_str());
+  if (pw == nullptr) return PermissionDenied("user: '" + user + "' is not a user of this node");
+  const UserPolicy& p = options_.users;
+  if (pw->pw_uid == 0 && !p.allow_root) {
+    return PermissionDenied("user: '" + std::string(pw->pw_name) +
+                            "' is root; this node does not run jobs as root (--allow-root-jobs)");
+  }
+  if (pw->pw_uid != 0 && pw->pw_uid < p.min_uid && !p.allow.count(user)) {
+    return PermissionDenied("user: '" + user + "' (uid " + std::to_string(pw->pw_uid) +
+                            ") is a system account; this node runs jobs only for uid >= " +
+                            std::to_string(p.min_uid) + " or users it allows by name");
+  }
+  return Status::Ok();
+}
+
+std::string Runner::JobCgroup(const std::string& job_id) const {
+  auto text = ReadSmallFile(JobDir(job_id) + "/cgroup");
+  if (!text) return "";
+  std::string dir = *text;
+  while (!dir.empty() && (dir.back() == '\n' || dir.back() == ' ')) dir.pop_back();
+  return dir;
+}
+
+int Runner::LiveShim(const std::string& job_id) const {
+  auto text = ReadSmallFile(JobDir(job_id) + "/shim.pid");
+  if (!text) return 0;
+  std::istringstream in(*text);
+  int pid = 0;
+  uint64_t start = 0;
+  in >> pid;
+  std::optional<uint64_t> start_time;
+  if (in >> start) start_time = start;
+  return ProcessAlive(pid, start_time) ? pid : 0;
+}
 
 Status Runner::Launch(const LaunchSpec& spec) {
   if (!ValidJobId(spec.job_id)) return InvalidArgument("job_id: must match [A-Za-z0-9_.-]{1,128}");
   if (spec.argv.empty() || spec.argv[0].empty()) return InvalidArgument("argv: must not be empty");
+  for (size_t i = 0; i < spec.argv.size(); ++i) {
+    if (HasNul(spec.argv[i])) {
+      return InvalidArgument("argv[" + std::to_string(i) + "]: contains a NUL byte");
+    }
+  }
+  if (HasNul(spec.workdir)) return InvalidArgument("workdir: contains a NUL byte");
+  for (const auto& [k, v] : spec.env) {
+    if (HasNul(k) || HasNul(v) || k.find('=') != std::string::npos || k.empty()) {
+      return InvalidArgument("env." + k + ": invalid name or a NUL byte");
+    }
+  }
+  STOKER_RETURN_IF_ERROR(CheckUser(spec.user));
   const std::string dir = JobDir(spec.job_id);
   std::error_code ec;
   if (fs::exists(dir, ec)) return AlreadyExists("job " + spec.job_id + " already has a directory");
   if (!fs::create_directories(dir, ec)) return Internal("create " + dir + ": " + ec.message());
+  STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir + "/attempt", std::to_string(spec.attempt) + "\n"));
+  std::string cgroup;
+  if (options_.cgroups.enabled()) {
+    CgroupLimits limits{.cpu_milli = spec.cpu_milli,
+                        .memory_mib = spec.memory_mib,
+                        .restrict_gpus = true,
+                        .gpu_minors = spec.gpu_minors};
+    auto made = CreateJobCgroup(options_.cgroups, spec.job_id, limits);
+    if (!made.ok()) {
+      fs::remove_all(dir, ec);
+      return made.status().WithContext("job " + spec.job_id + ": cgroup");
+    }
+    cgroup = *made;
+    STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir + "/cgroup", cgroup + "\n"));
+  }
 
   json j;
   j["job_id"] = spec.job_id;
@@ -135,12 +214,13 @@ Status Runner::Launch(const LaunchSpec& spec) {
   j["env"] = spec.env;
   j["workdir"] = spec.workdir;
   j["user"] = spec.user;
-  if (spec.cuda_visible_devices) j["cuda_visible_devices"] = *spec.cuda_visible_devices;
+  j["cuda_visible_devices"] = spec.cuda_visible_devices;
+  if (!cgroup.empty()) j["cgroup"] = cgroup;
   STOKER_RETURN_IF_ERROR(WriteFileAtomic(dir + "/spec.json", j.dump()));
 
   // Everything the forked children touch is prepared before fork (only async-signal-safe calls
   // may follow fork in a multi-threaded process).
-  std::vector<std::string> args = shim_argv_;
+  std::vector<std::string> args = options_.shim_argv;
   args.push_back(dir);
   std::vector<char*> cargs;
   for (auto& a : args) cargs.push_back(a.data());
@@ -167,6 +247,9 @@ Status Runner::Launch(const LaunchSpec& spec) {
         ::dup2(devnull, 1);
         ::dup2(devnull, 2);
       }
+      // Nothing of this process (the API's listener and connections, the store, NVML's
+      // devices) reaches the shim, whether or not it was opened close-on-exec.
+      CloseDescriptorsFrom(3);
       ::execv(cargs[0], cargs.data());
       const int fd = ::open(exit_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       if (fd >= 0) {
@@ -189,6 +272,10 @@ JobStatus Runner::Read(const std::string& job_id) const {
   const std::string dir = JobDir(job_id);
   JobStatus st;
   st.job_id = job_id;
+  if (auto attempt = ReadSmallFile(dir + "/attempt")) {
+    std::istringstream in(*attempt);
+    in >> st.attempt;
+  }
   if (auto pid_text = ReadSmallFile(dir + "/pid")) {
     std::istringstream in(*pid_text);
     in >> st.pid;
@@ -237,12 +324,17 @@ Status Runner::Cancel(const std::string& job_id, std::optional<Duration> grace) 
   JobStatus st = Read(job_id);
   if (st.phase == JobPhase::kExited) return Status::Ok();
   if (st.pid <= 0) return Unavailable("job " + job_id + " is still starting; retry");
+  // The shim passes the signal to every process of the job (its cgroup, or every process it
+  // adopted as subreaper). The job's own group and cgroup are signalled here too, so a cancel
+  // works even when the shim is gone.
+  if (const int shim = LiveShim(job_id); shim > 0) ::kill(shim, SIGTERM);
   // The job leads its own process group (pgid == pid).
   if (::kill(-st.pid, SIGTERM) != 0 && errno != ESRCH) {
     return Internal("kill " + std::to_string(st.pid) + ": " + std::strerror(errno));
   }
+  if (const std::string cg = JobCgroup(job_id); !cg.empty()) (void)SignalCgroup(cg, SIGTERM);
   if (!kill_deadlines_.count(job_id))
-    kill_deadlines_[job_id] = clock_->Now() + grace.value_or(grace_);
+    kill_deadlines_[job_id] = clock_->Now() + grace.value_or(options_.grace);
   return Status::Ok();
 }
 
@@ -250,7 +342,7 @@ std::vector<JobStatus> Runner::Poll() {
   std::vector<JobStatus> out;
   std::error_code ec;
   std::vector<std::string> ids;
-  for (const auto& entry : fs::directory_iterator(state_dir_, ec)) {
+  for (const auto& entry : fs::directory_iterator(options_.state_dir, ec)) {
     if (entry.is_directory(ec)) ids.push_back(entry.path().filename().string());
   }
   std::sort(ids.begin(), ids.end());
@@ -262,7 +354,9 @@ std::vector<JobStatus> Runner::Poll() {
       if (st.phase == JobPhase::kExited) {
         kill_deadlines_.erase(it);
       } else if (now >= it->second && st.pid > 0) {
+        if (const int shim = LiveShim(id); shim > 0) ::kill(shim, SIGUSR1);
         ::kill(-st.pid, SIGKILL);
+        if (const std::string cg = JobCgroup(id); !cg.empty()) (void)KillCgroup(cg);
       }
     }
     out.push_back(std::move(st));
@@ -279,6 +373,7 @@ Status Runner::Forget(const std::string& job_id) {
   if (!ValidJobId(job_id)) return InvalidArgument("job_id");
   JobStatus st = Read(job_id);
   if (st.phase != JobPhase::kExited) return FailedPrecondition("job " + job_id + " still running");
+  if (const std::string cg = JobCgroup(job_id); !cg.empty()) (void)RemoveJobCgroup(cg);
   std::error_code ec;
   fs::remove_all(JobDir(job_id), ec);
   kill_deadlines_.erase(job_id);

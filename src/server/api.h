@@ -12,23 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "http/server.h"
 #include "server/server.h"
 
 namespace stoker::server {
 
-struct ApiRequest {
-  std::string method;  // GET, POST, PUT, DELETE
-  std::string path;    // "/api/v1/jobs/12"
-  std::map<std::string, std::string> query;
-  std::string authorization;  // the Authorization header
-  std::string body;
-};
-
-struct ApiResponse {
-  int status = 200;
-  std::string body;
-  std::string content_type = "application/json";
-};
+using ApiRequest = http::Request;
+using ApiResponse = http::Response;
 
 inline constexpr size_t kMaxRequestBody = 4 << 20;
 
@@ -51,10 +41,10 @@ class ApiExtension {
   virtual json OpenApiPaths() const { return json::object(); }
 };
 
-class Api {
+class Api final : public http::Handler {
  public:
   explicit Api(Server* server) : server_(server) {}
-  ApiResponse Handle(const ApiRequest& req) const;
+  ApiResponse Handle(const ApiRequest& req) const override;
   // Not thread-safe: add extensions before serving.
   void AddExtension(ApiExtension* e);
 

@@ -1,5 +1,6 @@
 #include "server/http.h"
 
+#include <fcntl.h>
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
@@ -7,25 +8,16 @@
 
 namespace stoker::server {
 
-Result<std::pair<std::string, int>> ParseHostPort(const std::string& s) {
-  const size_t colon = s.rfind(':');
-  if (colon == std::string::npos || colon == 0) return InvalidArgument("listen: expected HOST:PORT, got '" + s + "'");
-  int port = 0;
-  const std::string p = s.substr(colon + 1);
-  auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
-  if (ec != std::errc() || ptr != p.data() + p.size() || port < 0 || port > 65535) {
-    return InvalidArgument("listen: bad port in '" + s + "'");
-  }
-  return std::make_pair(s.substr(0, colon), port);
-}
-
 struct ApiClient::Impl {
   std::unique_ptr<httplib::Client> client;
 };
 
 ApiClient::ApiClient(std::string base_url, std::string token, double timeout_s, std::string ca_file)
-    : base_url_(std::move(base_url)), token_(std::move(token)), timeout_s_(timeout_s),
-      ca_file_(std::move(ca_file)), impl_(std::make_unique<Impl>()) {}
+    : base_url_(std::move(base_url)),
+      token_(std::move(token)),
+      timeout_s_(timeout_s),
+      ca_file_(std::move(ca_file)),
+      impl_(std::make_unique<Impl>()) {}
 
 ApiClient::~ApiClient() = default;
 ApiClient::ApiClient(ApiClient&&) noexcept = default;
@@ -45,14 +37,16 @@ Result<HttpResult> ApiClient::Do(const std::string& method, const std::string& p
     impl_->client->set_read_timeout(sec, usec);
     impl_->client->set_write_timeout(sec, usec);
     impl_->client->set_keep_alive(keep_alive_);
+    // No process this one starts (the node's job shims) may inherit a connection to the API.
+    impl_->client->set_socket_options([](socket_t sock) { ::fcntl(sock, F_SETFD, FD_CLOEXEC); });
     if (!ca_file_.empty()) impl_->client->set_ca_cert_path(ca_file_.c_str());
   }
   httplib::Headers headers;
   if (!token_.empty()) headers.emplace("Authorization", "Bearer " + token_);
-  httplib::Result res =
-      method == "GET"    ? impl_->client->Get(path.c_str(), headers)
-      : method == "POST" ? impl_->client->Post(path.c_str(), headers, body, "application/json")
-                         : impl_->client->Put(path.c_str(), headers, body, "application/json");
+  httplib::Result res = method == "GET" ? impl_->client->Get(path.c_str(), headers)
+                        : method == "POST"
+                            ? impl_->client->Post(path.c_str(), headers, body, "application/json")
+                            : impl_->client->Put(path.c_str(), headers, body, "application/json");
   if (!res) {
     const std::string err = httplib::to_string(res.error());
     impl_->client.reset();  // reconnect next time
@@ -81,14 +75,22 @@ Status StatusFromHttp(const HttpResult& r) {
     msg = r.body["error"].value("message", msg);
   }
   switch (r.status) {
-    case 400: return InvalidArgument(msg);
-    case 401: return Unauthenticated(msg);
-    case 403: return PermissionDenied(msg);
-    case 404: return NotFound(msg);
-    case 409: return FailedPrecondition(msg);
-    case 413: return ResourceExhausted(msg);
-    case 503: return Unavailable(msg);
-    default: return Internal(msg);
+    case 400:
+      return InvalidArgument(msg);
+    case 401:
+      return Unauthenticated(msg);
+    case 403:
+      return PermissionDenied(msg);
+    case 404:
+      return NotFound(msg);
+    case 409:
+      return FailedPrecondition(msg);
+    case 413:
+      return ResourceExhausted(msg);
+    case 503:
+      return Unavailable(msg);
+    default:
+      return Internal(msg);
   }
 }
 

@@ -1,7 +1,6 @@
 #pragma once
-// HTTP(S) transport for the API: a server (Boost.Beast, http_server.cc) that forwards every
-// request to Api::Handle, and a small JSON client (cpp-httplib, http.cc) used by the CLI, the
-// node loop and the load generator.
+// The API's client: a small blocking JSON client (cpp-httplib) used by the CLI, the node loop
+// and the load generator. The server side is http/server.h with server::Api as its handler.
 
 #include <atomic>
 #include <memory>
@@ -9,49 +8,18 @@
 #include <thread>
 
 #include "core/status.h"
-#include "server/api.h"
+#include "http/server.h"
+#include "server/model.h"
 
 namespace stoker::server {
-
-struct HttpOptions {
-  std::string host = "127.0.0.1";
-  int port = 8470;       // 0: pick a free port (see HttpServer::port())
-  std::string tls_cert;  // PEM files; both set -> HTTPS
-  std::string tls_key;
-  // Threads that run request handlers (a submission waits there for its durable commit, so
-  // this bounds how many commits can be grouped). Connections are not tied to threads.
-  int threads = 32;
-  int io_threads = 2;           // threads that read and write the sockets
-  int max_connections = 20000;  // beyond this a new connection is closed at once
-};
-
-class HttpServer {
- public:
-  HttpServer(Api* api, HttpOptions options);
-  ~HttpServer();
-  // Binds and starts serving on a background thread.
-  Status Start();
-  void Stop();
-  int port() const { return port_; }
-  std::string url() const;
-
-  struct Impl;
-
- private:
-  Api* api_;
-  HttpOptions options_;
-  std::unique_ptr<Impl> impl_;
-  int port_ = 0;
-};
-
-// "host:port" -> (host, port). InvalidArgument names the problem.
-Result<std::pair<std::string, int>> ParseHostPort(const std::string& s);
 
 struct HttpResult {
   int status = 0;
   json body;  // parsed JSON (null when the body was not JSON)
   std::string raw;
 };
+
+using http::ParseHostPort;
 
 // Blocking JSON client. Thread-compatible (one instance per thread).
 class ApiClient {

@@ -217,6 +217,36 @@ Result<JobSpec> ParseJobSpec(const json& body) {
   return s;
 }
 
+bool IsReservedEnvName(std::string_view name) {
+  return name == "CUDA_VISIBLE_DEVICES" || name == "NVIDIA_VISIBLE_DEVICES" ||
+         name.starts_with("STOKER_") || name.starts_with("CUDA_MPS_");
+}
+
+Status CheckSubmission(const JobSpec& s) {
+  auto nul = [](const std::string& v) { return v.find('\0') != std::string::npos; };
+  auto bad = [](const std::string& field) {
+    return FieldError(field, "must not contain NUL bytes");
+  };
+  if (nul(s.name)) return bad("name");
+  for (size_t i = 0; i < s.command.size(); ++i) {
+    if (nul(s.command[i])) return bad("command[" + std::to_string(i) + "]");
+  }
+  if (nul(s.workdir)) return bad("workdir");
+  for (const auto& [k, v] : s.env) {
+    if (IsReservedEnvName(k)) {
+      return FieldError("env." + k, "set by Stoker from the job's assignment; not settable");
+    }
+    if (nul(v)) return bad("env." + k);
+  }
+  for (size_t i = 0; i < s.gpu_models.size(); ++i) {
+    if (nul(s.gpu_models[i])) return bad("gpu_models[" + std::to_string(i) + "]");
+  }
+  if (nul(s.mig)) return bad("mig");
+  if (nul(s.job_class)) return bad("class");
+  if (nul(s.user)) return bad("user");
+  return Status::Ok();
+}
+
 json JobSpecToJson(const JobSpec& s) {
   json j;
   j["name"] = s.name;
@@ -319,6 +349,8 @@ Result<Job> JobFromJson(const json& j) {
 
 Result<NodeInventory> ParseNodeInventory(const json& body) {
   STOKER_RETURN_IF_ERROR(CheckObject(body, "node"));
+  STOKER_RETURN_IF_ERROR(CheckKnownFields(
+      body, {"name", "simulated", "source", "cpu_milli", "memory_mib", "gpus", "isolation"}));
   NodeInventory n;
   STOKER_RETURN_IF_ERROR(GetString(body, "name", &n.name, 128));
   if (n.name.empty()) return FieldError("name", "required");
@@ -329,6 +361,7 @@ Result<NodeInventory> ParseNodeInventory(const json& body) {
   }
   STOKER_RETURN_IF_ERROR(GetBool(body, "simulated", &n.simulated));
   STOKER_RETURN_IF_ERROR(GetString(body, "source", &n.source, 1024));
+  STOKER_RETURN_IF_ERROR(GetString(body, "isolation", &n.isolation, 1024));
   STOKER_RETURN_IF_ERROR(GetInt(body, "cpu_milli", &n.cpu_milli, 0, int64_t{1} << 32));
   STOKER_RETURN_IF_ERROR(GetInt(body, "memory_mib", &n.memory_mib, 0, int64_t{1} << 32));
   if (auto it = body.find("gpus"); it != body.end() && !it->is_null()) {
@@ -337,27 +370,54 @@ Result<NodeInventory> ParseNodeInventory(const json& body) {
       return FieldError("gpus",
                         "at most " + std::to_string(scheduler::kMaxGpusPerNode) + " GPUs per node");
     }
+    std::set<uint32_t> indexes;
+    std::set<std::string> uuids;
     for (size_t i = 0; i < it->size(); ++i) {
       const json& g = (*it)[i];
       const std::string f = "gpus[" + std::to_string(i) + "]";
       if (!g.is_object()) return FieldError(f, "must be an object");
+      if (Status s = CheckKnownFields(
+              g, {"index", "uuid", "model", "memory_mib", "mig_enabled", "mig", "minor"});
+          !s.ok()) {
+        return s.WithContext(f);
+      }
       GpuInfo gi;
+      int64_t minor = -1;
       Status s = GetInt(g, "index", &gi.index, 0, 63);
       if (s.ok()) s = GetString(g, "uuid", &gi.uuid, 128);
       if (s.ok()) s = GetString(g, "model", &gi.model, 128);
       if (s.ok()) s = GetInt(g, "memory_mib", &gi.memory_mib, 0, int64_t{1} << 24);
       if (s.ok()) s = GetBool(g, "mig_enabled", &gi.mig_enabled);
+      if (s.ok()) s = GetInt(g, "minor", &minor, 0, 253);  // 254/255: nvidia-modeset/-ctl
       if (!s.ok()) return s.WithContext(f);
+      if (minor >= 0) gi.minor = static_cast<uint32_t>(minor);
       if (gi.model.empty()) return FieldError(f + ".model", "required");
-      if (auto m = g.find("mig"); m != g.end() && m->is_array()) {
-        for (size_t k = 0; k < m->size() && k < 7; ++k) {
+      if (gi.uuid.empty()) return FieldError(f + ".uuid", "required");
+      if (!indexes.insert(gi.index).second) {
+        return FieldError(f + ".index", std::to_string(gi.index) + " appears twice");
+      }
+      if (!uuids.insert(gi.uuid).second) {
+        return FieldError(f + ".uuid", "'" + gi.uuid + "' appears twice");
+      }
+      if (auto m = g.find("mig"); m != g.end() && !m->is_null()) {
+        if (!m->is_array()) return FieldError(f + ".mig", "must be an array of MIG instances");
+        if (m->size() > 7) return FieldError(f + ".mig", "at most 7 MIG instances per GPU");
+        for (size_t k = 0; k < m->size(); ++k) {
           const json& mj = (*m)[k];
-          if (!mj.is_object()) return FieldError(f + ".mig", "must be objects");
+          const std::string mf = f + ".mig[" + std::to_string(k) + "]";
+          if (!mj.is_object()) return FieldError(mf, "must be an object");
+          if (Status ks = CheckKnownFields(mj, {"uuid", "profile", "slices"}); !ks.ok()) {
+            return ks.WithContext(mf);
+          }
           MigInfo mi;
           Status ms = GetString(mj, "uuid", &mi.uuid, 128);
           if (ms.ok()) ms = GetString(mj, "profile", &mi.profile, 32);
           if (ms.ok()) ms = GetInt(mj, "slices", &mi.slices, 1, 7);
-          if (!ms.ok()) return ms.WithContext(f + ".mig[" + std::to_string(k) + "]");
+          if (!ms.ok()) return ms.WithContext(mf);
+          if (mi.uuid.empty()) return FieldError(mf + ".uuid", "required");
+          if (!uuids.insert(mi.uuid).second) {
+            return FieldError(mf + ".uuid", "'" + mi.uuid + "' appears twice");
+          }
           gi.mig.push_back(mi);
         }
       }
@@ -381,6 +441,7 @@ json NodeInventoryToJson(const NodeInventory& n) {
             {"model", g.model},
             {"memory_mib", g.memory_mib},
             {"mig_enabled", g.mig_enabled}};
+    if (g.minor) gj["minor"] = *g.minor;
     json mig = json::array();
     for (const MigInfo& m : g.mig)
       mig.push_back({{"uuid", m.uuid}, {"profile", m.profile}, {"slices", m.slices}});
@@ -388,6 +449,7 @@ json NodeInventoryToJson(const NodeInventory& n) {
     gpus.push_back(gj);
   }
   j["gpus"] = gpus;
+  if (!n.isolation.empty()) j["isolation"] = n.isolation;
   return j;
 }
 
@@ -402,6 +464,7 @@ Result<std::vector<JobReport>> ParseJobReports(const json& jobs) {
     if (!r.is_object()) return FieldError(f, "must be an object");
     JobReport rep;
     Status s = GetInt(r, "id", &rep.id, 1, INT64_MAX);
+    if (s.ok()) s = GetInt(r, "attempt", &rep.attempt, 0, INT32_MAX);
     if (s.ok()) s = GetString(r, "phase", &rep.phase, 16);
     if (s.ok()) s = GetString(r, "error", &rep.error, 4096);
     int64_t code = INT64_MIN, sig = INT64_MIN;
@@ -542,10 +605,30 @@ Result<Heartbeat> ParseHeartbeat(std::string_view body) {
   return h;
 }
 
+std::string SelectSamples(std::string_view samples_json, const std::vector<bool>& keep) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  simdjson::dom::array all;
+  if (parser.parse(samples_json.data(), samples_json.size()).get(doc) || doc.get_array().get(all)) {
+    return "[]";
+  }
+  std::string out = "[";
+  size_t i = 0;
+  for (simdjson::dom::element e : all) {
+    if (i < keep.size() && keep[i]) {
+      if (out.size() > 1) out += ',';
+      out += simdjson::minify(e);
+    }
+    ++i;
+  }
+  out += ']';
+  return out;
+}
+
 std::string HeartbeatBody(const Heartbeat& h) {
   json jobs = json::array();
   for (const JobReport& r : h.jobs) {
-    json j{{"id", r.id}, {"phase", r.phase}};
+    json j{{"id", r.id}, {"attempt", r.attempt}, {"phase", r.phase}};
     PutOptional(j, "exit_code", r.exit_code);
     PutOptional(j, "signal", r.signal);
     if (!r.error.empty()) j["error"] = r.error;
@@ -569,12 +652,16 @@ json HeartbeatReplyToJson(const HeartbeatReply& r) {
   json start = json::array();
   for (const LaunchOrder& o : r.start) {
     start.push_back({{"id", o.id},
+                     {"attempt", o.attempt},
                      {"user", o.user},
                      {"command", o.command},
                      {"env", o.env},
                      {"workdir", o.workdir},
                      {"cuda_visible_devices", o.cuda_visible_devices},
-                     {"has_gpu", o.has_gpu}});
+                     {"has_gpu", o.has_gpu},
+                     {"gpu_indices", o.gpu_indices},
+                     {"cpu_milli", o.cpu_milli},
+                     {"memory_mib", o.memory_mib}});
   }
   json offsets = json::object();
   for (const auto& [id, off] : r.log_offsets) {
@@ -601,6 +688,10 @@ Result<HeartbeatReply> ParseHeartbeatReply(const json& j) {
       lo.workdir = o.at("workdir").get<std::string>();
       lo.cuda_visible_devices = o.at("cuda_visible_devices").get<std::string>();
       lo.has_gpu = o.at("has_gpu").get<bool>();
+      lo.attempt = o.value("attempt", int64_t{0});
+      lo.gpu_indices = o.value("gpu_indices", std::vector<uint32_t>{});
+      lo.cpu_milli = o.value("cpu_milli", int64_t{0});
+      lo.memory_mib = o.value("memory_mib", int64_t{0});
       r.start.push_back(std::move(lo));
     }
     r.cancel = j.at("cancel").get<std::vector<int64_t>>();

@@ -53,8 +53,15 @@ struct JobSpec {
   std::string user;                      // admins may submit on behalf of a user
 };
 
-// Validates a submission body. Errors are InvalidArgument "<field>: <what is wrong>".
+// Validates a job spec document (a submission's body, or a stored job's). Errors are
+// InvalidArgument "<field>: <what is wrong>".
 Result<JobSpec> ParseJobSpec(const json& body);
+// What a new submission must also meet (stored jobs accepted by older rules still load): no
+// NUL byte in any string (it would cut a path or an argument short where the node uses it),
+// and none of the variables Stoker sets itself (IsReservedEnvName) in `env`.
+Status CheckSubmission(const JobSpec& spec);
+// CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, STOKER_*, CUDA_MPS_*: set from the assignment.
+bool IsReservedEnvName(std::string_view name);
 json JobSpecToJson(const JobSpec& s);
 
 // Where a job runs.
@@ -92,6 +99,11 @@ struct Job {
   // Set by the efficiency engine's consolidation plan for a one-GPU job that uses little of
   // it: from its next start the job runs as this share of a GPU (milli-GPU), beside others.
   int32_t consolidate_milli = 0;
+  // The run a node's reports are about is `requeues` at the time the job was placed: every way
+  // back to the queue counts a requeue, so a node still reporting an earlier run (a node that
+  // was lost and came back, a job requeued meanwhile) is told to stop it instead of changing
+  // this run's state or logs.
+  int64_t attempt() const { return requeues; }
 };
 
 json JobToJson(const Job& j);
@@ -110,6 +122,7 @@ struct GpuInfo {
   int64_t memory_mib = 0;
   bool mig_enabled = false;
   std::vector<MigInfo> mig;
+  std::optional<uint32_t> minor;  // /dev/nvidia<minor>; unknown: the index
 };
 
 // What a node registers.
@@ -120,14 +133,19 @@ struct NodeInventory {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   std::vector<GpuInfo> gpus;
+  // What the node enforces for jobs (runner/cgroup.h CgroupSupport::Describe()).
+  std::string isolation;
 };
+// Validates a registration: names, ranges and types of every field (unknown fields of the GPU
+// objects are refused, as is a MIG list that is not an array), unique GPU indexes and UUIDs.
 Result<NodeInventory> ParseNodeInventory(const json& body);
 json NodeInventoryToJson(const NodeInventory& n);
 
 // One job as a node reports it in a heartbeat.
 struct JobReport {
   int64_t id = 0;
-  std::string phase;  // starting | running | exited
+  int64_t attempt = 0;  // LaunchOrder::attempt of the run this is about
+  std::string phase;    // starting | running | exited
   std::optional<int> exit_code;
   std::optional<int> signal;
   std::string error;
@@ -153,16 +171,22 @@ struct Heartbeat {
 Result<Heartbeat> ParseHeartbeat(std::string_view body);
 // The request body an agent sends.
 std::string HeartbeatBody(const Heartbeat& h);
+// The elements of a samples array (JSON text) whose `keep` entry is true, as JSON text.
+std::string SelectSamples(std::string_view samples_json, const std::vector<bool>& keep);
 
 // What the server answers a heartbeat with.
 struct LaunchOrder {
   int64_t id = 0;
+  int64_t attempt = 0;  // Job::attempt(): reported back with every report of this run
   std::string user;
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   std::string workdir;
   std::string cuda_visible_devices;  // empty when no GPU
   bool has_gpu = false;
+  std::vector<uint32_t> gpu_indices;  // the node's GPUs (NVML indices) the job may open
+  int64_t cpu_milli = 0;              // limits, where the node enforces them (cgroups)
+  int64_t memory_mib = 0;
 };
 struct HeartbeatReply {
   std::vector<LaunchOrder> start;

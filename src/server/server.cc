@@ -240,6 +240,7 @@ bool Server::CanSee(const Principal& who, const Job& j) const {
 
 Result<Job> Server::Submit(const Principal& who, JobSpec spec) {
   if (who.role == Role::kAgent) return Denied("agents cannot submit jobs");
+  STOKER_RETURN_IF_ERROR(CheckSubmission(spec));
   std::string user = who.name;
   if (!spec.user.empty() && spec.user != who.name) {
     if (who.role != Role::kAdmin) return Denied("user: only admins may submit for another user");
@@ -309,10 +310,7 @@ void Server::EndJob(Job& j, JobState state, const std::string& reason) {
   Reindex(j);
 }
 
-std::string Server::RequeueStopped(Job& j) {
-  const std::string why = j.preempted_by != 0
-                              ? "preempted for job " + std::to_string(j.preempted_by)
-                              : j.stop_to_requeue;
+void Server::Requeue(Job& j, const std::string& why, bool may_have_started) {
   j.state = JobState::kQueued;
   j.reason = "requeued: " + why;
   j.preempted_by = 0;
@@ -325,7 +323,7 @@ std::string Server::RequeueStopped(Job& j) {
   queued_.insert(j.id);
   Reindex(j);
   // The next run writes its logs from offset 0: keep this run's as <id>.<stream>.<run>.
-  if (!options_.data_dir.empty()) {
+  if (may_have_started && !options_.data_dir.empty()) {
     std::lock_guard lock(log_mu_);
     for (const char* stream : {"stdout", "stderr"}) {
       std::error_code ec;
@@ -333,17 +331,20 @@ std::string Server::RequeueStopped(Job& j) {
                  ec);
     }
   }
+}
+
+std::string Server::RequeueStopped(Job& j) {
+  const std::string why = j.preempted_by != 0
+                              ? "preempted for job " + std::to_string(j.preempted_by)
+                              : j.stop_to_requeue;
+  Requeue(j, why, true);
   return why;
 }
 
 void Server::RequeueUnstarted(Job& j, const std::string& why, store::WriteBatch* b) {
-  // Should the node have started it meanwhile, its next report is answered with a cancel.
-  j.state = JobState::kQueued;
-  j.assignment.reset();
-  j.requeues++;
-  j.reason = "requeued: " + why;
-  queued_.insert(j.id);
-  Reindex(j);
+  // Should the node have started it meanwhile, its next report (of this attempt) is answered
+  // with a cancel.
+  Requeue(j, why, false);
   Event(b, j, "requeued", why);
 }
 
@@ -475,6 +476,20 @@ std::string Server::MetricsText() const {
     sample("stoker_scheduler_free_gpus", "",
            static_cast<double>(last_fragmentation_->free_gpu_milli) / 1000.0);
   }
+  family("stoker_server_heartbeat_samples_refused_total", "counter",
+         "GPU samples of heartbeats refused: unknown_gpu (not a GPU the node registered), "
+         "index_mismatch (registered under another index), clock (taken too far from the "
+         "server's clock).");
+  for (const char* why : {"unknown_gpu", "index_mismatch", "clock"}) {
+    auto it = totals_.samples_refused.find(why);
+    sample("stoker_server_heartbeat_samples_refused_total", std::string("reason=\"") + why + "\"",
+           static_cast<double>(it == totals_.samples_refused.end() ? 0 : it->second));
+  }
+  family("stoker_server_heartbeat_log_chunks_refused_total", "counter",
+         "Log bytes a node sent for a job that is not its current run (another node's job, an "
+         "earlier run, a job that does not exist), dropped.");
+  sample("stoker_server_heartbeat_log_chunks_refused_total", "",
+         static_cast<double>(totals_.log_chunks_refused.load()));
   family("stoker_scheduler_last_pass_seconds", "gauge", "Wall time of the last scheduling pass.");
   sample("stoker_scheduler_last_pass_seconds", "", totals_.last_pass_seconds);
   return out;
@@ -631,14 +646,76 @@ Result<json> Server::RegisterNode(const Principal& who, const NodeInventory& inv
   return out;
 }
 
+bool Server::CurrentRun(const Job& j, const std::string& node, const JobReport& r) {
+  // A job that ended keeps its assignment: its last log bytes may still be on their way.
+  return j.state != JobState::kQueued && j.assignment && j.assignment->node == node &&
+         r.attempt == j.attempt();
+}
+
 Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string& node,
                                          server::Heartbeat hb) {
   if (who.role == Role::kUser) return Denied("only agents and admins send heartbeats");
   if (who.role == Role::kAgent && who.name != node) {
     return Denied("this agent token may only report for node '" + who.name + "'");
   }
-  // Log bytes first (outside the state lock; appends are idempotent).
-  for (const JobReport& r : hb.jobs) {
+  // What the node may touch: the logs of the current run of jobs placed on it, and samples of
+  // the GPUs it registered, taken around now. The rest is refused and counted.
+  std::vector<bool> logs_ok(hb.jobs.size(), false);
+  std::vector<bool> keep(hb.gpus.size(), true);
+  size_t refused = 0;
+  {
+    std::lock_guard lock(mu_);
+    auto nit = nodes_.find(node);
+    if (nit == nodes_.end()) return NotFound("node " + node + " is not registered");
+    for (size_t i = 0; i < hb.jobs.size(); ++i) {
+      auto it = jobs_.find(hb.jobs[i].id);
+      logs_ok[i] = it != jobs_.end() && CurrentRun(it->second, node, hb.jobs[i]);
+    }
+    const NodeInventory& inv = nit->second.inv;
+    const WallTime now = clock_->WallNow();
+    for (size_t i = 0; i < hb.gpus.size(); ++i) {
+      const GpuSample& g = hb.gpus[i];
+      auto gpu = std::find_if(inv.gpus.begin(), inv.gpus.end(),
+                              [&](const GpuInfo& x) { return x.uuid == g.id.uuid; });
+      const char* why = nullptr;
+      if (gpu == inv.gpus.end()) {
+        why = "unknown_gpu";
+      } else if (gpu->index != g.id.index) {
+        why = "index_mismatch";
+      } else if (g.timestamp != WallTime{} &&  // unstamped: the heartbeat's time applies
+                 (g.timestamp < now - options_.sample_time_window ||
+                  g.timestamp > now + options_.sample_time_window)) {
+        why = "clock";
+      }
+      if (why == nullptr) continue;
+      keep[i] = false;
+      ++refused;
+      totals_.samples_refused[why]++;
+    }
+  }
+  if (refused > 0) {
+    static std::atomic<int64_t> warned{0};
+    if (warned.fetch_add(1) % 1000 == 0) {
+      spdlog::warn(
+          "node {}: {} of {} GPU samples refused (not its registered GPUs, or taken "
+          "outside {:.0f} s of the server's clock)",
+          node, refused, hb.gpus.size(), ToSeconds(options_.sample_time_window));
+    }
+    std::vector<GpuSample> kept;
+    for (size_t i = 0; i < hb.gpus.size(); ++i) {
+      if (keep[i]) kept.push_back(std::move(hb.gpus[i]));
+    }
+    hb.gpus = std::move(kept);
+    hb.samples_json = SelectSamples(hb.samples_json, keep);
+  }
+  // Log bytes before the state change they may end with (outside the state lock; appends are
+  // idempotent).
+  for (size_t i = 0; i < hb.jobs.size(); ++i) {
+    const JobReport& r = hb.jobs[i];
+    if (!logs_ok[i]) {
+      if (!r.stdout_data.empty() || !r.stderr_data.empty()) totals_.log_chunks_refused++;
+      continue;
+    }
     AppendLog(r.id, "stdout", r.stdout_offset, r.stdout_data);
     AppendLog(r.id, "stderr", r.stderr_offset, r.stderr_data);
   }
@@ -666,22 +743,30 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
 
     std::set<int64_t> reported;
     for (const JobReport& r : hb.jobs) {
-      reported.insert(r.id);
-      reply.log_offsets[r.id] = {LogSize(r.id, "stdout"), LogSize(r.id, "stderr")};
       auto it = jobs_.find(r.id);
-      const bool mine =
-          it != jobs_.end() && it->second.assignment && it->second.assignment->node == node;
-      if (!mine || IsTerminal(it->second.state) || it->second.state == JobState::kQueued) {
-        // Not (or no longer) this node's job: stop it; once it exited, let the node forget it
-        // (for a recorded job, after its logs arrived).
+      const bool mine = it != jobs_.end() && CurrentRun(it->second, node, r);
+      // Only this run's jobs count as reported: a stale run of a job placed here again must not
+      // keep the new run from being started once the node forgot the old one.
+      if (mine) reported.insert(r.id);
+      reply.log_offsets[r.id] = mine ? std::pair{LogSize(r.id, "stdout"), LogSize(r.id, "stderr")}
+                                     : std::pair{r.stdout_offset, r.stderr_offset};
+      if (!mine) {
+        // Not (or no longer) this node's job, or an earlier run of it: stop it; once it
+        // exited, let the node forget it.
+        (r.phase != "exited" ? reply.cancel : reply.forget).push_back(r.id);
+        continue;
+      }
+      Job& j = it->second;
+      if (IsTerminal(j.state)) {
+        // Ended here (or cancelled before it was seen running): stop it; once it exited and
+        // every log byte arrived, let the node forget it.
         if (r.phase != "exited") {
           reply.cancel.push_back(r.id);
-        } else if (!mine || r.logs_complete) {
+        } else if (r.logs_complete) {
           reply.forget.push_back(r.id);
         }
         continue;
       }
-      Job& j = it->second;
       if (r.phase == "exited" && StoppingToRequeue(j)) {
         // Stopped to make room for a guaranteed job, or requeued by the system: back to the
         // queue.
@@ -745,6 +830,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
       if (j.state == JobState::kAssigned) {
         LaunchOrder o;
         o.id = j.id;
+        o.attempt = j.attempt();
         o.user = j.user;
         o.command = j.spec.command;
         o.env = j.spec.env;
@@ -752,6 +838,9 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
         o.workdir = j.spec.workdir;
         o.has_gpu = !j.assignment->gpu_indices.empty();
         o.cuda_visible_devices = j.assignment->cuda_visible_devices;
+        o.gpu_indices = j.assignment->gpu_indices;
+        o.cpu_milli = j.spec.cpu_milli;
+        o.memory_mib = j.spec.memory_mib;
         reply.start.push_back(std::move(o));
       } else {
         // Running or cancelling yet unknown to the node (its state directory was lost).
@@ -1530,13 +1619,7 @@ int Server::CheckNodeTimeouts() {
         } else if (j.state == JobState::kCancelling) {
           EndJob(j, JobState::kCancelled, j.reason + " (node " + name + " lost)");
         } else if (j.spec.on_node_loss == "requeue") {
-          j.state = JobState::kQueued;
-          j.assignment.reset();
-          j.start_ms = 0;
-          j.requeues++;
-          j.reason = "requeued: node " + name + " lost";
-          queued_.insert(id);
-          Reindex(j);
+          Requeue(j, "node " + name + " lost", true);
         } else {
           EndJob(j, JobState::kFailed, "node " + name + " lost");
         }

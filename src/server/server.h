@@ -54,6 +54,8 @@ struct ServerOptions {
   // How long a preempted job has between SIGTERM and SIGKILL on its node (the node's own
   // cancel grace applies to ordinary cancels).
   Duration preemption_grace = std::chrono::minutes(2);
+  // GPU samples taken further than this from the server's clock (either way) are refused.
+  Duration sample_time_window = std::chrono::minutes(5);
 };
 
 // The cluster's fragmentation by FGD's measure (scheduler library, fgd.h): the free GPU milli
@@ -197,6 +199,9 @@ class Server final : public JobActions {
   store::JobRow Row(const Job& j) const;
   store::NodeRow Row(const NodeEntry& n) const;
   void Event(store::WriteBatch* b, const Job& j, const std::string& kind, const std::string& msg);
+  // Whether a node's report is about the run of `j` now placed on `node` (same node, same
+  // attempt), including a run that ended and is still sending its last log bytes.
+  static bool CurrentRun(const Job& j, const std::string& node, const JobReport& r);
   // Waits for a write handed to the store under mu_.
   static Status Wait(std::shared_future<Status>& f) { return f.get(); }
   void Notify(const std::vector<Job>& changed);
@@ -207,6 +212,9 @@ class Server final : public JobActions {
   void EndJob(Job& j, JobState state, const std::string& reason);
   // Keeps node_jobs_ in step with j's state and assignment; call after every such change.
   void Reindex(const Job& j);
+  // Puts a job whose run ended without ending the job back in the queue (a new attempt), with
+  // `why` as its reason; the run's logs are set aside when it may have started.
+  void Requeue(Job& j, const std::string& why, bool may_have_started);
   // A job stopped to be requeued (preempted, or requeued by the system) whose process stopped,
   // or whose node was lost, goes back to the queue. Returns why it was stopped.
   std::string RequeueStopped(Job& j);
@@ -245,7 +253,11 @@ class Server final : public JobActions {
   struct Totals {
     int64_t passes = 0, placed = 0, preempted = 0, oversubscribed = 0;
     double last_pass_seconds = 0;
-    std::map<std::string, int64_t> ended;             // final state -> count
+    std::map<std::string, int64_t> ended;  // final state -> count
+    // Heartbeat input refused: GPU samples by reason, log chunks of jobs that are not the
+    // sending node's current run.
+    std::map<std::string, int64_t> samples_refused;
+    std::atomic<int64_t> log_chunks_refused{0};       // not guarded: counted outside mu_
   } totals_;                                          // guarded by mu_
   std::unique_ptr<queue::QueuePolicy> queue_policy_;  // guarded by mu_
   std::map<int64_t, std::string> queue_reasons_;      // guarded by mu_: why still queued

@@ -157,21 +157,6 @@ std::optional<std::string> ReadSmallFile(const std::string& path) {
 
 }  // namespace
 
-std::string StokerJobScopeName(std::string_view job_id) {
-  std::string s(kStokerJobScopePrefix);
-  s.append(job_id);
-  s.append(kStokerJobScopeSuffix);
-  return s;
-}
-
-bool IsValidStokerJobId(std::string_view job_id) {
-  if (job_id.empty() || job_id.size() > 128) return false;
-  for (char c : job_id) {
-    if (!IsJobIdChar(c)) return false;
-  }
-  return true;
-}
-
 CgroupAttribution ParseCgroupFile(std::string_view content) {
   CgroupAttribution out;
   const std::vector<std::string_view> paths = CgroupPaths(content);
@@ -250,7 +235,8 @@ JobRef Attributor::Resolve(uint32_t pid, std::string* name) const {
   CgroupAttribution cg = ParseCgroupFile(facts->cgroup);
   job = std::move(cg.job);
   if (!job.known()) {
-    if (auto id = FindEnvVar(facts->environ_block, kStokerJobEnvVar); id && IsValidStokerJobId(*id)) {
+    if (auto id = FindEnvVar(facts->environ_block, kStokerJobEnvVar);
+        id && IsValidStokerJobId(*id)) {
       job.kind = JobRef::Kind::kStoker;
       job.id = std::move(*id);
     } else if (auto sid = FindEnvVar(facts->environ_block, kSlurmJobEnvVar); sid && !sid->empty()) {

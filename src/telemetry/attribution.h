@@ -2,13 +2,7 @@
 // Which job a GPU process belongs to. The agent reads /proc/<pid>/cgroup (authoritative: a job
 // cannot leave its cgroup) and falls back to the process environment (STOKER_JOB_ID,
 // SLURM_JOB_ID), which a process can change and which is unreadable for other users' processes.
-//
-// The Stoker job cgroup convention is defined here, once, so the server (which launches jobs)
-// and the agent (which attributes them) agree:
-//   every process of Stoker job <id> runs in a systemd scope or cgroup directory named
-//   "stoker-job-<id>.scope" (anywhere in the hierarchy, e.g.
-//   /system.slice/stoker.slice/stoker-job-42.scope), and has STOKER_JOB_ID=<id> in its
-//   environment. Job ids use [A-Za-z0-9_.-] only.
+// The Stoker job cgroup convention (scope name, environment variable) is core/job_scope.h's.
 
 #include <chrono>
 #include <cstdint>
@@ -21,24 +15,17 @@
 
 #include "core/clock.h"
 #include "core/gpu.h"
+#include "core/job_scope.h"
 #include "core/status.h"
 
 namespace stoker::telemetry {
 
-inline constexpr std::string_view kStokerJobScopePrefix = "stoker-job-";
-inline constexpr std::string_view kStokerJobScopeSuffix = ".scope";
-inline constexpr std::string_view kStokerJobEnvVar = "STOKER_JOB_ID";
 inline constexpr std::string_view kSlurmJobEnvVar = "SLURM_JOB_ID";
-
-// "stoker-job-42.scope": the cgroup leaf name a launcher must use for job `id`.
-std::string StokerJobScopeName(std::string_view job_id);
-// True when `job_id` may be used in the scope name (non-empty, [A-Za-z0-9_.-], ≤ 128 chars).
-bool IsValidStokerJobId(std::string_view job_id);
 
 // What a cgroup path says about its owner.
 struct CgroupAttribution {
-  JobRef job;                      // kind kNone when the path names no known job
-  std::optional<uint32_t> uid;     // Slurm's uid_<N> component, when present
+  JobRef job;                   // kind kNone when the path names no known job
+  std::optional<uint32_t> uid;  // Slurm's uid_<N> component, when present
 };
 
 // Parses the content of /proc/<pid>/cgroup (one "hierarchy-id:controllers:path" per line,
@@ -55,11 +42,11 @@ std::optional<std::string> FindEnvVar(std::string_view environ_block, std::strin
 
 // Everything the attributor needs to know about one process.
 struct ProcessFacts {
-  std::string name;            // executable name (comm), empty when unknown
-  std::string cgroup;          // content of /proc/<pid>/cgroup, empty when unreadable
-  std::string environ_block;   // NUL-separated environment, empty when unreadable
+  std::string name;           // executable name (comm), empty when unknown
+  std::string cgroup;         // content of /proc/<pid>/cgroup, empty when unreadable
+  std::string environ_block;  // NUL-separated environment, empty when unreadable
   std::optional<uint32_t> uid;
-  std::string user;            // resolved name; empty -> the attributor resolves uid
+  std::string user;  // resolved name; empty -> the attributor resolves uid
 };
 
 // Where process facts come from: /proc in production, the scenario in simulated mode.
@@ -89,8 +76,7 @@ class ProcfsProcessInfo final : public ProcessInfo {
 // answer, which is why ttl is a few sample intervals, not minutes). Thread-safe.
 class Attributor {
  public:
-  Attributor(const ProcessInfo* info, const Clock* clock,
-             Duration ttl = std::chrono::seconds(10));
+  Attributor(const ProcessInfo* info, const Clock* clock, Duration ttl = std::chrono::seconds(10));
 
   // Fills process.job and process.name (when empty) for every process of `sample`, and the
   // same for nothing else.
@@ -114,7 +100,7 @@ class Attributor {
   Duration ttl_;
   mutable std::mutex mu_;
   std::unordered_map<uint32_t, Entry> cache_;  // guarded by mu_
-  MonoTime last_prune_;                         // guarded by mu_
+  MonoTime last_prune_;                        // guarded by mu_
 };
 
 }  // namespace stoker::telemetry

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../support/descriptors.h"
 #include "../telemetry/fake_gpu_source.h"
 
 namespace stoker::agent {
@@ -94,6 +95,16 @@ TEST_F(AgentServerTest, BusyPortIsUnavailable) {
   AgentServer second(&sampler_, o);
   const Status s = second.Start();
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+}
+
+// The exporter's listener and its connections (a scraper's idle keep-alive one included) are
+// close-on-exec: the agent starts jobs.
+TEST_F(AgentServerTest, EveryDescriptorIsCloseOnExec) {
+  const std::set<int> before = stoker::testing::OpenDescriptors();
+  StartServer();
+  client_->set_keep_alive(true);
+  ASSERT_TRUE(client_->Get("/metrics"));
+  EXPECT_EQ(stoker::testing::InheritableSince(before), std::vector<std::string>{});
 }
 
 }  // namespace

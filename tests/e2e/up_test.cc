@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 
 #include "process_util.h"
 
@@ -32,9 +35,11 @@ class UpTest : public ::testing::Test {
   }
 
   void Start() {
-    pid_ = Spawn({STOKER_BIN, "up", "--data-dir", dir_ + "/data", "--listen",
-                  "127.0.0.1:" + std::to_string(port_), "--node-timeout", "60"},
-                 {{"XDG_CONFIG_HOME", dir_ + "/config"}}, dir_ + "/up.log");
+    // --allow-root-jobs: the tests run as root in CI, and submit as themselves.
+    pid_ =
+        Spawn({STOKER_BIN, "up", "--data-dir", dir_ + "/data", "--listen",
+               "127.0.0.1:" + std::to_string(port_), "--node-timeout", "60", "--allow-root-jobs"},
+              {{"XDG_CONFIG_HOME", dir_ + "/config"}}, dir_ + "/up.log");
     for (int i = 0; i < 300; ++i) {
       CmdResult r = Cli("nodes --json");
       if (r.exit_code == 0) {
@@ -165,6 +170,55 @@ TEST_F(UpTest, JobsRunFinishFailAndGetCancelled) {
   EXPECT_EQ(Cli("undrain " + nodes[0]["name"].get<std::string>()).exit_code, 0);
 }
 
+// A job of `stoker up` runs beside the API's listener and connections, the store and the node's
+// GPU library: it must hold none of them (a job that accepted on the inherited listener once
+// read the admin and agent tokens), and a restart must find the port free while it runs.
+TEST_F(UpTest, AJobHoldsNoDescriptorOfTheServer) {
+  Start();
+  json nodes = json::parse(Cli("nodes --json").out);
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_FALSE(nodes[0].value("isolation", "").empty()) << nodes[0].dump();
+  const int64_t fds = Submit("-- sh -c 'ls -l /proc/$$/fd'");
+  const int64_t sleeper = Submit("-- sleep 300");
+  WaitState(fds, {"succeeded", "failed"});
+  std::string out;
+  for (int i = 0; i < 50 && out.empty(); ++i) {
+    out = Cli("logs " + std::to_string(fds)).out;
+    if (out.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::set<std::string> open;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t arrow = line.find(" -> ");
+    if (arrow == std::string::npos) continue;
+    const size_t name = line.rfind(' ', arrow - 1);
+    open.insert(line.substr(name + 1, arrow - name - 1));
+    EXPECT_EQ(line.find("socket:"), std::string::npos) << line;
+  }
+  EXPECT_EQ(open, (std::set<std::string>{"0", "1", "2"})) << out;
+
+  // The sleeping job's own descriptors, seen from outside.
+  WaitState(sleeper, {"running"});
+  std::ifstream pid_file(dir_ + "/data/node/jobs/" + std::to_string(sleeper) + "/pid");
+  int pid = 0;
+  pid_file >> pid;
+  ASSERT_GT(pid, 0);
+  std::set<std::string> sleeper_fds;
+  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+    sleeper_fds.insert(e.path().filename().string());
+    EXPECT_EQ(fs::read_symlink(e.path()).string().rfind("socket:", 0), std::string::npos);
+  }
+  EXPECT_EQ(sleeper_fds, (std::set<std::string>{"0", "1", "2"}));
+
+  // A restart while the job runs binds the same port again.
+  Stop();
+  Start();
+  WaitState(sleeper, {"running"});
+  EXPECT_EQ(Cli("cancel " + std::to_string(sleeper)).exit_code, 0);
+  WaitState(sleeper, {"cancelled"});
+}
+
 // The cluster layout of the README's "More nodes": `stoker server` and, as a separate process,
 // `stoker agent --server --token` with an agent token created through the CLI.
 TEST_F(UpTest, SeparateServerAndAgentRunJobs) {
@@ -188,7 +242,7 @@ TEST_F(UpTest, SeparateServerAndAgentRunJobs) {
   const pid_t agent =
       Spawn({STOKER_BIN, "agent", "--simulate", "h100-mig-node", "--hostname", "gpu-node-7",
              "--listen", "127.0.0.1:" + std::to_string(FreePort()), "--server", url, "--token",
-             agent_token, "--state-dir", dir_ + "/agent-jobs"},
+             agent_token, "--state-dir", dir_ + "/agent-jobs", "--allow-root-jobs"},
             env, dir_ + "/agent.log");
   struct Reaper {  // the agent, if an assertion ends the test early
     pid_t pid;

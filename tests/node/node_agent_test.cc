@@ -34,7 +34,9 @@ std::string Me() {
 }
 
 struct World {
-  World(const std::string& name, Duration grace = std::chrono::seconds(1)) {
+  // `allow_root`: the test may run as root (CI does) and submit as itself; a node refuses root
+  // jobs unless its configuration allows them (RootJobsAreRefusedUnlessAllowed).
+  World(const std::string& name, Duration grace = std::chrono::seconds(1), bool allow_root = true) {
     dir = (fs::temp_directory_path() / ("stoker_node_" + name + "_" + std::to_string(::getpid())))
               .string();
     fs::remove_all(dir);
@@ -44,8 +46,8 @@ struct World {
     so.data_dir = dir + "/server";
     core = server::Server::Create(store.get(), &clock, so).value();
     api = std::make_unique<server::Api>(core.get());
-    http = std::make_unique<server::HttpServer>(
-        api.get(), server::HttpOptions{.host = "127.0.0.1", .port = 0, .threads = 8});
+    http = std::make_unique<http::Server>(
+        api.get(), http::ServerOptions{.host = "127.0.0.1", .port = 0, .threads = 8});
     EXPECT_TRUE(http->Start().ok());
     const std::string node_token = core->CreateToken(admin, Role::kAgent, "sim-node").value();
 
@@ -62,6 +64,7 @@ struct World {
     no.state_dir = dir + "/node";
     no.shim_argv = {STOKER_TEST_SHIM};
     no.cancel_grace = grace;
+    no.users.allow_root = allow_root;
     agent =
         std::make_unique<NodeAgent>(no, &clock, BuildInventory("sim-node", source.get()), [this] {
           telemetry::TelemetrySnapshot snap;
@@ -99,7 +102,7 @@ struct World {
   std::unique_ptr<store::Store> store;
   std::unique_ptr<server::Server> core;
   std::unique_ptr<server::Api> api;
-  std::unique_ptr<server::HttpServer> http;
+  std::unique_ptr<http::Server> http;
   std::unique_ptr<GpuSource> source;
   std::unique_ptr<telemetry::Sampler> sampler;
   std::unique_ptr<NodeAgent> agent;
@@ -179,6 +182,22 @@ TEST(NodeAgent, PreemptedJobIsStoppedRequeuedAndRunsAgain) {
   ASSERT_TRUE(w.RunUntil([&] { return w.State(victim->id) == JobState::kRunning; }));
   ASSERT_TRUE(w.core->Cancel(w.alice, victim->id).ok());
   ASSERT_TRUE(w.RunUntil([&] { return IsTerminal(w.State(victim->id)); }));
+}
+
+// The agent refuses a start order for root whatever the server says: the job fails with the
+// node's reason instead of running.
+TEST(NodeAgent, RootJobsAreRefusedUnlessAllowed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "only a root agent switches users";
+  World w("root", std::chrono::seconds(1), /*allow_root=*/false);
+  server::JobSpec spec = Spec({"sh", "-c", "id -u"});
+  spec.user = "root";
+  auto job = w.core->Submit(w.admin, spec);
+  ASSERT_TRUE(job.ok());
+  ASSERT_TRUE(w.RunUntil([&] { return IsTerminal(w.State(job->id)); }));
+  auto j = w.core->GetJob(w.admin, job->id);
+  EXPECT_EQ(j->state, JobState::kFailed);
+  EXPECT_NE(j->reason.find("does not run jobs as root"), std::string::npos) << j->reason;
+  EXPECT_EQ(Log(w, job->id), "");
 }
 
 }  // namespace

@@ -1,12 +1,17 @@
 #include "runner/runner.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -29,8 +34,13 @@ class RunnerTest : public ::testing::Test {
              ::testing::UnitTest::GetInstance()->current_test_info()->name()))
                .string();
     fs::remove_all(dir_);
-    runner_ = std::make_unique<Runner>(dir_, std::vector<std::string>{STOKER_TEST_SHIM}, &clock_,
-                                       std::chrono::seconds(5));
+    // These tests may run as root (CI does): jobs then run as root, which a runner refuses
+    // unless its policy allows it (RootJobsAreRefusedByDefault).
+    runner_ = std::make_unique<Runner>(RunnerOptions{.state_dir = dir_,
+                                                     .shim_argv = {STOKER_TEST_SHIM},
+                                                     .grace = std::chrono::seconds(5),
+                                                     .users = {.allow_root = true}},
+                                       &clock_);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -80,16 +90,106 @@ TEST_F(RunnerTest, EnvironmentDevicesWorkdirAndLogs) {
   EXPECT_FALSE(fs::exists(runner_->JobDir("7")));
 }
 
-TEST_F(RunnerTest, MigUuidAndUnsetDevices) {
+TEST_F(RunnerTest, MigUuidAndNoDevicesForACpuOnlyJob) {
   LaunchSpec a{.job_id = "a", .argv = {"/bin/sh", "-c", "echo ${CUDA_VISIBLE_DEVICES-unset}"}};
   a.cuda_visible_devices = "MIG-1234";
-  LaunchSpec b{.job_id = "b", .argv = {"/bin/sh", "-c", "echo ${CUDA_VISIBLE_DEVICES-unset}"}};
+  // A CPU-only job sees no GPU: CUDA_VISIBLE_DEVICES is set, empty, and its own value loses.
+  LaunchSpec b{.job_id = "b",
+               .argv = {"/bin/sh", "-c", "echo \"[${CUDA_VISIBLE_DEVICES-unset}]\""}};
+  b.env = {{"CUDA_VISIBLE_DEVICES", "0,1,2,3,4,5,6,7"}};
   ASSERT_TRUE(runner_->Launch(a).ok());
   ASSERT_TRUE(runner_->Launch(b).ok());
   WaitExit("a");
   WaitExit("b");
   EXPECT_EQ(Slurp(runner_->JobDir("a") + "/stdout.log"), "MIG-1234\n");
-  EXPECT_EQ(Slurp(runner_->JobDir("b") + "/stdout.log"), "unset\n");
+  EXPECT_EQ(Slurp(runner_->JobDir("b") + "/stdout.log"), "[]\n");
+}
+
+TEST_F(RunnerTest, JobStartsWithOnlyStdinStdoutStderrOpen) {
+  // Descriptors this process holds without close-on-exec (a listener, as the API's was) must
+  // not reach the job.
+  const int leaked = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(leaked, 3);
+  const int leaked_file = ::open("/dev/null", O_RDONLY);
+  ASSERT_GE(leaked_file, 3);
+  LaunchSpec spec{.job_id = "fds", .argv = {"/bin/sh", "-c", "ls -l /proc/$$/fd"}};
+  ASSERT_TRUE(runner_->Launch(spec).ok());
+  WaitExit("fds");
+  ::close(leaked);
+  ::close(leaked_file);
+  std::istringstream out(Slurp(runner_->JobDir("fds") + "/stdout.log"));
+  std::map<int, std::string> fds;
+  std::string line;
+  while (std::getline(out, line)) {
+    const size_t arrow = line.find(" -> ");
+    if (arrow == std::string::npos) continue;  // "total 0"
+    const size_t name = line.rfind(' ', arrow - 1);
+    fds[std::stoi(line.substr(name + 1, arrow - name - 1))] = line.substr(arrow + 4);
+  }
+  ASSERT_EQ(fds.size(), 3u) << Slurp(runner_->JobDir("fds") + "/stdout.log");
+  EXPECT_EQ(fds[0], "/dev/null");
+  EXPECT_EQ(fds[1], fs::canonical(runner_->JobDir("fds") + "/stdout.log").string());
+  EXPECT_EQ(fds[2], fs::canonical(runner_->JobDir("fds") + "/stderr.log").string());
+}
+
+TEST_F(RunnerTest, JobsGetACleanDocumentedEnvironment) {
+  ::setenv("STOKER_TEST_LEAK", "from the agent", 1);
+  LaunchSpec spec{.job_id = "env", .argv = {"/usr/bin/env"}};
+  spec.env = {{"FOO", "bar"}};
+  ASSERT_TRUE(runner_->Launch(spec).ok());
+  WaitExit("env");
+  ::unsetenv("STOKER_TEST_LEAK");
+  std::map<std::string, std::string> env;
+  std::istringstream out(Slurp(runner_->JobDir("env") + "/stdout.log"));
+  std::string line;
+  while (std::getline(out, line)) {
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  EXPECT_EQ(env["PATH"], std::string(kJobPath));
+  EXPECT_EQ(env["FOO"], "bar");
+  EXPECT_EQ(env["STOKER_JOB_ID"], "env");
+  EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "");
+  EXPECT_EQ(env.count("STOKER_TEST_LEAK"), 0u);
+  std::set<std::string> names;
+  for (const auto& [k, v] : env) names.insert(k);
+  EXPECT_EQ(names, (std::set<std::string>{"CUDA_VISIBLE_DEVICES", "FOO", "HOME", "LANG", "LOGNAME",
+                                          "PATH", "SHELL", "STOKER_JOB_ID", "USER"}));
+}
+
+TEST_F(RunnerTest, NulBytesAreRefused) {
+  LaunchSpec spec{.job_id = "nul", .argv = {"/bin/true"}};
+  spec.workdir = std::string("/tmp\0/../root", 13);
+  EXPECT_EQ(runner_->Launch(spec).code(), StatusCode::kInvalidArgument);
+  spec.workdir = "";
+  spec.argv = {std::string("/bin/tr\0ue", 10)};
+  EXPECT_EQ(runner_->Launch(spec).code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(fs::exists(runner_->JobDir("nul")));
+}
+
+TEST(RunnerPolicy, RootJobsAreRefusedByDefault) {
+  if (::geteuid() != 0) GTEST_SKIP() << "only a root runner switches users";
+  const std::string dir =
+      (fs::temp_directory_path() / ("stoker_runner_policy_" + std::to_string(::getpid()))).string();
+  ManualClock clock;
+  Runner runner(dir, {STOKER_TEST_SHIM}, &clock);
+  for (const std::string user : {"root", ""}) {
+    const Status s = runner.Launch({.job_id = "r", .argv = {"/bin/true"}, .user = user});
+    EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << user;
+    EXPECT_NE(s.message().find("root"), std::string::npos) << s.ToString();
+  }
+  // A system account (daemon is uid 1 on Debian) is refused unless named.
+  EXPECT_EQ(runner.Launch({.job_id = "d", .argv = {"/bin/true"}, .user = "daemon"}).code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_FALSE(fs::exists(dir + "/r"));
+  Runner allowing(
+      RunnerOptions{
+          .state_dir = dir, .shim_argv = {STOKER_TEST_SHIM}, .users = {.allow = {"daemon"}}},
+      &clock);
+  EXPECT_TRUE(allowing.Launch({.job_id = "d", .argv = {"/bin/true"}, .user = "daemon"}).ok());
+  EXPECT_EQ(allowing.Launch({.job_id = "r", .argv = {"/bin/true"}, .user = "root"}).code(),
+            StatusCode::kPermissionDenied);
+  fs::remove_all(dir);
 }
 
 TEST_F(RunnerTest, ExecFailureIsReported) {
@@ -168,6 +268,52 @@ TEST_F(RunnerTest, CancelEscalatesToKillForTheWholeGroup) {
   }
   EXPECT_TRUE(gone);
   fs::remove(child_pid_file);
+}
+
+// `setsid sh -c 'exec sleep N' &` leaves the job's process group and session; cancel must stop
+// it anyway (through the job's cgroup, or the shim's subreaper tracking without one).
+TEST_F(RunnerTest, CancelStopsProcessesThatLeftTheGroup) {
+  const std::string pid_file = dir_ + "_escaped.pid";
+  LaunchSpec spec{.job_id = "e",
+                  .argv = {"/bin/sh", "-c",
+                           "setsid sh -c 'echo $$ > " + pid_file + "; exec sleep 97' & sleep 100"}};
+  ASSERT_TRUE(runner_->Launch(spec).ok());
+  WaitRunning("e");
+  for (int i = 0; i < 500 && Slurp(pid_file).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const int escaped = std::stoi(Slurp(pid_file));
+  ASSERT_EQ(::kill(escaped, 0), 0);
+  ASSERT_NE(::getpgid(escaped), WaitRunning("e").pid) << "the test's process left the group";
+  ASSERT_TRUE(runner_->Cancel("e").ok());
+  JobStatus st = WaitExit("e");
+  EXPECT_EQ(st.signal, SIGTERM);
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = ::kill(escaped, 0) != 0;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(gone) << "process " << escaped << " outlived its cancelled job";
+  fs::remove(pid_file);
+}
+
+// A job's main process ends; what it left running in the background is stopped with it.
+TEST_F(RunnerTest, ProcessesLeftBehindEndWithTheJob) {
+  const std::string pid_file = dir_ + "_daemon.pid";
+  LaunchSpec spec{.job_id = "d",
+                  .argv = {"/bin/sh", "-c",
+                           "setsid sh -c 'echo $$ > " + pid_file + "; exec sleep 98' & sleep 0.2"}};
+  ASSERT_TRUE(runner_->Launch(spec).ok());
+  JobStatus st = WaitExit("d");
+  EXPECT_EQ(st.exit_code, 0);
+  const int daemon = std::stoi(Slurp(pid_file));
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = ::kill(daemon, 0) != 0;
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(gone) << "process " << daemon << " outlived its job";
+  fs::remove(pid_file);
 }
 
 TEST_F(RunnerTest, StateSurvivesANewRunnerInstance) {

@@ -9,7 +9,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
+#include "../support/descriptors.h"
 #include "server/http.h"
 #include "test_util.h"
 
@@ -21,7 +23,7 @@ using testing::Fixture;
 class RawConn {
  public:
   explicit RawConn(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<uint16_t>(port));
@@ -32,6 +34,7 @@ class RawConn {
   }
   ~RawConn() { ::close(fd_); }
   bool connected() const { return connected_; }
+  int fd() const { return fd_; }
   void Send(const std::string& bytes) {
     ASSERT_EQ(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL),
               static_cast<ssize_t>(bytes.size()));
@@ -73,10 +76,10 @@ class RawConn {
 class HttpServerTest : public ::testing::Test {
  protected:
   HttpServerTest() : f_("http") {}
-  void Start(HttpOptions o = {}) {
+  void Start(http::ServerOptions o = {}) {
     o.host = "127.0.0.1";
     o.port = 0;
-    http_ = std::make_unique<HttpServer>(f_.api.get(), o);
+    http_ = std::make_unique<http::Server>(f_.api.get(), o);
     ASSERT_TRUE(http_->Start().ok());
   }
   std::string Get(const std::string& target, const std::string& token) {
@@ -84,7 +87,7 @@ class HttpServerTest : public ::testing::Test {
   }
 
   Fixture f_;
-  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<http::Server> http_;
 };
 
 TEST_F(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
@@ -164,7 +167,7 @@ TEST_F(HttpServerTest, ExpectContinueGetsAnInterimResponse) {
 }
 
 TEST_F(HttpServerTest, ConnectionsBeyondTheLimitAreClosedAtOnce) {
-  HttpOptions o;
+  http::ServerOptions o;
   o.max_connections = 1;
   Start(o);
   RawConn first(http_->port());
@@ -182,7 +185,7 @@ TEST_F(HttpServerTest, ServesHttpsWithTheConfiguredCertificate) {
       "-addext subjectAltName=IP:127.0.0.1 -keyout " +
       dir + "/key.pem -out " + dir + "/cert.pem >/dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl is needed (scripts/install-deps.sh)";
-  HttpOptions o;
+  http::ServerOptions o;
   o.tls_cert = dir + "/cert.pem";
   o.tls_key = dir + "/key.pem";
   Start(o);
@@ -197,13 +200,49 @@ TEST_F(HttpServerTest, ServesHttpsWithTheConfiguredCertificate) {
   EXPECT_EQ(c.ReadResponse(), "");
 }
 
+// The store's files, the listener, accepted connections (idle keep-alive ones included) and the
+// client's sockets: nothing the server opens may reach a process it starts.
+TEST(HttpServerDescriptors, EveryDescriptorIsCloseOnExec) {
+  const std::set<int> before = stoker::testing::OpenDescriptors();
+  {
+    Fixture f("cloexec");
+    http::Server server(f.api.get(), http::ServerOptions{.host = "127.0.0.1", .port = 0});
+    ASSERT_TRUE(server.Start().ok());
+    ApiClient client(server.url(), f.alice_token);
+    client.set_keep_alive(true);
+    ASSERT_TRUE(client.Get("/api/v1/jobs").ok());
+    RawConn idle(server.port());  // accepted, then left idle
+    idle.Send("GET /api/v1/health HTTP/1.1\r\nHost: x\r\n\r\n");
+    ASSERT_EQ(idle.ReadResponse().rfind("HTTP/1.1 200", 0), 0u);
+    ASSERT_TRUE(f.server->Submit(f.admin, JobSpec{.command = {"true"}}).ok());
+    EXPECT_EQ(stoker::testing::InheritableSince(before), std::vector<std::string>{});
+  }
+}
+
+// A client that trickles its request header is cut at the request timeout, not kept for the
+// (longer) idle timeout.
+TEST_F(HttpServerTest, ASlowHeaderIsCutAtTheRequestTimeout) {
+  http::ServerOptions o;
+  o.request_timeout = std::chrono::seconds(1);
+  o.idle_timeout = std::chrono::seconds(60);
+  Start(o);
+  RawConn c(http_->port());
+  c.Send("GET /api/v1/health HTTP/1.1\r\n");
+  bool closed = false;
+  for (int i = 0; i < 100 && !closed; ++i) {  // one header byte every 100 ms, for up to 10 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    closed = ::send(c.fd(), "X", 1, MSG_NOSIGNAL) < 0;
+  }
+  EXPECT_TRUE(closed) << "the connection was still open after 10 s";
+}
+
 TEST_F(HttpServerTest, BadTlsFilesAreReportedAtStart) {
-  HttpOptions o;
+  http::ServerOptions o;
   o.host = "127.0.0.1";
   o.port = 0;
   o.tls_cert = f_.dir + "/missing-cert.pem";
   o.tls_key = f_.dir + "/missing-key.pem";
-  HttpServer s(f_.api.get(), o);
+  http::Server s(f_.api.get(), o);
   const Status st = s.Start();
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("missing-cert.pem"), std::string::npos) << st.ToString();

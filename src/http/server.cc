@@ -1,4 +1,4 @@
-// The API's HTTP(S) front end on Boost.Beast over Asio (epoll).
+// The HTTP(S) server on Boost.Beast over Asio (epoll).
 //
 // Why not cpp-httplib's server (the client side still uses it): it ties every keep-alive
 // connection to one pool thread for the connection's life, and Debian's build polls each idle
@@ -7,7 +7,12 @@
 // heartbeats/s; docs/performance.md). Here connections are asynchronous state machines on a few
 // I/O threads, and only request handling, which may wait for a durable SQLite commit, runs on
 // a worker pool.
+#include "http/server.h"
+
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <boost/asio.hpp>
@@ -15,25 +20,21 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 #include <utility>  // Boost 1.74's asio uses std::exchange without including it
 
-#include "server/http.h"
-
-namespace stoker::server {
+namespace stoker::http {
 namespace {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
-
-// An idle keep-alive connection is closed after this long; agents heartbeat far more often.
-constexpr std::chrono::seconds kIdleTimeout{75};
-// A request must arrive completely within this long once it started (slow-loris guard).
-constexpr std::chrono::seconds kRequestTimeout{30};
-constexpr uint32_t kMaxHeaderBytes = 16 * 1024;
 
 int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -62,7 +63,7 @@ std::string UrlDecode(std::string_view s, bool plus_is_space) {
   return out;
 }
 
-void SplitTarget(std::string_view target, ApiRequest* a) {
+void SplitTarget(std::string_view target, Request* a) {
   const size_t q = target.find('?');
   a->path = UrlDecode(target.substr(0, q), false);
   if (q == std::string_view::npos) return;
@@ -79,24 +80,43 @@ void SplitTarget(std::string_view target, ApiRequest* a) {
   }
 }
 
-std::string ErrorBody(const std::string& code, const std::string& message) {
-  return json{{"error", {{"code", code}, {"message", message}}}}.dump();
-}
-
 }  // namespace
 
-struct HttpServer::Impl {
+std::string ErrorBody(const std::string& code, const std::string& message) {
+  return nlohmann::json{{"error", {{"code", code}, {"message", message}}}}.dump();
+}
+
+Result<std::pair<std::string, int>> ParseHostPort(const std::string& s) {
+  const size_t colon = s.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return InvalidArgument("listen: expected HOST:PORT, got '" + s + "'");
+  }
+  int port = 0;
+  const std::string p = s.substr(colon + 1);
+  auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
+  if (ec != std::errc() || ptr != p.data() + p.size() || port < 0 || port > 65535) {
+    return InvalidArgument("listen: bad port in '" + s + "'");
+  }
+  return std::make_pair(s.substr(0, colon), port);
+}
+
+struct Server::Impl {
   // Declared first so that they outlive the sessions the io_context destroys.
-  Api* api = nullptr;
+  const Handler* handler = nullptr;
+  ServerOptions options;
   std::atomic<int64_t> open_connections{0};
-  int64_t max_connections = 0;
   asio::io_context ioc{static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
   std::optional<asio::ssl::context> tls;
   tcp::acceptor acceptor{ioc};
   std::unique_ptr<asio::thread_pool> workers;
   std::vector<std::thread> io_threads;
 
+  // Waits until the listener is readable, then accepts every pending connection with
+  // accept4(SOCK_CLOEXEC): Asio's own accept() would leave each connection inheritable by any
+  // process forked before it could be marked (the agent of `stoker up` forks job shims).
   void Accept();
+  void AcceptLater();
+  void Serve(int fd);
 };
 
 namespace {
@@ -107,14 +127,14 @@ namespace {
 template <class Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(HttpServer::Impl* server, Stream stream) : server_(server), stream_(std::move(stream)) {
+  Session(Server::Impl* server, Stream stream) : server_(server), stream_(std::move(stream)) {
     server_->open_connections.fetch_add(1);
   }
   ~Session() { server_->open_connections.fetch_sub(1); }
 
   void Start() {
     if constexpr (std::is_same_v<Stream, beast::ssl_stream<beast::tcp_stream>>) {
-      beast::get_lowest_layer(stream_).expires_after(kRequestTimeout);
+      beast::get_lowest_layer(stream_).expires_after(server_->options.request_timeout);
       stream_.async_handshake(asio::ssl::stream_base::server,
                               [self = this->shared_from_this()](beast::error_code ec) {
                                 if (!ec) self->ReadHeader();
@@ -125,13 +145,24 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
  private:
+  // Idle between requests until the first byte of the next one, then a bounded time for the
+  // request itself: a client that trickles its header is cut at request_timeout, not later.
   void ReadHeader() {
+    if (buffer_.size() > 0) return ReadRestOfHeader();
+    beast::get_lowest_layer(stream_).expires_after(server_->options.idle_timeout);
+    stream_.async_read_some(buffer_.prepare(kFirstRead), [self = this->shared_from_this()](
+                                                             beast::error_code ec, size_t n) {
+      if (ec) return self->Close();  // idle timeout, peer closed or reset: nothing to answer
+      self->buffer_.commit(n);
+      self->ReadRestOfHeader();
+    });
+  }
+
+  void ReadRestOfHeader() {
     parser_.emplace();
-    parser_->header_limit(kMaxHeaderBytes);
-    parser_->body_limit(kMaxRequestBody);
-    // Idle between requests, then a bounded time for the request itself.
-    beast::get_lowest_layer(stream_).expires_after(buffer_.size() > 0 ? kRequestTimeout
-                                                                      : kIdleTimeout);
+    parser_->header_limit(static_cast<uint32_t>(server_->options.max_header_bytes));
+    parser_->body_limit(server_->options.max_body_bytes);
+    beast::get_lowest_layer(stream_).expires_after(server_->options.request_timeout);
     http::async_read_header(
         stream_, buffer_, *parser_,
         [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
@@ -140,10 +171,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void OnHeader(beast::error_code ec) {
     if (ec) return OnReadError(ec);
     const auto& req = parser_->get();
-    if (auto cl = parser_->content_length(); cl && *cl > kMaxRequestBody) {
+    if (auto cl = parser_->content_length(); cl && *cl > server_->options.max_body_bytes) {
       return Fail(413, "too_large",
                   "request body of " + std::to_string(*cl) + " bytes exceeds the limit of " +
-                      std::to_string(kMaxRequestBody));
+                      std::to_string(server_->options.max_body_bytes));
     }
     // curl and others wait for this before sending a larger body.
     if (beast::iequals(req[http::field::expect], "100-continue")) {
@@ -159,7 +190,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   void ReadBody() {
-    beast::get_lowest_layer(stream_).expires_after(kRequestTimeout);
+    // The request_timeout that started with the first byte of the header keeps running.
     http::async_read(stream_, buffer_, *parser_,
                      [self = this->shared_from_this()](beast::error_code ec, size_t) {
                        if (ec) return self->OnReadError(ec);
@@ -169,13 +200,14 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   void OnReadError(beast::error_code ec) {
     if (ec == http::error::body_limit) {
-      return Fail(
-          413, "too_large",
-          "request body exceeds the limit of " + std::to_string(kMaxRequestBody) + " bytes");
+      return Fail(413, "too_large",
+                  "request body exceeds the limit of " +
+                      std::to_string(server_->options.max_body_bytes) + " bytes");
     }
     if (ec == http::error::header_limit) {
-      return Fail(431, "too_large",
-                  "request headers exceed " + std::to_string(kMaxHeaderBytes) + " bytes");
+      return Fail(
+          431, "too_large",
+          "request headers exceed " + std::to_string(server_->options.max_header_bytes) + " bytes");
     }
     if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
         ec != http::error::end_of_stream && ec != http::error::partial_message) {
@@ -184,11 +216,11 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     Close();  // peer closed, timeout or reset: nothing to answer
   }
 
-  // Api::Handle may block on a durable commit, so it runs on the worker pool; the answer is
-  // written back on this connection's strand.
+  // A handler may block (the API on a durable commit), so it runs on the worker pool; the
+  // answer is written back on this connection's strand.
   void Dispatch() {
     http::request<http::string_body> req = parser_->release();
-    ApiRequest a;
+    Request a;
     a.method = std::string(req.method_string());
     SplitTarget(std::string_view(req.target().data(), req.target().size()), &a);
     a.authorization = std::string(req[http::field::authorization]);
@@ -196,9 +228,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     keep_alive_ = req.keep_alive();
     version_ = req.version();
     asio::post(*server_->workers, [self = this->shared_from_this(), a = std::move(a)] {
-      ApiResponse r;
+      Response r;
       try {
-        r = self->server_->api->Handle(a);
+        r = self->server_->handler->Handle(a);
       } catch (const std::exception& e) {
         // A bug must cost one request, not a worker thread of the pool (and the connection).
         spdlog::error("http: {} {}: {}", a.method, a.path, e.what());
@@ -210,7 +242,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     });
   }
 
-  void Write(ApiResponse r) {
+  void Write(Response r) {
     response_ = {};
     response_.version(version_);
     response_.result(static_cast<unsigned>(r.status));
@@ -218,7 +250,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     response_.body() = std::move(r.body);
     response_.keep_alive(keep_alive_);
     response_.prepare_payload();
-    beast::get_lowest_layer(stream_).expires_after(kRequestTimeout);
+    beast::get_lowest_layer(stream_).expires_after(server_->options.request_timeout);
     http::async_write(stream_, response_,
                       [self = this->shared_from_this()](beast::error_code ec, size_t) {
                         if (ec || !self->keep_alive_) return self->Close();
@@ -231,7 +263,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void Fail(int status, const std::string& code, const std::string& message) {
     keep_alive_ = false;
     version_ = parser_ && parser_->is_header_done() ? parser_->get().version() : 11;
-    ApiResponse r;
+    Response r;
     r.status = status;
     r.body = ErrorBody(code, message);
     Write(std::move(r));
@@ -246,7 +278,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     }
   }
 
-  HttpServer::Impl* server_;
+  // The first read of a request: small, so an idle connection holds little memory.
+  static constexpr size_t kFirstRead = 1024;
+
+  Server::Impl* server_;
   Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -257,53 +292,75 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
 }  // namespace
 
-void HttpServer::Impl::Accept() {
-  acceptor.async_accept(asio::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+void Server::Impl::Accept() {
+  acceptor.async_wait(tcp::acceptor::wait_read, [this](beast::error_code ec) {
     if (ec == asio::error::operation_aborted) return;  // stopping
-    if (!ec) {
-      if (open_connections.load() >= max_connections) {
-        // Beyond the limit the kernel's backlog would fill anyway; closing at once tells the
-        // client to retry instead of leaving it waiting.
-        beast::error_code ignored;
-        socket.close(ignored);
-      } else {
-        socket.set_option(tcp::no_delay(true), ec);
-        beast::tcp_stream stream(std::move(socket));
-        if (tls) {
-          std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
-              this, beast::ssl_stream<beast::tcp_stream>(std::move(stream), *tls))
-              ->Start();
-        } else {
-          std::make_shared<Session<beast::tcp_stream>>(this, std::move(stream))->Start();
-        }
+    if (ec) return AcceptLater();
+    for (;;) {
+      const int fd =
+          ::accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd >= 0) {
+        Serve(fd);
+        continue;
       }
-      Accept();
-      return;
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      // Out of descriptors (EMFILE) or similar: retrying at once would spin and flood the log
+      // while the condition lasts; wait a little, then accept again.
+      spdlog::warn("http: accept: {} ({} connections open); retrying in 100 ms",
+                   std::strerror(errno), open_connections.load());
+      return AcceptLater();
     }
-    // Out of descriptors (EMFILE) or similar: retrying at once would spin and flood the log
-    // while the condition lasts; wait a little, then accept again.
-    spdlog::warn("http: accept: {} ({} connections open); retrying in 100 ms", ec.message(),
-                 open_connections.load());
-    auto timer = std::make_shared<asio::steady_timer>(ioc, std::chrono::milliseconds(100));
-    timer->async_wait([this, timer](beast::error_code wec) {
-      if (wec != asio::error::operation_aborted) Accept();
-    });
+    Accept();
   });
 }
 
-HttpServer::HttpServer(Api* api, HttpOptions options)
-    : api_(api), options_(std::move(options)), impl_(std::make_unique<Impl>()) {
-  impl_->api = api_;
+void Server::Impl::AcceptLater() {
+  auto timer = std::make_shared<asio::steady_timer>(ioc, std::chrono::milliseconds(100));
+  timer->async_wait([this, timer](beast::error_code wec) {
+    if (wec != asio::error::operation_aborted) Accept();
+  });
 }
 
-HttpServer::~HttpServer() { Stop(); }
+void Server::Impl::Serve(int fd) {
+  if (open_connections.load() >= options.max_connections) {
+    // Beyond the limit the kernel's backlog would fill anyway; closing at once tells the
+    // client to retry instead of leaving it waiting.
+    ::close(fd);
+    return;
+  }
+  tcp::socket socket(asio::make_strand(ioc));
+  beast::error_code ec;
+  socket.assign(acceptor.local_endpoint().protocol(), fd, ec);
+  if (ec) {
+    ::close(fd);
+    return;
+  }
+  socket.set_option(tcp::no_delay(true), ec);
+  beast::tcp_stream stream(std::move(socket));
+  if (tls) {
+    std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
+        this, beast::ssl_stream<beast::tcp_stream>(std::move(stream), *tls))
+        ->Start();
+  } else {
+    std::make_shared<Session<beast::tcp_stream>>(this, std::move(stream))->Start();
+  }
+}
 
-std::string HttpServer::url() const {
+Server::Server(const Handler* handler, ServerOptions options)
+    : handler_(handler), options_(std::move(options)), impl_(std::make_unique<Impl>()) {
+  impl_->handler = handler_;
+  impl_->options = options_;
+}
+
+Server::~Server() { Stop(); }
+
+std::string Server::url() const {
   return std::string(options_.tls_cert.empty() ? "http" : "https") + "://" + options_.host + ":" +
          std::to_string(port_);
 }
 
-Status HttpServer::Start() {
+Status Server::Start() {
   Impl& s = *impl_;
   if (!options_.tls_cert.empty() || !options_.tls_key.empty()) {
     if (options_.tls_cert.empty() || options_.tls_key.empty()) {
@@ -327,7 +384,14 @@ Status HttpServer::Start() {
       asio::ip::make_address(options_.host == "localhost" ? "127.0.0.1" : options_.host, ec);
   if (ec) return InvalidArgument("listen: '" + options_.host + "' is not an IP address");
   const tcp::endpoint endpoint(address, static_cast<uint16_t>(options_.port));
-  s.acceptor.open(endpoint.protocol(), ec);
+  // The listener is close-on-exec from its creation (Asio's open() would leave it inheritable).
+  const int fd = ::socket(endpoint.protocol().family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                          IPPROTO_TCP);
+  if (fd < 0) {
+    return Unavailable(std::string("cannot create a socket: ") + std::strerror(errno));
+  }
+  s.acceptor.assign(endpoint.protocol(), fd, ec);
+  if (ec) ::close(fd);
   if (!ec) s.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) s.acceptor.bind(endpoint, ec);
   if (!ec) s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
@@ -336,7 +400,6 @@ Status HttpServer::Start() {
                        ": " + ec.message());
   }
   port_ = s.acceptor.local_endpoint().port();
-  s.max_connections = options_.max_connections;
   s.workers =
       std::make_unique<asio::thread_pool>(static_cast<size_t>(std::max(1, options_.threads)));
   s.Accept();
@@ -345,7 +408,7 @@ Status HttpServer::Start() {
   return Status::Ok();
 }
 
-void HttpServer::Stop() {
+void Server::Stop() {
   if (!impl_ || impl_->io_threads.empty()) return;
   impl_->ioc.stop();
   for (auto& t : impl_->io_threads) t.join();
@@ -354,4 +417,4 @@ void HttpServer::Stop() {
   impl_->workers->join();
 }
 
-}  // namespace stoker::server
+}  // namespace stoker::http

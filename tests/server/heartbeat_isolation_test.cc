@@ -1,0 +1,199 @@
+// What one node's heartbeat may change: the current run of the jobs placed on it, and samples
+// of the GPUs it registered, taken around the server's time. Everything else is refused and
+// counted (issue: an agent could write any job's logs and erase another node's GPU history).
+#include <gtest/gtest.h>
+
+#include "server/server.h"
+#include "test_util.h"
+
+namespace stoker::server {
+namespace {
+using testing::Fixture;
+using testing::Spec;
+
+JobReport Running(int64_t id, int64_t attempt, const std::string& out = "") {
+  JobReport r;
+  r.id = id;
+  r.attempt = attempt;
+  r.phase = "running";
+  r.stdout_data = out;
+  return r;
+}
+
+GpuSample Sample(const std::string& uuid, uint32_t index, WallTime at) {
+  GpuSample s;
+  s.id.uuid = uuid;
+  s.id.index = index;
+  s.timestamp = at;
+  s.util_gpu_pct = Field<uint32_t>::Of(50);
+  return s;
+}
+
+class HeartbeatIsolation : public ::testing::Test {
+ protected:
+  HeartbeatIsolation() : f_("hb_isolation") {
+    EXPECT_TRUE(f_.server->RegisterNode(f_.agent, f_.Node("n1", 2)).ok());
+    n2_ = f_.server->CreateToken(f_.admin, Role::kAgent, "n2").value();
+    NodeInventory n2 = f_.Node("n2", 2);
+    for (auto& g : n2.gpus) g.uuid = "GPU-n2-" + std::to_string(g.index);
+    EXPECT_TRUE(f_.server->RegisterNode(agent2_, n2).ok());
+  }
+  std::string Stdout(int64_t id) { return f_.server->ReadLog(f_.admin, id, "stdout", 0)->data; }
+  double Metric(const std::string& series) {
+    const std::string text = f_.server->MetricsText();
+    const size_t at = text.find("\n" + series + " ");
+    return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
+  }
+
+  Fixture f_;
+  std::string n2_;
+  Principal agent2_{"n2", Role::kAgent};
+};
+
+TEST_F(HeartbeatIsolation, ANodeCannotWriteLogsOfJobsThatAreNotItsCurrentRun) {
+  auto job = f_.server->Submit(f_.alice, Spec({"train"}, 1));
+  ASSERT_TRUE(job.ok());
+  ASSERT_EQ(f_.server->RunSchedulingPass().placed, 1);
+  const std::string node = f_.server->GetJob(f_.admin, job->id)->assignment->node;
+  const Principal& owner = node == "n1" ? f_.agent : agent2_;
+  const Principal& other = node == "n1" ? agent2_ : f_.agent;
+  const std::string other_name = node == "n1" ? "n2" : "n1";
+
+  // Another node: its bytes are dropped and it is told to stop what it claims to run.
+  Heartbeat forged;
+  forged.jobs = {Running(job->id, 0, "forged\n"), Running(job->id + 1, 0, "future\n")};
+  auto reply = f_.server->Heartbeat(other, other_name, forged);
+  ASSERT_TRUE(reply.ok());
+  EXPECT_EQ(reply->cancel, (std::vector<int64_t>{job->id, job->id + 1}));
+  EXPECT_EQ(Stdout(job->id), "");
+  EXPECT_EQ(Metric("stoker_server_heartbeat_log_chunks_refused_total"), 2);
+
+  // A job that did not exist yet when the bytes came gets none of them.
+  auto later = f_.server->Submit(f_.alice, Spec({"later"}));
+  ASSERT_TRUE(later.ok());
+  EXPECT_EQ(later->id, job->id + 1);
+  EXPECT_EQ(Stdout(later->id), "");
+
+  // The node the job runs on writes its logs.
+  Heartbeat real;
+  real.jobs = {Running(job->id, 0, "epoch 1\n")};
+  ASSERT_TRUE(f_.server->Heartbeat(owner, node, real).ok());
+  EXPECT_EQ(Stdout(job->id), "epoch 1\n");
+  EXPECT_EQ(f_.server->GetJob(f_.admin, job->id)->state, JobState::kRunning);
+}
+
+TEST_F(HeartbeatIsolation, AnEarlierRunOfARequeuedJobIsStoppedNotRecorded) {
+  auto job = f_.server->Submit(f_.alice, Spec({"train"}, 1));
+  ASSERT_TRUE(job.ok());
+  ASSERT_EQ(f_.server->RunSchedulingPass().placed, 1);
+  const std::string node = f_.server->GetJob(f_.admin, job->id)->assignment->node;
+  const Principal& owner = node == "n1" ? f_.agent : agent2_;
+  Heartbeat hb;
+  hb.jobs = {Running(job->id, 0, "run 0\n")};
+  ASSERT_TRUE(f_.server->Heartbeat(owner, node, hb).ok());
+  // Requeued by the system: the running run is stopped, its exit puts the job back.
+  ASSERT_TRUE(f_.server->RequeueJob(job->id, "test").ok());
+  JobReport exited = Running(job->id, 0);
+  exited.phase = "exited";
+  exited.signal = 15;
+  exited.logs_complete = true;
+  hb.jobs = {exited};
+  ASSERT_TRUE(f_.server->Heartbeat(owner, node, hb).ok());
+  auto j = f_.server->GetJob(f_.admin, job->id);
+  ASSERT_EQ(j->state, JobState::kQueued);
+  EXPECT_EQ(j->attempt(), 1);
+  ASSERT_EQ(f_.server->RunSchedulingPass().placed, 1);
+  const std::string node2 = f_.server->GetJob(f_.admin, job->id)->assignment->node;
+  const Principal& owner2 = node2 == "n1" ? f_.agent : agent2_;
+  // The new run's start order names its attempt.
+  auto reply = f_.server->Heartbeat(owner2, node2, {});
+  ASSERT_TRUE(reply.ok());
+  ASSERT_EQ(reply->start.size(), 1u);
+  EXPECT_EQ(reply->start[0].attempt, 1);
+  // A late report of run 0 (e.g. from a node that was cut off) changes nothing.
+  JobReport stale = Running(job->id, 0, "stale bytes\n");
+  stale.phase = "exited";
+  stale.exit_code = 0;
+  hb.jobs = {stale};
+  reply = f_.server->Heartbeat(owner2, node2, hb);
+  ASSERT_TRUE(reply.ok());
+  EXPECT_EQ(reply->forget, std::vector<int64_t>{job->id});
+  EXPECT_EQ(f_.server->GetJob(f_.admin, job->id)->state, JobState::kAssigned);
+  EXPECT_EQ(Stdout(job->id), "");
+  // Run 1 reports and is recorded.
+  hb.jobs = {Running(job->id, 1, "run 1\n")};
+  ASSERT_TRUE(f_.server->Heartbeat(owner2, node2, hb).ok());
+  EXPECT_EQ(f_.server->GetJob(f_.admin, job->id)->state, JobState::kRunning);
+  EXPECT_EQ(Stdout(job->id), "run 1\n");
+}
+
+TEST_F(HeartbeatIsolation, SamplesMustBeOfTheNodesOwnGpusAndTakenAroundNow) {
+  struct Seen : ServerObserver {
+    void OnHeartbeat(const std::string& node, const std::vector<GpuSample>& gpus,
+                     WallTime) override {
+      for (const GpuSample& g : gpus) uuids.push_back(node + ":" + g.id.uuid);
+    }
+    std::vector<std::string> uuids;
+  } seen;
+  f_.server->AddObserver(&seen);
+  const WallTime now = f_.clock.WallNow();
+  Heartbeat hb;
+  hb.gpus = {Sample("GPU-0", 0, now),                                      // its own: kept
+             Sample("GPU-n2-0", 0, now),                                   // n2's GPU
+             Sample("GPU-1", 63, now),                                     // wrong index
+             Sample("GPU-1", 1, now + std::chrono::hours(24 * 365 * 70)),  // the year 2096
+             Sample("GPU-1", 1, now - std::chrono::hours(1))};             // an hour old
+  hb.samples_json = R"([{"uuid":"GPU-0"},{"uuid":"GPU-n2-0"},{"uuid":"GPU-1","index":63},)"
+                    R"({"uuid":"GPU-1","t":2096},{"uuid":"GPU-1","t":"old"}])";
+  ASSERT_TRUE(f_.server->Heartbeat(f_.agent, "n1", hb).ok());
+  EXPECT_EQ(seen.uuids, std::vector<std::string>{"n1:GPU-0"});
+  // What GET /nodes/n1 shows holds only the kept sample.
+  EXPECT_EQ(f_.server->GetNode(f_.admin, "n1")->at("samples"),
+            json::parse(R"([{"uuid":"GPU-0"}])"));
+  EXPECT_EQ(Metric("stoker_server_heartbeat_samples_refused_total{reason=\"unknown_gpu\"}"), 1);
+  EXPECT_EQ(Metric("stoker_server_heartbeat_samples_refused_total{reason=\"index_mismatch\"}"), 1);
+  EXPECT_EQ(Metric("stoker_server_heartbeat_samples_refused_total{reason=\"clock\"}"), 2);
+  // A real sample after the poisoned ones is taken as usual.
+  hb.gpus = {Sample("GPU-1", 1, now)};
+  hb.samples_json = R"([{"uuid":"GPU-1"}])";
+  ASSERT_TRUE(f_.server->Heartbeat(f_.agent, "n1", hb).ok());
+  EXPECT_EQ(seen.uuids.back(), "n1:GPU-1");
+}
+
+TEST(NodeRegistration, WronglyTypedOrDuplicatedFieldsAreRefused) {
+  auto reg = [](const std::string& text) { return ParseNodeInventory(json::parse(text)).status(); };
+  const std::string gpu = R"({"index":0,"uuid":"GPU-a","model":"H100")";
+  EXPECT_TRUE(reg(R"({"name":"n","gpus":[)" + gpu + "}]}").ok());
+  Status s = reg(R"({"name":"n","gpus":[)" + gpu + R"(,"mig":"1g.10gb"}]})");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("gpus[0].mig"), std::string::npos) << s.ToString();
+  s = reg(R"({"name":"n","gpus":[)" + gpu + "}," + gpu + "}]}");
+  EXPECT_NE(s.message().find("appears twice"), std::string::npos) << s.ToString();
+  s = reg(R"({"name":"n","gpus":[)" + gpu + R"(,"colour":"red"}]})");
+  EXPECT_NE(s.message().find("gpus[0]: colour: unknown field"), std::string::npos) << s.ToString();
+  s = reg(R"({"name":"n","gpus":[{"index":0,"model":"H100"}]})");
+  EXPECT_NE(s.message().find("gpus[0].uuid: required"), std::string::npos) << s.ToString();
+}
+
+TEST(Submission, NulBytesAndStokersOwnVariablesAreRefused) {
+  Fixture f("submit_nul");
+  JobSpec s = Spec({"sh"});
+  s.workdir = std::string("/tmp\0/../root", 13);
+  Status st = f.server->Submit(f.alice, s).status();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("workdir"), std::string::npos) << st.ToString();
+  s = Spec({std::string("sh\0x", 4)});
+  EXPECT_NE(f.server->Submit(f.alice, s).status().message().find("command[0]"), std::string::npos);
+  for (const char* name :
+       {"CUDA_VISIBLE_DEVICES", "STOKER_JOB_ID", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"}) {
+    s = Spec({"sh"});
+    s.env[name] = "0";
+    st = f.server->Submit(f.alice, s).status();
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << name;
+    EXPECT_NE(st.message().find(std::string("env.") + name), std::string::npos) << st.ToString();
+  }
+  EXPECT_TRUE(f.server->ListJobs(f.admin, {})->empty());
+}
+
+}  // namespace
+}  // namespace stoker::server

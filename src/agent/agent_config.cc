@@ -35,8 +35,7 @@ Result<ListenAddress> ParseListenAddress(std::string_view text) {
   if (text.starts_with('[')) {
     const size_t close = text.find(']');
     if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
-      return InvalidArgument("listen address '" + std::string(text) +
-                             "': expected [IPV6]:PORT");
+      return InvalidArgument("listen address '" + std::string(text) + "': expected [IPV6]:PORT");
     }
     host = text.substr(1, close - 1);
     port = text.substr(close + 2);
@@ -59,35 +58,6 @@ Result<ListenAddress> ParseListenAddress(std::string_view text) {
   STOKER_ASSIGN_OR_RETURN(addr.port, ParsePort(port, text));
   addr.host = std::string(host);
   return addr;
-}
-
-Result<Duration> ParseDuration(std::string_view text) {
-  const std::string whole(text);
-  double number = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
-  if (text.empty() || ec != std::errc() || !std::isfinite(number) || number < 0) {
-    return InvalidArgument("duration '" + whole + "': expected a number with unit ms, s or m");
-  }
-  const std::string_view unit(ptr, static_cast<size_t>(text.data() + text.size() - ptr));
-  double scale_ns = 0;
-  if (unit.empty() || unit == "s") {
-    scale_ns = 1e9;
-  } else if (unit == "ms") {
-    scale_ns = 1e6;
-  } else if (unit == "us") {
-    scale_ns = 1e3;
-  } else if (unit == "m") {
-    scale_ns = 60e9;
-  } else if (unit == "h") {
-    scale_ns = 3600e9;
-  } else {
-    return InvalidArgument("duration '" + whole + "': unknown unit '" + std::string(unit) +
-                           "' (use us, ms, s, m or h)");
-  }
-  const double ns = number * scale_ns;
-  // Beyond ~292 years the nanosecond count overflows int64.
-  if (ns > 9.2e18) return InvalidArgument("duration '" + whole + "' is too long");
-  return Duration(static_cast<int64_t>(std::llround(ns)));
 }
 
 }  // namespace stoker::agent

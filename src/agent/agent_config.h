@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/clock.h"
+#include "core/duration.h"  // ParseDuration
 #include "core/status.h"
 
 namespace stoker::agent {
@@ -22,8 +23,5 @@ struct ListenAddress {
 
 // "HOST:PORT", "[IPV6]:PORT", ":PORT" (all interfaces, 0.0.0.0) or "PORT" (127.0.0.1).
 Result<ListenAddress> ParseListenAddress(std::string_view text);
-
-// "1s", "500ms", "1.5s", "2m", "100us", or a bare number of seconds ("2", "0.25").
-Result<Duration> ParseDuration(std::string_view text);
 
 }  // namespace stoker::agent

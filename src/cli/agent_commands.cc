@@ -187,8 +187,8 @@ std::string SelfExecutable() {
 int RunAgent(const AgentFlags& flags) {
   if (ListScenarios(flags.source)) return kExitOk;
   auto listen = agent::ParseListenAddress(flags.listen);
-  auto interval = agent::ParseDuration(flags.interval);
-  auto hold = agent::ParseDuration(flags.xid_hold);
+  auto interval = ParseDuration(flags.interval);
+  auto hold = ParseDuration(flags.xid_hold);
   for (const Status& s : {listen.status(), interval.status(), hold.status()}) {
     if (!s.ok()) {
       std::cerr << "stoker agent: " << s.message() << "\n";
@@ -398,7 +398,7 @@ int RunSmi(const SmiFlags& flags) {
   if (ListScenarios(flags.source)) return kExitOk;
   double watch_seconds = 0;
   if (flags.watch_given) {
-    auto d = agent::ParseDuration(flags.watch.empty() ? "2" : flags.watch);
+    auto d = ParseDuration(flags.watch.empty() ? "2" : flags.watch);
     if (!d.ok() || *d < telemetry::kMinSampleInterval) {
       std::cerr << "stoker smi: --watch expects seconds >= 0.1\n";
       return kExitUsage;

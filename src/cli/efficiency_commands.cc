@@ -273,7 +273,7 @@ int RunReclaim(const CommonFlags& f) {
     std::cout << arr.dump(2) << "\n";
   else if (log.empty())
     std::cout << "no job idle long enough to warn (warn_after "
-              << eff::FormatDuration(cfg.idle.warn_after) << ")\n";
+              << FormatDuration(cfg.idle.warn_after) << ")\n";
   return kExitOk;
 }
 
@@ -303,7 +303,7 @@ int RunReport(const CommonFlags& f, bool csv, const std::string& html, const std
   if (int rc = Load(f, &cfg, &recs); rc != kExitOk) return rc;
   eff::ReportOptions opt;
   if (!bucket.empty()) {
-    auto d = eff::ParseDuration(bucket);
+    auto d = ParseDuration(bucket);
     if (!d.ok()) {
       std::cerr << "error: --bucket: " << d.status().message() << "\n";
       return kExitUsage;
@@ -380,7 +380,7 @@ int RunSimEfficiency(const SimEffFlags& f) {
     o.oversub.max_ratio_milli = std::llround(*f.oversub_ratio * 1000);
   }
   if (!f.grace.empty()) {
-    auto g = eff::ParseDuration(f.grace);
+    auto g = ParseDuration(f.grace);
     if (!g.ok()) return fail(g.status().WithContext("--grace"), kExitUsage);
     o.oversub.grace = *g;
   }
@@ -393,7 +393,7 @@ int RunSimEfficiency(const SimEffFlags& f) {
     return fail(InvalidArgument("--busy-activity: must be in (0, 100] percent"), kExitUsage);
   }
   o.idleness.busy_activity_milli = std::llround(f.busy_activity * 1000);
-  auto pmax = eff::ParseDuration(f.preemptible_max);
+  auto pmax = ParseDuration(f.preemptible_max);
   if (!pmax.ok()) return fail(pmax.status().WithContext("--preemptible-max"), kExitUsage);
   o.preemptible.max_duration_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(*pmax).count();
@@ -412,14 +412,14 @@ int RunSimEfficiency(const SimEffFlags& f) {
   if (!f.json) {
     std::printf("trace %s: %zu jobs, cluster %dx%d, queue %s, idle share %.2f, warn %s, act %s\n",
                 f.trace.c_str(), trace->jobs.size(), opt.cluster.nodes, opt.cluster.gpus_per_node,
-                f.queue.c_str(), f.idle_share, eff::FormatDuration(o.policy.warn_after).c_str(),
-                eff::FormatDuration(o.policy.act_after).c_str());
+                f.queue.c_str(), f.idle_share, FormatDuration(o.policy.warn_after).c_str(),
+                FormatDuration(o.policy.act_after).c_str());
     std::printf(
         "oversubscription %.2f:1, grace %s; preemptible: single-GPU jobs <= %s, share %.2f (%lld "
         "jobs)\n",
         static_cast<double>(o.oversub.max_ratio_milli) / 1000.0,
-        eff::FormatDuration(o.oversub.grace).c_str(), f.preemptible_max.c_str(),
-        o.preemptible.share, static_cast<long long>(results->front().preemptible.jobs));
+        FormatDuration(o.oversub.grace).c_str(), f.preemptible_max.c_str(), o.preemptible.share,
+        static_cast<long long>(results->front().preemptible.jobs));
     std::printf("%-16s %10s %10s %12s %12s %12s %12s %10s %12s\n", "variant", "used-util%",
                 "alloc%", "queue-mean-s", "queue-p99-s", "jct-mean-s", "jct-median-s", "reclaimed",
                 "freed-GPU-h");

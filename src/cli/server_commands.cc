@@ -3,8 +3,10 @@
 //
 // Client configuration, first match wins: --server/--token flags; STOKER_SERVER/STOKER_TOKEN;
 // ~/.config/stoker/config.yaml (server:, token: or token_file:); the local server recorded by
-// `stoker up` in ~/.config/stoker/local.yaml (server + token_file = DIR/admin.token).
+// `stoker up` in ~/.config/stoker/local.d/ (one entry per running `stoker up`: server +
+// token_file = DIR/admin.token; STOKER_DATA_DIR picks one when several run).
 
+#include <fcntl.h>
 #include <fmt/core.h>
 #include <pwd.h>
 #include <signal.h>
@@ -17,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -121,18 +124,97 @@ std::optional<std::string> ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// Mode 0600 from the moment the file exists (a token must never be readable by others, even
+// briefly), written whole, then renamed into place.
 Status WritePrivateFile(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return Internal("cannot write " + tmp);
-    out << content;
-  }
-  ::chmod(tmp.c_str(), 0600);
+  ::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return Internal("cannot write " + tmp + ": " + std::strerror(errno));
+  const bool ok =
+      ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()) &&
+      ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok) return Internal("cannot write " + tmp);
   std::error_code ec;
   fs::rename(tmp, path, ec);
   if (ec) return Internal("rename " + path + ": " + ec.message());
   return Status::Ok();
+}
+
+// ---- local servers (`stoker up`) ------------------------------------------------------------
+// Each running `stoker up` registers itself in <config dir>/local.d/<hash of its data dir>.yaml
+// (server, token_file, data_dir, pid and the process's start time) and removes the entry when it
+// stops, so several `stoker up` with different data directories never overwrite each other's
+// entry, and the CLI never follows an entry of a server that is gone.
+
+struct LocalServer {
+  std::string file, server, token_file, data_dir;
+  bool alive = false;
+};
+
+std::string ProcessStart(pid_t pid) {
+  auto stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return "";
+  const size_t close = stat->rfind(')');
+  if (close == std::string::npos) return "";
+  std::istringstream in(stat->substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && (in >> field); ++i) {
+  }
+  return field;
+}
+
+std::string LocalEntryPath(const std::string& data_dir) {
+  std::error_code ec;
+  const std::string dir = fs::weakly_canonical(data_dir, ec).string();
+  uint32_t h = 2166136261u;  // FNV-1a of the data directory
+  for (unsigned char c : dir) h = (h ^ c) * 16777619u;
+  char name[32];
+  std::snprintf(name, sizeof name, "%08x.yaml", h);
+  return ConfigDir() + "/local.d/" + name;
+}
+
+Status RegisterLocalServer(const std::string& url, const std::string& data_dir) {
+  std::error_code ec;
+  fs::create_directories(ConfigDir() + "/local.d", ec);
+  const std::string abs = fs::weakly_canonical(data_dir, ec).string();
+  return WritePrivateFile(LocalEntryPath(data_dir),
+                          "# written by `stoker up`, removed when it stops\nserver: " + url +
+                              "\ntoken_file: " + abs + "/admin.token\ndata_dir: " + abs +
+                              "\npid: " + std::to_string(::getpid()) +
+                              "\npid_start: " + ProcessStart(::getpid()) + "\n");
+}
+
+void UnregisterLocalServer(const std::string& data_dir) {
+  std::error_code ec;
+  fs::remove(LocalEntryPath(data_dir), ec);
+}
+
+// Every registered local server; an entry whose process is gone is removed (and reported as
+// not alive).
+std::vector<LocalServer> LocalServers() {
+  std::vector<LocalServer> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(ConfigDir() + "/local.d", ec)) {
+    if (e.path().extension() != ".yaml") continue;
+    LocalServer l;
+    l.file = e.path().string();
+    try {
+      YAML::Node y = YAML::LoadFile(l.file);
+      l.server = y["server"].as<std::string>("");
+      l.token_file = y["token_file"].as<std::string>("");
+      l.data_dir = y["data_dir"].as<std::string>("");
+      const pid_t pid = y["pid"].as<pid_t>(0);
+      l.alive =
+          pid > 0 && ::kill(pid, 0) == 0 && ProcessStart(pid) == y["pid_start"].as<std::string>("");
+    } catch (const std::exception&) {
+      l.alive = false;
+    }
+    if (!l.alive) fs::remove(e.path(), ec);
+    out.push_back(std::move(l));
+  }
+  return out;
 }
 
 // ---- client configuration -------------------------------------------------------------------
@@ -159,7 +241,7 @@ Result<server::ApiClient> MakeClient(const ClientFlags& f) {
   if (token.empty()) {
     if (const char* e = getenv("STOKER_TOKEN")) token = e;
   }
-  for (const std::string& file : {ConfigDir() + "/config.yaml", ConfigDir() + "/local.yaml"}) {
+  for (const std::string& file : {ConfigDir() + "/config.yaml"}) {
     if (!url.empty() && (!token.empty() || !token_file.empty())) break;
     if (!fs::exists(file)) continue;
     try {
@@ -175,6 +257,37 @@ Result<server::ApiClient> MakeClient(const ClientFlags& f) {
       return InvalidArgument(file + ": " + e.what());
     }
   }
+  if (url.empty() || (token.empty() && token_file.empty())) {
+    // A `stoker up` on this machine: the one running (STOKER_DATA_DIR picks among several).
+    std::vector<LocalServer> live, gone;
+    const char* want = getenv("STOKER_DATA_DIR");
+    std::error_code ec;
+    const std::string want_dir = want ? fs::weakly_canonical(want, ec).string() : "";
+    for (LocalServer& l : LocalServers()) {
+      if (!want_dir.empty() && l.data_dir != want_dir) continue;
+      (l.alive ? live : gone).push_back(std::move(l));
+    }
+    const bool url_given = !url.empty();
+    if (live.size() > 1 && !url_given) {
+      std::string list;
+      for (const auto& l : live) list += "\n  " + l.server + "  (data " + l.data_dir + ")";
+      return InvalidArgument(
+          "several `stoker up` run on this machine; pick one with --server, "
+          "STOKER_SERVER or STOKER_DATA_DIR:" +
+          list);
+    }
+    const LocalServer* pick = nullptr;
+    for (const auto& l : live) {
+      if (!url_given || l.server == url) pick = &l;
+    }
+    if (pick != nullptr) {
+      if (url.empty()) url = pick->server;
+      if (token.empty() && token_file.empty()) token_file = pick->token_file;
+    } else if (url.empty() && !gone.empty()) {
+      return Unavailable("the local server (`stoker up` with data " + gone.front().data_dir +
+                         ") is no longer running; start it again, or pass --server");
+    }
+  }
   if (token.empty() && !token_file.empty()) {
     auto t = ReadFile(token_file);
     if (!t) return PermissionDenied("cannot read token file " + token_file);
@@ -188,7 +301,8 @@ Result<server::ApiClient> MakeClient(const ClientFlags& f) {
 // Runs a request and turns transport and HTTP errors into a Status.
 Result<json> Call(server::ApiClient& c, const std::string& method, const std::string& path,
                   const json& body = nullptr) {
-  Result<server::HttpResult> r = method == "GET" ? c.Get(path)
+  Result<server::HttpResult> r = method == "GET"      ? c.Get(path)
+                                 : method == "DELETE" ? c.Delete(path)
                                  : method == "POST"
                                      ? c.Post(path, body.is_null() ? json::object() : body)
                                      : c.Put(path, body);
@@ -211,6 +325,16 @@ int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              SystemClock().WallNow().time_since_epoch())
       .count();
+}
+
+// "2026-12-01 19:07" in the viewer's time zone.
+std::string FormatMs(int64_t ms) {
+  const time_t t = static_cast<time_t>(ms / 1000);
+  tm local{};
+  localtime_r(&t, &local);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &local);
+  return buf;
 }
 
 std::string GpuText(const json& spec) {
@@ -524,19 +648,27 @@ int RunUp(ServerFlags f, GpuFlags g, JobRunFlags jf, std::string node_name) {
   auto admin = EnsureAdminToken(server, f.data_dir);
   if (!admin.ok()) return Fail(admin.status());
   // Record where the local server and its admin token are, so the CLI needs no flags.
-  std::error_code ec;
-  fs::create_directories(ConfigDir(), ec);
   const std::string url = server.http->url();
-  (void)WritePrivateFile(ConfigDir() + "/local.yaml",
-                         "# written by `stoker up`\nserver: " + url + "\ntoken_file: " +
-                             fs::absolute(f.data_dir).string() + "/admin.token\n");
+  if (Status reg = RegisterLocalServer(url, f.data_dir); !reg.ok()) {
+    spdlog::warn("cannot register the local server for the CLI: {}", reg.ToString());
+  }
+  struct Unregister {
+    std::string dir;
+    ~Unregister() { UnregisterLocalServer(dir); }
+  } unregister{f.data_dir};
 
   auto gpus = OpenLocalGpus(g, &server.clock, true);
   if (!gpus.ok()) return Fail(gpus.status());
   if (node_name.empty()) node_name = HostName();
   server::NodeInventory inv = node::BuildInventory(node_name, gpus->source.get());
-  auto agent_token = server.core->IssueAgentToken(node_name);
+  // The local agent's token is kept in DATA_DIR/agent.token and reused while it is valid.
+  const std::string agent_token_file = f.data_dir + "/agent.token";
+  auto agent_token =
+      server.core->LocalAgentToken(node_name, Trim(ReadFile(agent_token_file).value_or("")));
   if (!agent_token.ok()) return Fail(agent_token.status());
+  if (Status w = WritePrivateFile(agent_token_file, *agent_token + "\n"); !w.ok()) {
+    return Fail(w);
+  }
   node::NodeOptions no;
   no.server_url = url;
   no.token = *agent_token;
@@ -550,8 +682,8 @@ int RunUp(ServerFlags f, GpuFlags g, JobRunFlags jf, std::string node_name) {
   fmt::print("node '{}': {} CPUs, {} MiB, {} GPU(s){}\n", node_name, inv.cpu_milli / 1000,
              inv.memory_mib, inv.gpus.size(), inv.simulated ? " [simulated]" : "");
   fmt::print("{}\n", isolation);
-  fmt::print("admin token in {}/admin.token; the CLI on this machine finds it via {}/local.yaml\n",
-             f.data_dir, ConfigDir());
+  fmt::print("admin token in {}/admin.token; the CLI on this machine finds this server via {}\n",
+             f.data_dir, LocalEntryPath(f.data_dir));
   fmt::print("try: stoker submit -- echo hello   ·   stoker jobs   ·   stoker nodes\n");
   std::fflush(stdout);
 
@@ -926,6 +1058,13 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
                      gpus.substr(0, 30),
                      n.value("simulated", false) ? "SIMULATED" : n.value("source", ""));
         }
+        // What each node enforces for its jobs (cgroups, or process tracking only).
+        for (const json& n : nodes) {
+          if (n.contains("isolation")) {
+            fmt::print("{}: jobs run with {}\n", n["name"].get<std::string>(),
+                       n["isolation"].get<std::string>());
+          }
+        }
       });
     });
   }
@@ -957,13 +1096,14 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
       exit_code = kExitOk;
     });
   }
-  // stoker token create --role R --name N
+  // stoker token create|list|revoke, stoker audit
   {
-    auto* tok = app.add_subcommand("token", "Manage API tokens (admin)");
+    auto* tok = app.add_subcommand("token", "Manage API tokens (admin): create, list, revoke");
     tok->require_subcommand(1);
     auto* c = FlagStorage<ClientFlags>();
     auto* role = FlagStorage<std::string>("user");
     auto* name = FlagStorage<std::string>();
+    auto* expires = FlagStorage<std::string>();
     auto* create = tok->add_subcommand("create", "Create a token; it is printed once");
     AddClientFlags(create, c);
     create->add_option("--role", *role, "admin, agent or user")
@@ -971,13 +1111,17 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
         ->capture_default_str();
     create->add_option("--name", *name, "User name, or the node name for an agent token")
         ->required();
-    create->callback([c, role, name, &exit_code] {
+    create->add_option("--expires-in", *expires,
+                       "Stop accepting the token after this long (e.g. 90d, 12h); default never");
+    create->callback([c, role, name, expires, &exit_code] {
       auto client = MakeClient(*c);
       if (!client.ok()) {
         exit_code = Fail(client.status());
         return;
       }
-      auto r = Call(*client, "POST", "/api/v1/tokens", json{{"role", *role}, {"name", *name}});
+      json body{{"role", *role}, {"name", *name}};
+      if (!expires->empty()) body["expires_in"] = *expires;
+      auto r = Call(*client, "POST", "/api/v1/tokens", body);
       if (!r.ok()) {
         exit_code = Fail(r.status());
         return;
@@ -987,6 +1131,57 @@ void RegisterServerCommands(CLI::App& app, int& exit_code) {
       else
         fmt::print("{}\n", (*r)["token"].get<std::string>());
       exit_code = kExitOk;
+    });
+    auto* lc = FlagStorage<ClientFlags>();
+    auto* list = tok->add_subcommand("list", "List tokens: id, name, role, created, expiry");
+    AddClientFlags(list, lc);
+    list->callback([lc, &exit_code] {
+      exit_code = RunGetAndPrint(*lc, "/api/v1/tokens", [](const json& ts) {
+        fmt::print("{:<13} {:<20} {:<6} {:<20} {}\n", "ID", "NAME", "ROLE", "CREATED", "EXPIRES");
+        for (const json& t : ts) {
+          fmt::print(
+              "{:<13} {:<20} {:<6} {:<20} {}\n", t["id"].get<std::string>(),
+              t["name"].get<std::string>(), t["role"].get<std::string>(),
+              FormatMs(t["created_ms"].get<int64_t>()),
+              t["expires_ms"].is_null() ? "never" : FormatMs(t["expires_ms"].get<int64_t>()));
+        }
+      });
+    });
+    auto* rc = FlagStorage<ClientFlags>();
+    auto* id = FlagStorage<std::string>();
+    auto* revoke = tok->add_subcommand("revoke", "Revoke a token by its id (see token list)");
+    AddClientFlags(revoke, rc);
+    revoke->add_option("id", *id, "Token id")->required();
+    revoke->callback([rc, id, &exit_code] {
+      auto client = MakeClient(*rc);
+      if (!client.ok()) {
+        exit_code = Fail(client.status());
+        return;
+      }
+      auto r = Call(*client, "DELETE", "/api/v1/tokens/" + *id);
+      if (!r.ok()) {
+        exit_code = Fail(r.status());
+        return;
+      }
+      if (rc->json)
+        fmt::print("{}\n", r->dump(2));
+      else
+        fmt::print("revoked token {} ({}, {})\n", *id, (*r)["name"].get<std::string>(),
+                   (*r)["role"].get<std::string>());
+      exit_code = kExitOk;
+    });
+    auto* ac = FlagStorage<ClientFlags>();
+    auto* audit = app.add_subcommand("audit", "Show the audit log (admin)");
+    AddClientFlags(audit, ac);
+    audit->callback([ac, &exit_code] {
+      exit_code = RunGetAndPrint(*ac, "/api/v1/audit", [](const json& rows) {
+        fmt::print("{:<20} {:<16} {:<13} {}\n", "TIME", "ACTOR", "ACTION", "SUBJECT");
+        for (const json& a : rows) {
+          fmt::print("{:<20} {:<16} {:<13} {} ({})\n", FormatMs(a["ts_ms"].get<int64_t>()),
+                     a["actor"].get<std::string>(), a["action"].get<std::string>(),
+                     a["subject"].get<std::string>(), a["detail"].get<std::string>());
+        }
+      });
     });
   }
   // stoker queue

@@ -17,7 +17,6 @@ using std::chrono::minutes;
 using std::chrono::seconds;
 
 // Durations and times are int64 nanoseconds; bounding them keeps every conversion defined.
-constexpr double kMaxDurationSeconds = 100.0 * 365 * 86400;
 constexpr double kMaxUnixSeconds = 4e9;
 
 std::string Lower(std::string_view s) {
@@ -28,72 +27,6 @@ std::string Lower(std::string_view s) {
 }
 
 }  // namespace
-
-Result<Duration> ParseDuration(std::string_view text) {
-  std::string s(text);
-  s.erase(std::remove_if(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); }),
-          s.end());
-  if (s.empty()) return InvalidArgument("empty duration");
-  if (s[0] == '-') return InvalidArgument("negative duration '" + std::string(text) + "'");
-  // A bare number is seconds.
-  if (std::all_of(s.begin(), s.end(),
-                  [](unsigned char c) { return std::isdigit(c) || c == '.'; })) {
-    char* end = nullptr;
-    const double v = std::strtod(s.c_str(), &end);
-    if (end != s.c_str() + s.size() || !std::isfinite(v)) {
-      return InvalidArgument("bad duration '" + std::string(text) + "'");
-    }
-    if (v > kMaxDurationSeconds)
-      return InvalidArgument("duration '" + std::string(text) + "' too long (max 100 years)");
-    return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(v));
-  }
-  Duration total{0};
-  size_t i = 0;
-  while (i < s.size()) {
-    size_t j = i;
-    while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '.')) ++j;
-    if (j == i)
-      return InvalidArgument("bad duration '" + std::string(text) + "': expected a number");
-    const double v = std::strtod(s.substr(i, j - i).c_str(), nullptr);
-    size_t k = j;
-    while (k < s.size() && std::isalpha(static_cast<unsigned char>(s[k]))) ++k;
-    const std::string unit = s.substr(j, k - j);
-    double unit_s = 0;
-    if (unit == "ms")
-      unit_s = 1e-3;
-    else if (unit == "s")
-      unit_s = 1;
-    else if (unit == "m")
-      unit_s = 60;
-    else if (unit == "h")
-      unit_s = 3600;
-    else if (unit == "d")
-      unit_s = 86400;
-    else
-      return InvalidArgument("bad duration '" + std::string(text) + "': unknown unit '" + unit +
-                             "' (ms, s, m, h, d)");
-    if (!(v * unit_s <= kMaxDurationSeconds) ||
-        ToSeconds(total) + v * unit_s > kMaxDurationSeconds) {
-      return InvalidArgument("duration '" + std::string(text) + "' too long (max 100 years)");
-    }
-    total += std::chrono::duration_cast<Duration>(std::chrono::duration<double>(v * unit_s));
-    i = k;
-  }
-  return total;
-}
-
-std::string FormatDuration(Duration d) {
-  int64_t s = std::chrono::duration_cast<seconds>(d).count();
-  std::string out;
-  if (s < 0) {
-    out = "-";
-    s = -s;
-  }
-  if (s >= 3600) out += std::to_string(s / 3600) + "h";
-  if (s % 3600 >= 60) out += std::to_string((s % 3600) / 60) + "m";
-  if (s % 60 != 0 || out.empty() || out == "-") out += std::to_string(s % 60) + "s";
-  return out;
-}
 
 Result<ActivityMetric> ParseActivityMetric(std::string_view name) {
   if (name == "auto") return ActivityMetric::kAuto;

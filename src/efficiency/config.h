@@ -11,14 +11,10 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/duration.h"  // ParseDuration / FormatDuration: the one duration grammar
 #include "core/status.h"
 
 namespace stoker::efficiency {
-
-// Parses "90s", "15m", "2h", "1h30m", "500ms" or a bare number of seconds. Negative values and
-// unknown units are errors (the message quotes the text).
-Result<Duration> ParseDuration(std::string_view text);
-std::string FormatDuration(Duration d);
 
 // Which activity signal drives the zones.
 enum class ActivityMetric : uint8_t {

@@ -76,6 +76,17 @@ std::optional<PeakRates> LookupPeakRates(const std::string& model_name) {
   return std::nullopt;
 }
 
+std::pair<WallTime, WallTime> ReportSpan(const RecordSet& rec) {
+  if (rec.samples.empty() && rec.jobs.empty()) return {};
+  WallTime from = rec.samples.empty() ? rec.jobs.front().info.start : rec.samples.front().t;
+  WallTime to = rec.samples.empty() ? from : rec.samples.back().t;
+  for (const auto& j : rec.jobs) {
+    from = std::min(from, j.info.start);
+    to = std::max(to, j.end == WallTime{} ? j.info.start : j.end);
+  }
+  return {from, to};
+}
+
 Report BuildReport(const RecordSet& rec, const EfficiencyConfig& cfg, const ReportOptions& opt) {
   Report r;
   r.notes.push_back(
@@ -102,15 +113,16 @@ Report BuildReport(const RecordSet& rec, const EfficiencyConfig& cfg, const Repo
     return "";
   };
 
-  r.from = rec.samples.empty() ? rec.jobs.front().info.start : rec.samples.front().t;
-  r.to = rec.samples.empty() ? r.from : rec.samples.back().t;
-  for (const auto& j : rec.jobs) {
-    r.from = std::min(r.from, j.info.start);
-    r.to = std::max(r.to, j.end == WallTime{} ? j.info.start : j.end);
-  }
+  std::tie(r.from, r.to) = ReportSpan(rec);
   Duration bucket = opt.bucket;
   if (bucket <= Duration{0})
     bucket = std::max<Duration>(std::chrono::minutes(1), (r.to - r.from) / 48);
+  if ((r.to - r.from) / bucket + 1 > kMaxReportBuckets) {
+    const Duration asked = bucket;
+    bucket = (r.to - r.from) / (kMaxReportBuckets - 1) + Duration(1);
+    r.notes.push_back("bucket " + FormatDuration(asked) + " widened to " + FormatDuration(bucket) +
+                      ": at most " + std::to_string(kMaxReportBuckets) + " buckets per report");
+  }
   const size_t nb = static_cast<size_t>((r.to - r.from) / bucket) + 1;
   struct BucketAcc {
     double act = 0, dt = 0;

@@ -106,8 +106,16 @@ struct Report {
 // Fills r->accounts from the ledger (in seq order).
 void AddLedgerToReport(const std::vector<LedgerEntry>& ledger, Report* r);
 
+// The most time buckets a report's cluster series holds: a finer bucket over a long span is
+// refused by the API (400 naming `bucket`) and widened by BuildReport, so no request can make
+// the report (or its answer) grow without bound.
+inline constexpr int64_t kMaxReportBuckets = 2000;
+
+// The time a record set covers: its first to its last sample or job event.
+std::pair<WallTime, WallTime> ReportSpan(const RecordSet& records);
+
 struct ReportOptions {
-  Duration bucket{0};                                 // 0 = about 48 buckets over the span
+  Duration bucket{0};  // 0 = about 48 buckets over the span; at most kMaxReportBuckets
   Duration max_sample_gap = std::chrono::minutes(5);  // longer holes are not counted as time
 };
 

@@ -432,7 +432,7 @@ void EfficiencyService::Evaluate(WallTime now) {
   actions_->Flush(std::move(cancels));
 }
 
-std::string EfficiencyService::Metrics() {
+std::string EfficiencyService::Metrics(const server::Principal& who) {
   std::lock_guard lock(mu_);
   std::string out;
   EngineState st;
@@ -444,8 +444,12 @@ std::string EfficiencyService::Metrics() {
   if (market_) {
     out += "# HELP stoker_market_balance_credits Compute-market balance of a team (credits).\n";
     out += "# TYPE stoker_market_balance_credits gauge\n";
+    // Admins see every team's balance, a user their own team's.
     std::set<std::string> teams;
-    for (const auto& e : market_->entries()) teams.insert(e.team);
+    const std::string own = cfg_.market.TeamOf(who.name);
+    for (const auto& e : market_->entries()) {
+      if (who.role == server::Role::kAdmin || e.team == own) teams.insert(e.team);
+    }
     for (const auto& t : teams) {
       std::string label;
       for (char c : t) {
@@ -488,8 +492,8 @@ int64_t EfficiencyService::Balance(const std::string& team) const {
   return market_ ? market_->Balance(team) : 0;
 }
 
-Report EfficiencyService::BuildServerReport(const ReportOptions& opt,
-                                            const std::string& only_user) const {
+Result<Report> EfficiencyService::BuildServerReport(const ReportOptions& opt,
+                                                    const std::string& only_user) const {
   RecordSet rec;
   std::vector<LedgerEntry> ledger;
   {
@@ -515,6 +519,17 @@ Report EfficiencyService::BuildServerReport(const ReportOptions& opt,
   }
   std::stable_sort(rec.samples.begin(), rec.samples.end(),
                    [](const RecordedSample& a, const RecordedSample& b) { return a.t < b.t; });
+  if (opt.bucket > Duration{0}) {
+    const auto [from, to] = ReportSpan(rec);
+    const int64_t buckets = (to - from) / opt.bucket + 1;
+    if (buckets > kMaxReportBuckets) {
+      const Duration least = (to - from) / (kMaxReportBuckets - 1) + std::chrono::seconds(1);
+      return InvalidArgument(
+          "bucket: " + FormatDuration(opt.bucket) + " makes " + std::to_string(buckets) +
+          " buckets over this report's " + FormatDuration(to - from) + "; at most " +
+          std::to_string(kMaxReportBuckets) + " (use " + FormatDuration(least) + " or more)");
+    }
+  }
   Report r = BuildReport(rec, cfg_, opt);
   AddLedgerToReport(ledger, &r);
   return r;
@@ -539,214 +554,195 @@ Status EfficiencyService::CheckSubmit(const server::Principal& who, const server
 
 // ---- routes ---------------------------------------------------------------------------------
 
-namespace {
-
-using server::ApiResponse;
-
-ApiResponse JsonResponse(int status, const json& j) {
-  return ApiResponse{status, j.dump(-1, ' ', false, json::error_handler_t::replace)};
-}
-
-std::vector<std::string> PathParts(const std::string& path) {
-  std::vector<std::string> parts;
-  size_t i = 0;
-  while (i < path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string::npos) j = path.size();
-    if (j > i) parts.push_back(path.substr(i, j - i));
-    i = j + 1;
-  }
-  return parts;
-}
-
-ApiResponse NotAllowed() {
-  return JsonResponse(
-      405, {{"error", {{"code", "method_not_allowed"}, {"message", "method not allowed"}}}});
-}
-
-}  // namespace
-
-std::optional<ApiResponse> EfficiencyService::Handle(const server::ApiRequest& req,
-                                                     const server::Principal& who) {
-  const std::vector<std::string> p = PathParts(req.path);
-  static const std::set<std::string> kMine = {"zones",  "alerts", "silences", "reclaim",
-                                              "report", "ledger", "budgets"};
-  if (p.size() < 3 || p[0] != "api" || p[1] != "v1" || !kMine.count(p[2])) return std::nullopt;
-  const std::string& res = p[2];
-  const std::string& m = req.method;
-  if (who.role == server::Role::kAgent) {
-    return server::ErrorResponse(PermissionDenied("agents cannot read efficiency data"));
-  }
-  const bool admin = who.role == server::Role::kAdmin;
-  if (res == "silences" && p.size() == 4) {
-    if (m != "DELETE") return NotAllowed();
-    if (!admin) return server::ErrorResponse(PermissionDenied("only admins remove silences"));
-    std::lock_guard lock(mu_);
-    if (!alerts_.RemoveSilence(p[3]))
-      return server::ErrorResponse(NotFound("silence '" + p[3] + "' not found"));
-    return JsonResponse(200, {{"id", p[3]}, {"removed", true}});
-  }
-  if (p.size() != 3) return server::ErrorResponse(NotFound("no such endpoint: " + req.path));
-  if (res == "silences" && m == "POST") {
-    if (!admin) return server::ErrorResponse(PermissionDenied("only admins create silences"));
-    if (req.body.size() > server::kMaxRequestBody)
-      return server::ErrorResponse(ResourceExhausted("body: larger than 4 MiB"));
-    json body = json::parse(req.body.empty() ? "{}" : req.body, nullptr, false);
-    if (body.is_discarded()) return server::ErrorResponse(InvalidArgument("body: not valid JSON"));
-    std::lock_guard lock(mu_);
-    const WallTime now = clock_ ? clock_->WallNow() : last_seen_;
-    auto s = SilenceFromJson(body, now);
-    if (!s.ok()) return server::ErrorResponse(s.status());
-    const std::string id = alerts_.AddSilence(*s);
-    for (const Silence& x : alerts_.silences()) {
-      if (x.id == id) return JsonResponse(201, SilenceToJson(x));
-    }
-    return JsonResponse(201, {{"id", id}});
-  }
-  if (m != "GET") return NotAllowed();
-
-  std::unique_lock lock(mu_);
-  auto owner = [&](const std::string& job) -> std::string {
-    auto it = job_records_.find(job);
-    return it == job_records_.end() ? "" : it->second.info.user;
+void EfficiencyService::AddRoutes(server::Router* router) {
+  using server::ErrorResponse;
+  using server::JsonResponse;
+  using server::QueryParam;
+  using server::Role;
+  using server::RouteCall;
+  using server::Scope;
+  const std::set<Role> people = {Role::kAdmin, Role::kUser};
+  const std::set<Role> admins = {Role::kAdmin};
+  // A user sees the efficiency of their own jobs; admins every job's.
+  auto visible = [this](const server::Principal& who) {
+    return [this, &who](const std::string& job) {
+      if (who.role == Role::kAdmin) return true;
+      auto it = job_records_.find(job);
+      return it != job_records_.end() && it->second.info.user == who.name;
+    };
   };
-  auto visible_job = [&](const std::string& job) { return admin || owner(job) == who.name; };
-  if (res == "zones") {
-    std::vector<ZoneStatus> jobs;
-    for (const ZoneStatus& z : zones_.Jobs()) {
-      if (visible_job(z.key)) jobs.push_back(z);
-    }
-    return JsonResponse(
-        200, ZonesToJson(zones_.Gpus(), jobs,
-                         PlanConsolidation(LoadsLocked(visible_job), cfg_.zones), cfg_.zones));
+  router->Add({"GET",
+               "/zones",
+               people,
+               Scope::kOwnJob,
+               {},
+               "Efficiency zones (gold, silver, bronze, hot) of GPUs and jobs, and the "
+               "consolidation plan for silver jobs",
+               [this, visible](const RouteCall& c) {
+                 std::lock_guard lock(mu_);
+                 const auto can_see = visible(c.who);
+                 std::vector<ZoneStatus> jobs;
+                 for (const ZoneStatus& z : zones_.Jobs()) {
+                   if (can_see(z.key)) jobs.push_back(z);
+                 }
+                 return JsonResponse(
+                     200,
+                     ZonesToJson(zones_.Gpus(), jobs,
+                                 PlanConsolidation(LoadsLocked(can_see), cfg_.zones), cfg_.zones));
+               }});
+  router->Add({"GET",
+               "/alerts",
+               people,
+               Scope::kOwnJob,
+               {},
+               "Active graded alerts (yellow, orange, red) with inhibition and silence state",
+               [this, visible](const RouteCall& c) {
+                 std::lock_guard lock(mu_);
+                 const auto can_see = visible(c.who);
+                 json out = json::array();
+                 for (const Alert& a : active_) {
+                   auto job = a.labels.find("job");
+                   if (job != a.labels.end() && !can_see(job->second)) continue;
+                   out.push_back(AlertToJson(a));
+                 }
+                 return JsonResponse(200, out);
+               }});
+  router->Add({"GET", "/silences", people, Scope::kNone, {}, "Silences", [this](const RouteCall&) {
+                 std::lock_guard lock(mu_);
+                 json out = json::array();
+                 for (const Silence& x : alerts_.silences()) out.push_back(SilenceToJson(x));
+                 return JsonResponse(200, out);
+               }});
+  router->Add({"POST",
+               "/silences",
+               admins,
+               Scope::kNone,
+               {},
+               "Create a silence: {matchers, starts_at, ends_at, comment}",
+               [this](const RouteCall& c) {
+                 if (c.request.body.size() > server::kMaxRequestBody) {
+                   return ErrorResponse(ResourceExhausted("body: larger than 4 MiB"));
+                 }
+                 json body =
+                     json::parse(c.request.body.empty() ? "{}" : c.request.body, nullptr, false);
+                 if (body.is_discarded()) {
+                   return ErrorResponse(InvalidArgument("body: not valid JSON"));
+                 }
+                 std::lock_guard lock(mu_);
+                 const WallTime now = clock_ ? clock_->WallNow() : last_seen_;
+                 auto silence = SilenceFromJson(body, now);
+                 if (!silence.ok()) return ErrorResponse(silence.status());
+                 const std::string id = alerts_.AddSilence(*silence);
+                 for (const Silence& x : alerts_.silences()) {
+                   if (x.id == id) return JsonResponse(201, SilenceToJson(x));
+                 }
+                 return JsonResponse(201, {{"id", id}});
+               }});
+  router->Add({"DELETE",
+               "/silences/{id}",
+               admins,
+               Scope::kNone,
+               {},
+               "Delete a silence",
+               [this](const RouteCall& c) {
+                 const std::string& id = c.path.at("id");
+                 std::lock_guard lock(mu_);
+                 if (!alerts_.RemoveSilence(id)) {
+                   return ErrorResponse(NotFound("silence '" + id.substr(0, 64) + "' not found"));
+                 }
+                 return JsonResponse(200, {{"id", id}, {"removed", true}});
+               }});
+  router->Add({"GET",
+               "/reclaim",
+               people,
+               Scope::kOwnJob,
+               {},
+               "Idle-reclaim actions (warn, requeue, cancel) with evidence",
+               [this](const RouteCall& c) {
+                 std::lock_guard lock(mu_);
+                 json out = json::array();
+                 for (const ReclaimRecord& r : reclaimer_->log()) {
+                   if (c.who.role == Role::kAdmin || r.user == c.who.name) {
+                     out.push_back(ReclaimRecordToJson(r));
+                   }
+                 }
+                 return JsonResponse(200, out);
+               }});
+  for (const char* what : {"ledger", "budgets"}) {
+    const bool ledger = std::string(what) == "ledger";
+    router->Add(
+        {"GET",
+         std::string("/") + what,
+         people,
+         Scope::kOwnTeam,
+         {QueryParam::String("team", 64, "only this team (users: their own)")},
+         ledger ? "Market ledger entries" : "Team credit budgets and balances",
+         [this, ledger](const RouteCall& c) {
+           std::lock_guard lock(mu_);
+           if (!market_) {
+             return ErrorResponse(FailedPrecondition("market: not configured (market.budgets)"));
+           }
+           const bool admin = c.who.role == Role::kAdmin;
+           std::string team = c.Query("team") ? *c.Query("team") : "";
+           const std::string own = cfg_.market.TeamOf(c.who.name);
+           if (!admin && !team.empty() && team != own) {
+             return ErrorResponse(PermissionDenied("team: users see only their own team's ledger"));
+           }
+           if (!admin) team = own;
+           if (ledger) {
+             json out = json::array();
+             for (const LedgerEntry& e : market_->entries()) {
+               if (team.empty() || e.team == team) out.push_back(LedgerEntryJson(e));
+             }
+             return JsonResponse(200, out);
+           }
+           Report r;
+           std::vector<LedgerEntry> entries;
+           for (const LedgerEntry& e : market_->entries()) {
+             if (team.empty() || e.team == team) entries.push_back(e);
+           }
+           AddLedgerToReport(entries, &r);
+           if (!team.empty() && r.accounts.empty()) r.accounts.push_back(TeamAccount{.team = team});
+           json out = json::array();
+           for (const TeamAccount& a : r.accounts) {
+             out.push_back({{"team", a.team},
+                            {"balance", static_cast<double>(a.balance_micro) / 1e6},
+                            {"granted", static_cast<double>(a.granted_micro) / 1e6},
+                            {"charged", static_cast<double>(a.charged_micro) / 1e6},
+                            {"idle_charged", static_cast<double>(a.idle_charged_micro) / 1e6},
+                            {"reclaimed_charged", static_cast<double>(a.reclaimed_micro) / 1e6},
+                            {"allowed_tier", a.balance_micro > 0 ? "guaranteed" : "preemptible"}});
+           }
+           return JsonResponse(200, out);
+         }});
   }
-  if (res == "alerts") {
-    json out = json::array();
-    for (const Alert& a : active_) {
-      auto job = a.labels.find("job");
-      if (job != a.labels.end() && !visible_job(job->second)) continue;
-      out.push_back(AlertToJson(a));
-    }
-    return JsonResponse(200, out);
-  }
-  if (res == "silences") {
-    json out = json::array();
-    for (const Silence& s : alerts_.silences()) out.push_back(SilenceToJson(s));
-    return JsonResponse(200, out);
-  }
-  if (res == "reclaim") {
-    json out = json::array();
-    for (const ReclaimRecord& r : reclaimer_->log()) {
-      if (admin || r.user == who.name) out.push_back(ReclaimRecordToJson(r));
-    }
-    return JsonResponse(200, out);
-  }
-  if (res == "ledger" || res == "budgets") {
-    if (!market_)
-      return server::ErrorResponse(FailedPrecondition("market: not configured (market.budgets)"));
-    std::string team;
-    if (auto it = req.query.find("team"); it != req.query.end()) team = it->second;
-    const std::string own = cfg_.market.TeamOf(who.name);
-    if (!admin && !team.empty() && team != own) {
-      return server::ErrorResponse(
-          PermissionDenied("team: users see only their own team's ledger"));
-    }
-    if (!admin) team = own;
-    if (res == "ledger") {
-      json out = json::array();
-      for (const LedgerEntry& e : market_->entries()) {
-        if (team.empty() || e.team == team) out.push_back(LedgerEntryJson(e));
-      }
-      return JsonResponse(200, out);
-    }
-    Report r;
-    std::vector<LedgerEntry> entries;
-    for (const LedgerEntry& e : market_->entries()) {
-      if (team.empty() || e.team == team) entries.push_back(e);
-    }
-    AddLedgerToReport(entries, &r);
-    if (!team.empty() && r.accounts.empty()) r.accounts.push_back(TeamAccount{.team = team});
-    json out = json::array();
-    for (const TeamAccount& a : r.accounts) {
-      out.push_back({{"team", a.team},
-                     {"balance", static_cast<double>(a.balance_micro) / 1e6},
-                     {"granted", static_cast<double>(a.granted_micro) / 1e6},
-                     {"charged", static_cast<double>(a.charged_micro) / 1e6},
-                     {"idle_charged", static_cast<double>(a.idle_charged_micro) / 1e6},
-                     {"reclaimed_charged", static_cast<double>(a.reclaimed_micro) / 1e6},
-                     {"allowed_tier", a.balance_micro > 0 ? "guaranteed" : "preemptible"}});
-    }
-    return JsonResponse(200, out);
-  }
-  // report
-  lock.unlock();
-  ReportOptions opt;
-  if (auto it = req.query.find("bucket"); it != req.query.end()) {
-    auto d = ParseDuration(it->second);
-    if (!d.ok()) return server::ErrorResponse(d.status().WithContext("bucket"));
-    opt.bucket = *d;
-  }
-  std::string format = "json";
-  if (auto it = req.query.find("format"); it != req.query.end()) format = it->second;
-  if (format != "json" && format != "text" && format != "csv" && format != "html") {
-    return server::ErrorResponse(InvalidArgument("format: must be json, text, csv or html"));
-  }
-  const Report r = BuildServerReport(opt, admin ? "" : who.name);
-  if (format == "json") return ApiResponse{200, RenderJson(r)};
-  if (format == "csv") return ApiResponse{200, RenderCsv(r), "text/csv; charset=utf-8"};
-  if (format == "html") return ApiResponse{200, RenderHtml(r), "text/html; charset=utf-8"};
-  return ApiResponse{200, RenderText(r), "text/plain; charset=utf-8"};
-}
-
-// The routes Handle() serves, for /api/v1/openapi.json (Api merges them into its document).
-json EfficiencyService::OpenApiPaths() const {
-  const auto op = [](const char* summary, const char* role, json params = json::array()) {
-    json o = {{"summary", summary},
-              {"description", std::string("Role: ") + role + "."},
-              {"security", json::array({{{"bearer", json::array()}}})},
-              {"responses",
-               {{"200", {{"description", "OK"}}},
-                {"400", {{"description", "invalid argument (the field is named)"}}},
-                {"401", {{"description", "missing or unknown token"}}},
-                {"403", {{"description", "role not allowed"}}}}}};
-    if (!params.empty()) o["parameters"] = std::move(params);
-    return o;
-  };
-  const auto query = [](const char* name, const char* description) {
-    return json{{"name", name},
-                {"in", "query"},
-                {"required", false},
-                {"description", description},
-                {"schema", {{"type", "string"}}}};
-  };
-  json paths = json::object();
-  paths["/zones"]["get"] =
-      op("Efficiency zones (gold, silver, bronze, hot) of GPUs and jobs, and "
-         "the consolidation plan for silver jobs",
-         "admin or user (a user sees own jobs)");
-  paths["/alerts"]["get"] =
-      op("Active graded alerts (yellow, orange, red) with inhibition and "
-         "silence state",
-         "admin or user");
-  paths["/silences"]["get"] = op("Silences", "admin or user");
-  paths["/silences"]["post"] =
-      op("Create a silence: {matchers, starts_at, ends_at, comment}", "admin");
-  paths["/silences/{id}"]["delete"] = op("Delete a silence", "admin",
-                                         json::array({{{"name", "id"},
-                                                       {"in", "path"},
-                                                       {"required", true},
-                                                       {"schema", {{"type", "string"}}}}}));
-  paths["/reclaim"]["get"] =
-      op("Idle-reclaim actions (warn, requeue, cancel) with evidence", "admin or user (own jobs)");
-  paths["/ledger"]["get"] = op("Market ledger entries", "admin or user (own team)",
-                               json::array({query("team", "only this team")}));
-  paths["/budgets"]["get"] = op("Team credit budgets and balances", "admin or user (own team)",
-                                json::array({query("team", "only this team")}));
-  paths["/report"]["get"] =
-      op("Efficiency report: per job, per user and team, per cluster, with advice", "admin or user",
-         json::array({query("format", "json (default), text, csv or html"),
-                      query("bucket", "time bucket of the cluster series, e.g. 1h")}));
-  return paths;
+  router->Add(
+      {"GET",
+       "/report",
+       people,
+       Scope::kOwnJob,
+       {QueryParam::Enum("format", {"json", "text", "csv", "html"}, "answer format (default json)"),
+        QueryParam::DurationIn("bucket", std::chrono::minutes(1), std::chrono::hours(24 * 366),
+                               "time bucket of the cluster series (at most " +
+                                   std::to_string(kMaxReportBuckets) +
+                                   " buckets over the report's span)")},
+       "Efficiency report: per job, per user and team, per cluster, with advice",
+       [this](const RouteCall& c) {
+         ReportOptions opt;
+         if (auto d = c.QueryDuration("bucket")) opt.bucket = *d;
+         const std::string* format = c.Query("format");
+         auto r = BuildServerReport(opt, c.who.role == Role::kAdmin ? "" : c.who.name);
+         if (!r.ok()) return ErrorResponse(r.status());
+         if (format == nullptr || *format == "json")
+           return server::ApiResponse{200, RenderJson(*r)};
+         if (*format == "csv") {
+           return server::ApiResponse{200, RenderCsv(*r), "text/csv; charset=utf-8"};
+         }
+         if (*format == "html") {
+           return server::ApiResponse{200, RenderHtml(*r), "text/html; charset=utf-8"};
+         }
+         return server::ApiResponse{200, RenderText(*r), "text/plain; charset=utf-8"};
+       }});
 }
 
 }  // namespace stoker::efficiency

@@ -80,11 +80,10 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   void OnFragmentation(const server::Fragmentation& f, WallTime at) override;
 
   // ApiExtension.
-  std::optional<server::ApiResponse> Handle(const server::ApiRequest& req,
-                                            const server::Principal& who) override;
+  void AddRoutes(server::Router* router) override;
   Status CheckSubmit(const server::Principal& who, const server::JobSpec& spec) override;
-  std::string Metrics() override;  // Prometheus text (efficiency/metrics.h) + market balances
-  nlohmann::json OpenApiPaths() const override;
+  // Prometheus text (efficiency/metrics.h) + market balances (a user: their own team's).
+  std::string Metrics(const server::Principal& who) override;
 
   // Runs alert evaluation, idle reclaim and due charges at `now`, then the queued actions.
   void Evaluate(WallTime now);
@@ -96,7 +95,9 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   std::vector<LedgerEntry> Ledger() const;
   int64_t Balance(const std::string& team) const;
   // The report over the samples and jobs seen since start (bounded by service.keep_samples).
-  Report BuildServerReport(const ReportOptions& opt, const std::string& only_user = "") const;
+  // BadArgument (naming `bucket`) when the bucket would make more than kMaxReportBuckets.
+  Result<Report> BuildServerReport(const ReportOptions& opt,
+                                   const std::string& only_user = "") const;
   void AddNotifier(Notifier* n);
 
  private:

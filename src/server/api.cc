@@ -2,20 +2,10 @@
 
 #include <charconv>
 
+#include "core/duration.h"
+
 namespace stoker::server {
 namespace {
-
-std::vector<std::string> Split(std::string_view path) {
-  std::vector<std::string> parts;
-  size_t i = 0;
-  while (i < path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string_view::npos) j = path.size();
-    if (j > i) parts.emplace_back(path.substr(i, j - i));
-    i = j + 1;
-  }
-  return parts;
-}
 
 std::optional<int64_t> ParseId(const std::string& s) {
   int64_t v = 0;
@@ -24,314 +14,432 @@ std::optional<int64_t> ParseId(const std::string& s) {
   return v;
 }
 
-ApiResponse Json(int status, const json& j) {
-  return ApiResponse{status, j.dump(-1, ' ', false, json::error_handler_t::replace)};
-}
-
-std::string CodeName(StatusCode c) {
-  std::string s(StatusCodeName(c));
-  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
-
-// The HTTP layer refuses larger bodies first; Handle() is also called directly (tests, fuzzer).
-Status CheckBodySize(const std::string& body) {
-  if (body.size() > kMaxRequestBody) return ResourceExhausted("body: larger than 4 MiB");
-  return Status::Ok();
-}
-
 Result<json> ParseBody(const std::string& body) {
-  STOKER_RETURN_IF_ERROR(CheckBodySize(body));
+  if (body.size() > kMaxRequestBody) return ResourceExhausted("body: larger than 4 MiB");
   json j = json::parse(body.empty() ? "{}" : body, nullptr, false);
   if (j.is_discarded()) return InvalidArgument("body: not valid JSON");
   return j;
 }
 
-ApiResponse MethodNotAllowed() {
-  return Json(405,
-              {{"error", {{"code", "method_not_allowed"}, {"message", "method not allowed"}}}});
+template <class T>
+ApiResponse Reply(int status, const Result<T>& r) {
+  if (!r.ok()) return ErrorResponse(r.status());
+  return JsonResponse(status, *r);
+}
+
+// The job named by a route's {id}.
+Result<int64_t> JobIdOf(const RouteCall& c) {
+  auto id = ParseId(c.path.at("id"));
+  if (!id) return InvalidArgument("id: '" + c.path.at("id").substr(0, 64) + "' is not a job id");
+  return *id;
+}
+
+const std::set<Role> kAnyToken = {Role::kAdmin, Role::kUser, Role::kAgent};
+const std::set<Role> kPeople = {Role::kAdmin, Role::kUser};
+const std::set<Role> kAdmins = {Role::kAdmin};
+const std::set<Role> kNodes = {Role::kAdmin, Role::kAgent};
+
+std::vector<std::string> JobStateNames() {
+  std::vector<std::string> out;
+  for (JobState s :
+       {JobState::kQueued, JobState::kAssigned, JobState::kRunning, JobState::kCancelling,
+        JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
+    out.push_back(JobStateName(s));
+  }
+  return out;
 }
 
 }  // namespace
 
-void Api::AddExtension(ApiExtension* e) {
-  extensions_.push_back(e);
-  // The served document is merged once here, not per request.
-  json doc = json::parse(openapi_.empty() ? OpenApiDocument() : openapi_);
-  const json paths = e->OpenApiPaths();  // items() must not outlive its json
-  for (const auto& [path, item] : paths.items()) doc["paths"][path] = item;
-  openapi_ = doc.dump(1);
-}
-
-int HttpStatus(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk:
-      return 200;
-    case StatusCode::kInvalidArgument:
-      return 400;
-    case StatusCode::kUnauthenticated:
-      return 401;
-    case StatusCode::kPermissionDenied:
-      return 403;
-    case StatusCode::kNotFound:
-      return 404;
-    case StatusCode::kAlreadyExists:
-    case StatusCode::kFailedPrecondition:
-      return 409;
-    case StatusCode::kResourceExhausted:
-      return 413;
-    case StatusCode::kUnavailable:
-      return 503;
-    case StatusCode::kDeadlineExceeded:
-      return 504;
-    case StatusCode::kUnimplemented:
-      return 501;
-    default:
-      return 500;
-  }
-}
-
-ApiResponse ErrorResponse(const Status& s) {
-  json e{{"code", CodeName(s.code())}, {"message", s.message()}};
-  if (s.code() == StatusCode::kInvalidArgument) {
-    // Messages are "<field>: <what>"; expose the field for clients.
-    const size_t colon = s.message().find(": ");
-    if (colon != std::string::npos && colon < 128) e["field"] = s.message().substr(0, colon);
-  }
-  return Json(HttpStatus(s.code()), {{"error", e}});
+Api::Api(Server* server) : server_(server) {
+  AddCoreRoutes();
+  RebuildDocument();
 }
 
 ApiResponse Api::Handle(const ApiRequest& req) const {
-  const std::vector<std::string> p = Split(req.path);
-  if (p.size() == 1 && p[0] == "metrics") {
-    if (req.method != "GET") return MethodNotAllowed();
-    auto who = server_->Authenticate(req.authorization);
-    if (!who.ok()) return ErrorResponse(who.status());
-    ApiResponse r{200, server_->MetricsText(), "text/plain; version=0.0.4; charset=utf-8"};
-    for (ApiExtension* e : extensions_) r.body += e->Metrics();
-    return r;
-  }
-  if (p.size() < 2 || p[0] != "api" || p[1] != "v1") {
-    return ErrorResponse(NotFound("no such endpoint: " + req.path));
-  }
-  const std::string& m = req.method;
-  const size_t n = p.size();
-  // Unauthenticated endpoints.
-  if (n == 3 && p[2] == "openapi.json") {
-    if (m != "GET") return MethodNotAllowed();
-    return ApiResponse{200, openapi_.empty() ? OpenApiDocument() : openapi_};
-  }
-  if (n == 3 && p[2] == "health") {
-    if (m != "GET") return MethodNotAllowed();
-    return Json(200, {{"status", "ok"}});
-  }
-  auto who_r = server_->Authenticate(req.authorization);
-  if (!who_r.ok()) return ErrorResponse(who_r.status());
-  const Principal who = *who_r;
-  if (req.body.size() > kMaxRequestBody)
-    return ErrorResponse(ResourceExhausted("body: larger than 4 MiB"));
-  if (n < 3) return ErrorResponse(NotFound("no such endpoint: " + req.path));
-  const std::string& res = p[2];
+  return router_.Dispatch(req, [this](std::string_view h) { return server_->Authenticate(h); });
+}
 
-  if (res == "whoami" && n == 3) {
-    return Json(200, {{"name", who.name}, {"role", RoleName(who.role)}});
-  }
+void Api::AddExtension(ApiExtension* e) {
+  extensions_.push_back(e);
+  e->AddRoutes(&router_);
+  RebuildDocument();
+}
 
-  if (res == "jobs") {
-    if (n == 3) {
-      if (m == "POST") {
-        auto body = ParseBody(req.body);
-        if (!body.ok()) return ErrorResponse(body.status());
-        auto spec = ParseJobSpec(*body);
-        if (!spec.ok()) return ErrorResponse(spec.status());
-        for (ApiExtension* e : extensions_) {
-          if (Status s = e->CheckSubmit(who, *spec); !s.ok()) return ErrorResponse(s);
-        }
-        auto job = server_->Submit(who, std::move(*spec));
-        if (!job.ok()) return ErrorResponse(job.status());
-        return Json(201, JobToJson(*job));
-      }
-      if (m == "GET") {
-        JobFilter f;
-        if (auto it = req.query.find("state"); it != req.query.end() && !it->second.empty()) {
-          std::string list = it->second;
-          size_t i = 0;
-          while (i <= list.size()) {
-            size_t j = list.find(',', i);
-            if (j == std::string::npos) j = list.size();
-            const std::string name = list.substr(i, j - i);
-            auto st = ParseJobState(name);
-            if (!st) return ErrorResponse(InvalidArgument("state: unknown state '" + name + "'"));
-            f.states.insert(*st);
-            i = j + 1;
-          }
-        }
-        if (auto it = req.query.find("user"); it != req.query.end()) f.user = it->second;
-        if (auto it = req.query.find("node"); it != req.query.end()) f.node = it->second;
-        if (auto it = req.query.find("limit"); it != req.query.end()) {
-          auto v = ParseId(it->second);
-          if (!v || *v > 100000)
-            return ErrorResponse(InvalidArgument("limit: must be in 1..100000"));
-          f.limit = static_cast<size_t>(*v);
-        }
-        auto jobs = server_->ListJobs(who, f);
-        if (!jobs.ok()) return ErrorResponse(jobs.status());
-        json out = json::array();
-        for (const Job& j : *jobs) out.push_back(JobToJson(j));
-        return Json(200, out);
-      }
-      return MethodNotAllowed();
-    }
-    auto id = ParseId(p[3]);
-    if (!id) return ErrorResponse(InvalidArgument("id: '" + p[3] + "' is not a job id"));
-    if (n == 4) {
-      if (m != "GET") return MethodNotAllowed();
-      auto job = server_->GetJob(who, *id);
-      if (!job.ok()) return ErrorResponse(job.status());
-      return Json(200, JobToJson(*job));
-    }
-    if (n == 5 && p[4] == "cancel") {
-      if (m != "POST") return MethodNotAllowed();
-      auto job = server_->Cancel(who, *id);
-      if (!job.ok()) return ErrorResponse(job.status());
-      return Json(200, JobToJson(*job));
-    }
-    if (n == 5 && p[4] == "logs") {
-      if (m != "GET") return MethodNotAllowed();
-      std::string stream = "stdout";
-      int64_t offset = 0;
-      if (auto it = req.query.find("stream"); it != req.query.end()) stream = it->second;
-      if (auto it = req.query.find("offset"); it != req.query.end()) {
-        auto [ptr, ec] =
-            std::from_chars(it->second.data(), it->second.data() + it->second.size(), offset);
-        if (ec != std::errc() || ptr != it->second.data() + it->second.size()) {
-          return ErrorResponse(InvalidArgument("offset: must be a non-negative integer"));
-        }
-      }
-      auto chunk = server_->ReadLog(who, *id, stream, offset);
-      if (!chunk.ok()) return ErrorResponse(chunk.status());
-      return Json(200, {{"data", chunk->data},
-                        {"next_offset", chunk->next_offset},
-                        {"finished", chunk->finished}});
-    }
-    if (n == 5 && p[4] == "events") {
-      if (m != "GET") return MethodNotAllowed();
-      auto ev = server_->Events(who, *id);
-      if (!ev.ok()) return ErrorResponse(ev.status());
-      json out = json::array();
-      for (const auto& e : *ev)
-        out.push_back({{"ts_ms", e.ts_unix_ms}, {"kind", e.kind}, {"message", e.message}});
-      return Json(200, out);
-    }
-    return ErrorResponse(NotFound("no such endpoint: " + req.path));
-  }
-
-  if (res == "nodes") {
-    if (n == 3) {
-      if (m != "GET") return MethodNotAllowed();
-      auto nodes = server_->ListNodes(who);
-      if (!nodes.ok()) return ErrorResponse(nodes.status());
-      return Json(200, *nodes);
-    }
-    if (n == 4 && p[3] == "register") {
-      if (m != "POST") return MethodNotAllowed();
-      auto body = ParseBody(req.body);
-      if (!body.ok()) return ErrorResponse(body.status());
-      auto inv = ParseNodeInventory(*body);
-      if (!inv.ok()) return ErrorResponse(inv.status());
-      auto out = server_->RegisterNode(who, *inv);
-      if (!out.ok()) return ErrorResponse(out.status());
-      return Json(200, *out);
-    }
-    const std::string& name = p[3];
-    if (n == 4) {
-      if (m != "GET") return MethodNotAllowed();
-      auto out = server_->GetNode(who, name);
-      if (!out.ok()) return ErrorResponse(out.status());
-      return Json(200, *out);
-    }
-    if (n == 5 && p[4] == "heartbeat") {
-      if (m != "POST") return MethodNotAllowed();
-      if (Status size = CheckBodySize(req.body); !size.ok()) return ErrorResponse(size);
-      auto hb = ParseHeartbeat(req.body);
-      if (!hb.ok()) return ErrorResponse(hb.status());
-      auto reply = server_->Heartbeat(who, name, std::move(*hb));
-      if (!reply.ok()) return ErrorResponse(reply.status());
-      return Json(200, HeartbeatReplyToJson(*reply));
-    }
-    if (n == 5 && (p[4] == "drain" || p[4] == "undrain")) {
-      if (m != "POST") return MethodNotAllowed();
-      Status s = server_->SetDrained(who, name, p[4] == "drain");
-      if (!s.ok()) return ErrorResponse(s);
-      auto out = server_->GetNode(who, name);
-      if (!out.ok()) return ErrorResponse(out.status());
-      return Json(200, *out);
-    }
-    return ErrorResponse(NotFound("no such endpoint: " + req.path));
-  }
-
-  if (res == "allocations" && n == 3) {
-    if (m != "GET") return MethodNotAllowed();
-    auto out = server_->Allocations(who);
-    if (!out.ok()) return ErrorResponse(out.status());
-    return Json(200, *out);
-  }
-  if (res == "queue" && n == 3) {
-    if (m != "GET") return MethodNotAllowed();
-    auto out = server_->Queue(who);
-    if (!out.ok()) return ErrorResponse(out.status());
-    return Json(200, *out);
-  }
-  if (res == "tokens" && n == 3) {
-    if (m != "POST") return MethodNotAllowed();
-    if (who.role != Role::kAdmin)
-      return ErrorResponse(PermissionDenied("only admins create tokens"));
-    auto body = ParseBody(req.body);
-    if (!body.ok()) return ErrorResponse(body.status());
-    if (!body->is_object()) return ErrorResponse(InvalidArgument("body: must be a JSON object"));
-    const json& b = *body;
-    if (!b.contains("role") || !b["role"].is_string()) {
-      return ErrorResponse(InvalidArgument("role: required (admin, agent or user)"));
-    }
-    auto role = ParseRole(b["role"].get<std::string>());
-    if (!role) return ErrorResponse(InvalidArgument("role: must be admin, agent or user"));
-    if (!b.contains("name") || !b["name"].is_string()) {
-      return ErrorResponse(InvalidArgument("name: required string"));
-    }
-    auto token = server_->CreateToken(who, *role, b["name"].get<std::string>());
-    if (!token.ok()) return ErrorResponse(token.status());
-    return Json(201, {{"token", *token}, {"name", b["name"]}, {"role", RoleName(*role)}});
-  }
-  if (res == "policy" && n == 3) {
-    if (m == "GET") return Json(200, server_->Policy());
-    if (m != "PUT") return MethodNotAllowed();
-    if (who.role != Role::kAdmin) {
-      return ErrorResponse(PermissionDenied("only admins change the scheduling policy"));
-    }
-    auto body = ParseBody(req.body);
-    if (!body.ok()) return ErrorResponse(body.status());
-    if (!body->is_object()) return ErrorResponse(InvalidArgument("body: must be a JSON object"));
-    std::string placement, queue_name;
-    std::optional<bool> backfill;
-    for (const auto& [k, v] : body->items()) {
-      if (k == "placement" && v.is_string()) {
-        placement = v.get<std::string>();
-      } else if (k == "queue" && v.is_string()) {
-        queue_name = v.get<std::string>();
-      } else if (k == "backfill" && v.is_boolean()) {
-        backfill = v.get<bool>();
-      } else {
-        return ErrorResponse(InvalidArgument(k + ": unknown field or wrong type"));
-      }
-    }
-    Status s = server_->SetPolicy(who, placement, queue_name, backfill);
-    if (!s.ok()) return ErrorResponse(s);
-    return Json(200, server_->Policy());
-  }
+void Api::RebuildDocument() {
+  // The static schemas, the extensions' path items, then every operation's parameters, roles
+  // and scope from the route table (so the documented limits are the enforced ones).
+  json doc = json::parse(OpenApiDocument());
   for (ApiExtension* e : extensions_) {
-    if (auto r = e->Handle(req, who)) return *r;
+    const json paths = e->OpenApiPaths();  // items() must not outlive its json
+    for (const auto& [path, item] : paths.items()) doc["paths"][path] = item;
   }
-  return ErrorResponse(NotFound("no such endpoint: " + req.path));
+  const json ops = router_.OpenApiOperations();
+  for (const auto& [path, methods] : ops.items()) {
+    if (path == "/metrics") continue;  // outside /api/v1
+    for (const auto& [method, op] : methods.items()) {
+      json& target = doc["paths"][path][method];
+      if (!target.contains("summary")) target["summary"] = op["summary"];
+      if (!target.contains("responses")) {
+        target["responses"] = {{"200", {{"description", "OK"}}},
+                               {"400", {{"description", "invalid argument (the field is named)"}}},
+                               {"401", {{"description", "missing or unknown token"}}},
+                               {"403", {{"description", "role not allowed"}}}};
+      }
+      target["parameters"] = op["parameters"];
+      target["x-stoker-roles"] = op["x-stoker-roles"];
+      target["x-stoker-scope"] = op["x-stoker-scope"];
+      if (op.contains("security")) target["security"] = op["security"];
+    }
+  }
+  openapi_ = doc.dump(1);
+}
+
+void Api::AddCoreRoutes() {
+  Server* s = server_;
+  router_.Add(
+      {"GET",
+       "/metrics",
+       kPeople,
+       Scope::kNone,
+       {},
+       "Prometheus text: jobs, nodes, GPU commitments, scheduler and efficiency series "
+       "(a user sees the market balance of their own team only)",
+       [this](const RouteCall& c) {
+         ApiResponse r{200, server_->MetricsText(), "text/plain; version=0.0.4; charset=utf-8"};
+         for (ApiExtension* e : extensions_) r.body += e->Metrics(c.who);
+         return r;
+       }});
+  router_.Add(
+      {"GET", "/openapi.json", {}, Scope::kNone, {}, "This document", [this](const RouteCall&) {
+         return ApiResponse{200, openapi_};
+       }});
+  router_.Add({"GET", "/health", {}, Scope::kNone, {}, "Liveness", [](const RouteCall&) {
+                 return JsonResponse(200, {{"status", "ok"}});
+               }});
+  router_.Add({"GET",
+               "/whoami",
+               kAnyToken,
+               Scope::kNone,
+               {},
+               "The caller's name and role",
+               [](const RouteCall& c) {
+                 return JsonResponse(200, {{"name", c.who.name}, {"role", RoleName(c.who.role)}});
+               }});
+
+  // Jobs.
+  router_.Add(
+      {"POST", "/jobs", kPeople, Scope::kOwnJob, {}, "Submit a job", [this](const RouteCall& c) {
+         auto body = ParseBody(c.request.body);
+         if (!body.ok()) return ErrorResponse(body.status());
+         auto spec = ParseJobSpec(*body);
+         if (!spec.ok()) return ErrorResponse(spec.status());
+         for (ApiExtension* e : extensions_) {
+           if (Status st = e->CheckSubmit(c.who, *spec); !st.ok()) {
+             return ErrorResponse(st);
+           }
+         }
+         auto job = server_->Submit(c.who, std::move(*spec));
+         if (!job.ok()) return ErrorResponse(job.status());
+         return JsonResponse(201, JobToJson(*job));
+       }});
+  router_.Add({"GET",
+               "/jobs",
+               kPeople,
+               Scope::kOwnJob,
+               {QueryParam::EnumList("state", JobStateNames(), "only jobs in these states"),
+                QueryParam::String("user", 64, "only this user's jobs"),
+                QueryParam::String("node", 128, "only jobs placed on this node"),
+                QueryParam::Int("limit", 1, kMaxJobsPerListing, "at most this many (the newest)"),
+                QueryParam::Int("before_id", 1, INT64_MAX,
+                                "only jobs with a smaller id (the next page of a listing)")},
+               "List jobs, newest last (a user sees their own)",
+               [s](const RouteCall& c) {
+                 JobFilter f;
+                 if (const std::string* list = c.Query("state"); list && !list->empty()) {
+                   size_t i = 0;
+                   while (i <= list->size()) {
+                     size_t j = list->find(',', i);
+                     if (j == std::string::npos) j = list->size();
+                     f.states.insert(*ParseJobState(list->substr(i, j - i)));
+                     i = j + 1;
+                   }
+                 }
+                 if (const std::string* u = c.Query("user")) f.user = *u;
+                 if (const std::string* n = c.Query("node")) f.node = *n;
+                 f.limit = static_cast<size_t>(c.QueryInt("limit", 1000));
+                 f.before_id = c.QueryInt("before_id", 0);
+                 auto jobs = s->ListJobs(c.who, f);
+                 if (!jobs.ok()) return ErrorResponse(jobs.status());
+                 json out = json::array();
+                 for (const Job& j : *jobs) out.push_back(JobToJson(j));
+                 return JsonResponse(200, out);
+               }});
+  router_.Add(
+      {"GET", "/jobs/{id}", kPeople, Scope::kOwnJob, {}, "One job", [s](const RouteCall& c) {
+         auto id = JobIdOf(c);
+         if (!id.ok()) return ErrorResponse(id.status());
+         auto job = s->GetJob(c.who, *id);
+         if (!job.ok()) return ErrorResponse(job.status());
+         return JsonResponse(200, JobToJson(*job));
+       }});
+  router_.Add({"POST",
+               "/jobs/{id}/cancel",
+               kPeople,
+               Scope::kOwnJob,
+               {},
+               "Cancel a job",
+               [s](const RouteCall& c) {
+                 auto id = JobIdOf(c);
+                 if (!id.ok()) return ErrorResponse(id.status());
+                 auto job = s->Cancel(c.who, *id);
+                 if (!job.ok()) return ErrorResponse(job.status());
+                 return JsonResponse(200, JobToJson(*job));
+               }});
+  router_.Add({"GET",
+               "/jobs/{id}/logs",
+               kPeople,
+               Scope::kOwnJob,
+               {QueryParam::Enum("stream", {"stdout", "stderr"}, "which stream (default stdout)"),
+                QueryParam::Int("offset", 0, int64_t{1} << 50, "byte offset to read from")},
+               "A job's log bytes from an offset (at most 1 MiB per call)",
+               [s](const RouteCall& c) {
+                 auto id = JobIdOf(c);
+                 if (!id.ok()) return ErrorResponse(id.status());
+                 const std::string* stream = c.Query("stream");
+                 auto chunk =
+                     s->ReadLog(c.who, *id, stream ? *stream : "stdout", c.QueryInt("offset", 0));
+                 if (!chunk.ok()) return ErrorResponse(chunk.status());
+                 return JsonResponse(200, {{"data", chunk->data},
+                                           {"next_offset", chunk->next_offset},
+                                           {"finished", chunk->finished}});
+               }});
+  router_.Add(
+      {"GET",
+       "/jobs/{id}/events",
+       kPeople,
+       Scope::kOwnJob,
+       {},
+       "A job's events",
+       [s](const RouteCall& c) {
+         auto id = JobIdOf(c);
+         if (!id.ok()) return ErrorResponse(id.status());
+         auto ev = s->Events(c.who, *id);
+         if (!ev.ok()) return ErrorResponse(ev.status());
+         json out = json::array();
+         for (const auto& e : *ev) {
+           out.push_back({{"ts_ms", e.ts_unix_ms}, {"kind", e.kind}, {"message", e.message}});
+         }
+         return JsonResponse(200, out);
+       }});
+
+  // Nodes.
+  router_.Add(
+      {"GET", "/nodes", kPeople, Scope::kNone, {}, "Registered nodes", [s](const RouteCall& c) {
+         return Reply(200, s->ListNodes(c.who));
+       }});
+  router_.Add({"POST",
+               "/nodes/register",
+               kNodes,
+               Scope::kOwnNode,
+               {},
+               "Register (or update) a node's inventory",
+               [s](const RouteCall& c) {
+                 auto body = ParseBody(c.request.body);
+                 if (!body.ok()) return ErrorResponse(body.status());
+                 auto inv = ParseNodeInventory(*body);
+                 if (!inv.ok()) return ErrorResponse(inv.status());
+                 return Reply(200, s->RegisterNode(c.who, *inv));
+               }});
+  router_.Add(
+      {"GET",
+       "/nodes/{name}",
+       kAnyToken,
+       Scope::kOwnNode,
+       {},
+       "One node with its latest samples",
+       [s](const RouteCall& c) { return Reply(200, s->GetNode(c.who, c.path.at("name"))); }});
+  router_.Add({"POST",
+               "/nodes/{name}/heartbeat",
+               kNodes,
+               Scope::kOwnNode,
+               {},
+               "A node's heartbeat: job states, new log bytes, GPU samples",
+               [s](const RouteCall& c) {
+                 if (c.request.body.size() > kMaxRequestBody) {
+                   return ErrorResponse(ResourceExhausted("body: larger than 4 MiB"));
+                 }
+                 auto hb = ParseHeartbeat(c.request.body);
+                 if (!hb.ok()) return ErrorResponse(hb.status());
+                 auto reply = s->Heartbeat(c.who, c.path.at("name"), std::move(*hb));
+                 if (!reply.ok()) return ErrorResponse(reply.status());
+                 return JsonResponse(200, HeartbeatReplyToJson(*reply));
+               }});
+  for (const char* verb : {"drain", "undrain"}) {
+    const bool drain = std::string(verb) == "drain";
+    router_.Add({"POST",
+                 std::string("/nodes/{name}/") + verb,
+                 kAdmins,
+                 Scope::kNone,
+                 {},
+                 drain ? "Stop placing jobs on a node" : "Place jobs on a node again",
+                 [s, drain](const RouteCall& c) {
+                   const std::string& name = c.path.at("name");
+                   if (Status st = s->SetDrained(c.who, name, drain); !st.ok()) {
+                     return ErrorResponse(st);
+                   }
+                   return Reply(200, s->GetNode(c.who, name));
+                 }});
+  }
+
+  // Views.
+  router_.Add({"GET",
+               "/allocations",
+               kPeople,
+               Scope::kOwnJob,
+               {},
+               "What each active job holds (a user sees their own)",
+               [s](const RouteCall& c) { return Reply(200, s->Allocations(c.who)); }});
+  router_.Add({"GET",
+               "/queue",
+               kPeople,
+               Scope::kNone,
+               {},
+               "Queued jobs in scheduling order, with the reason each waits",
+               [s](const RouteCall& c) { return Reply(200, s->Queue(c.who)); }});
+
+  // Tokens and the audit log.
+  router_.Add({"POST",
+               "/tokens",
+               kAdmins,
+               Scope::kNone,
+               {},
+               "Create a token {role, name, expires_in?}; the token is in this answer only",
+               [s](const RouteCall& c) {
+                 auto body = ParseBody(c.request.body);
+                 if (!body.ok()) return ErrorResponse(body.status());
+                 if (!body->is_object()) {
+                   return ErrorResponse(InvalidArgument("body: must be a JSON object"));
+                 }
+                 const json& b = *body;
+                 for (const auto& [k, v] : b.items()) {
+                   if (k != "role" && k != "name" && k != "expires_in") {
+                     return ErrorResponse(InvalidArgument(k + ": unknown field"));
+                   }
+                 }
+                 if (!b.contains("role") || !b["role"].is_string()) {
+                   return ErrorResponse(InvalidArgument("role: required (admin, agent or user)"));
+                 }
+                 auto role = ParseRole(b["role"].get<std::string>());
+                 if (!role) {
+                   return ErrorResponse(InvalidArgument("role: must be admin, agent or user"));
+                 }
+                 if (!b.contains("name") || !b["name"].is_string()) {
+                   return ErrorResponse(InvalidArgument("name: required string"));
+                 }
+                 int64_t expires = 0;
+                 if (b.contains("expires_in")) {
+                   if (!b["expires_in"].is_string()) {
+                     return ErrorResponse(InvalidArgument("expires_in: must be a duration text"));
+                   }
+                   auto d = ParseDuration(b["expires_in"].get<std::string>());
+                   if (!d.ok()) return ErrorResponse(d.status().WithContext("expires_in"));
+                   if (*d < std::chrono::minutes(1) || *d > std::chrono::hours(24 * 3660)) {
+                     return ErrorResponse(
+                         InvalidArgument("expires_in: must be between 1m and 10 years"));
+                   }
+                   expires = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 (s->WallNow() + *d).time_since_epoch())
+                                 .count();
+                 }
+                 auto token = s->CreateToken(c.who, *role, b["name"].get<std::string>(), expires);
+                 if (!token.ok()) return ErrorResponse(token.status());
+                 json out{{"token", *token}, {"name", b["name"]}, {"role", RoleName(*role)}};
+                 out["expires_ms"] = expires == 0 ? json(nullptr) : json(expires);
+                 return JsonResponse(201, out);
+               }});
+  router_.Add({"GET",
+               "/tokens",
+               kAdmins,
+               Scope::kNone,
+               {},
+               "Every token: id, name, role, created, expiry (never the token)",
+               [s](const RouteCall& c) {
+                 auto list = s->ListTokens(c.who);
+                 if (!list.ok()) return ErrorResponse(list.status());
+                 json out = json::array();
+                 for (const TokenInfo& t : *list) out.push_back(TokenInfoToJson(t));
+                 return JsonResponse(200, out);
+               }});
+  router_.Add({"DELETE",
+               "/tokens/{id}",
+               kAdmins,
+               Scope::kNone,
+               {},
+               "Revoke a token",
+               [s](const RouteCall& c) {
+                 auto t = s->RevokeToken(c.who, c.path.at("id"));
+                 if (!t.ok()) return ErrorResponse(t.status());
+                 json out = TokenInfoToJson(*t);
+                 out["revoked"] = true;
+                 return JsonResponse(200, out);
+               }});
+  router_.Add({"GET",
+               "/audit",
+               kAdmins,
+               Scope::kNone,
+               {QueryParam::Int("limit", 1, 10000, "the newest this many (default 100)")},
+               "The audit log (token creation and revocation), oldest first",
+               [s](const RouteCall& c) {
+                 auto rows = s->ListAudit(c.who, static_cast<size_t>(c.QueryInt("limit", 100)));
+                 if (!rows.ok()) return ErrorResponse(rows.status());
+                 json out = json::array();
+                 for (const store::AuditRow& a : *rows) {
+                   out.push_back({{"seq", a.seq},
+                                  {"ts_ms", a.ts_unix_ms},
+                                  {"actor", a.actor},
+                                  {"action", a.action},
+                                  {"subject", a.subject},
+                                  {"detail", a.detail}});
+                 }
+                 return JsonResponse(200, out);
+               }});
+
+  // Policy.
+  router_.Add(
+      {"GET", "/policy", kPeople, Scope::kNone, {}, "The scheduling policy", [s](const RouteCall&) {
+         return JsonResponse(200, s->Policy());
+       }});
+  router_.Add({"PUT",
+               "/policy",
+               kAdmins,
+               Scope::kNone,
+               {},
+               "Change the scheduling policy {placement?, queue?, backfill?}",
+               [s](const RouteCall& c) {
+                 auto body = ParseBody(c.request.body);
+                 if (!body.ok()) return ErrorResponse(body.status());
+                 if (!body->is_object()) {
+                   return ErrorResponse(InvalidArgument("body: must be a JSON object"));
+                 }
+                 std::string placement, queue_name;
+                 std::optional<bool> backfill;
+                 for (const auto& [k, v] : body->items()) {
+                   if (k == "placement" && v.is_string()) {
+                     placement = v.get<std::string>();
+                   } else if (k == "queue" && v.is_string()) {
+                     queue_name = v.get<std::string>();
+                   } else if (k == "backfill" && v.is_boolean()) {
+                     backfill = v.get<bool>();
+                   } else {
+                     return ErrorResponse(InvalidArgument(k + ": unknown field or wrong type"));
+                   }
+                 }
+                 if (Status st = s->SetPolicy(c.who, placement, queue_name, backfill); !st.ok()) {
+                   return ErrorResponse(st);
+                 }
+                 return JsonResponse(200, s->Policy());
+               }});
 }
 
 }  // namespace stoker::server

@@ -4,6 +4,9 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
+#include <algorithm>
+#include <tuple>
+
 namespace stoker::server {
 namespace {
 
@@ -42,9 +45,37 @@ void TokenRegistry::Put(const store::TokenRow& row) {
   by_hash_[row.hash_hex] = row;
 }
 
-void TokenRegistry::RemoveByName(const std::string& name) {
+std::string TokenId(const store::TokenRow& row) { return row.hash_hex.substr(0, 12); }
+
+std::optional<store::TokenRow> TokenRegistry::Revoke(const std::string& id) {
   std::lock_guard lock(mu_);
-  std::erase_if(by_hash_, [&](const auto& kv) { return kv.second.name == name; });
+  for (auto it = by_hash_.begin(); it != by_hash_.end(); ++it) {
+    if (TokenId(it->second) == id) {
+      store::TokenRow row = it->second;
+      by_hash_.erase(it);
+      return row;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<store::TokenRow> TokenRegistry::Find(const std::string& id) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [hash, row] : by_hash_) {
+    if (TokenId(row) == id) return row;
+  }
+  return std::nullopt;
+}
+
+std::vector<store::TokenRow> TokenRegistry::List() const {
+  std::lock_guard lock(mu_);
+  std::vector<store::TokenRow> out;
+  for (const auto& [hash, row] : by_hash_) out.push_back(row);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.name, a.created_unix_ms, a.hash_hex) <
+           std::tie(b.name, b.created_unix_ms, b.hash_hex);
+  });
+  return out;
 }
 
 size_t TokenRegistry::size() const {
@@ -52,7 +83,7 @@ size_t TokenRegistry::size() const {
   return by_hash_.size();
 }
 
-Result<Principal> TokenRegistry::Authenticate(std::string_view header) const {
+Result<Principal> TokenRegistry::Authenticate(std::string_view header, int64_t now_ms) const {
   constexpr std::string_view kBearer = "Bearer ";
   if (header.empty()) return Unauthenticated("missing Authorization: Bearer <token> header");
   if (header.substr(0, kBearer.size()) != kBearer) {
@@ -68,6 +99,9 @@ Result<Principal> TokenRegistry::Authenticate(std::string_view header) const {
   if (it == by_hash_.end() || it->first.size() != hash.size() ||
       CRYPTO_memcmp(it->first.data(), hash.data(), hash.size()) != 0) {
     return Unauthenticated("unknown token");
+  }
+  if (it->second.expires_unix_ms != 0 && now_ms >= it->second.expires_unix_ms) {
+    return Unauthenticated("token expired");
   }
   auto role = ParseRole(it->second.role);
   if (!role) return Unauthenticated("token has an unknown role");

@@ -24,14 +24,21 @@ std::string Sha256Hex(std::string_view data);
 // A new random token (OpenSSL RAND_bytes).
 Result<std::string> GenerateToken();
 
+// A token's public id: the first 12 hex digits of its hash (names a token in listings, audit
+// rows and revocations without revealing anything usable).
+std::string TokenId(const store::TokenRow& row);
+
 // Thread-safe registry of token hashes, mirrored in the store.
 class TokenRegistry {
  public:
   void Load(const std::vector<store::TokenRow>& rows);
   void Put(const store::TokenRow& row);
-  void RemoveByName(const std::string& name);
-  // Unauthenticated for a missing, malformed or unknown token.
-  Result<Principal> Authenticate(std::string_view authorization_header) const;
+  // Removes the token with this id; its row (nullopt when there is none).
+  std::optional<store::TokenRow> Revoke(const std::string& id);
+  std::optional<store::TokenRow> Find(const std::string& id) const;
+  // Unauthenticated for a missing, malformed, unknown or (at `now_unix_ms`) expired token.
+  Result<Principal> Authenticate(std::string_view authorization_header, int64_t now_unix_ms) const;
+  std::vector<store::TokenRow> List() const;
   size_t size() const;
 
  private:

@@ -38,6 +38,7 @@ class ApiClient {
     return Do("POST", path, body);
   }
   Result<HttpResult> Put(const std::string& path, const json& body);
+  Result<HttpResult> Delete(const std::string& path) { return Do("DELETE", path, ""); }
   void set_keep_alive(bool on) { keep_alive_ = on; }
   const std::string& base_url() const { return base_url_; }
 

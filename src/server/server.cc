@@ -68,7 +68,25 @@ std::string JoinIndices(const std::vector<uint32_t>& v) {
 Server::Server(store::Store* store, Clock* clock, ServerOptions options)
     : store_(store), clock_(clock), options_(std::move(options)) {}
 
-Server::~Server() { Stop(); }
+Server::~Server() {
+  Stop();
+  // A clean stop records exactly where ids continue; a crash continues after the reserved block.
+  std::lock_guard lock(id_mu_);
+  if (id_reserved_ > 0) {
+    if (Status s = store_->SaveJobIdMark(next_id_); !s.ok()) {
+      spdlog::warn("store: cannot record the job-id mark: {}", s.ToString());
+    }
+  }
+}
+
+Result<int64_t> Server::NextJobId() {
+  std::lock_guard lock(id_mu_);
+  if (next_id_ >= id_reserved_) {
+    STOKER_RETURN_IF_ERROR(store_->SaveJobIdMark(next_id_ + kJobIdBlock));
+    id_reserved_ = next_id_ + kJobIdBlock;
+  }
+  return next_id_++;
+}
 
 Result<std::unique_ptr<Server>> Server::Create(store::Store* store, Clock* clock,
                                                ServerOptions options) {
@@ -108,7 +126,18 @@ Status Server::Load() {
   STOKER_ASSIGN_OR_RETURN(auto jobs, store_->LoadJobs());
   STOKER_ASSIGN_OR_RETURN(auto nodes, store_->LoadNodes());
   STOKER_ASSIGN_OR_RETURN(int64_t max_id, store_->MaxJobId());
-  next_id_ = max_id + 1;
+  STOKER_ASSIGN_OR_RETURN(int64_t mark, store_->LoadJobIdMark());
+  for (const std::string& w : store_->open_warnings()) spdlog::warn("store: {}", w);
+  {
+    std::lock_guard lock(id_mu_);
+    // Ids below the mark may have been handed out (and acknowledged) even if the database no
+    // longer holds them: never again.
+    next_id_ = std::max(max_id + 1, mark);
+    id_reserved_ = next_id_;
+    if (mark > max_id + 1) {
+      spdlog::info("store: job ids continue at {} (the newest stored job is {})", next_id_, max_id);
+    }
+  }
   // A policy set through the API outlives restarts and wins over the startup options.
   STOKER_ASSIGN_OR_RETURN(auto settings, store_->LoadSettings());
   for (const auto& st : settings) {
@@ -247,7 +276,7 @@ Result<Job> Server::Submit(const Principal& who, JobSpec spec) {
     user = spec.user;
   }
   Job job;
-  job.id = next_id_.fetch_add(1);
+  STOKER_ASSIGN_OR_RETURN(job.id, NextJobId());
   job.user = user;
   job.spec = std::move(spec);
   job.state = JobState::kQueued;
@@ -274,7 +303,9 @@ Result<std::vector<Job>> Server::ListJobs(const Principal& who, const JobFilter&
   std::lock_guard lock(mu_);
   // The newest `limit` matches, walking back from the newest, so a short listing does not copy
   // (or hold the lock over) the whole history.
-  for (auto it = jobs_.rbegin(); it != jobs_.rend() && out.size() < f.limit; ++it) {
+  auto start =
+      f.before_id > 0 ? std::make_reverse_iterator(jobs_.lower_bound(f.before_id)) : jobs_.rbegin();
+  for (auto it = start; it != jobs_.rend() && out.size() < f.limit; ++it) {
     const Job& j = it->second;
     if (!CanSee(who, j)) continue;
     if (!f.states.empty() && !f.states.count(j.state)) continue;
@@ -631,12 +662,31 @@ Result<json> Server::RegisterNode(const Principal& who, const NodeInventory& inv
     std::lock_guard lock(mu_);
     NodeEntry& n = nodes_[inv.name];
     const bool is_new = n.inv.name.empty();
+    store::WriteBatch b;
+    if (!is_new) {
+      // A node that comes back with other GPUs (replaced, or a different machine under the
+      // name) is said and audited, not taken silently.
+      std::set<std::string> before, after;
+      for (const GpuInfo& g : n.inv.gpus) before.insert(g.uuid);
+      for (const GpuInfo& g : inv.gpus) after.insert(g.uuid);
+      if (before != after) {
+        std::string gone, added;
+        for (const auto& u : before) {
+          if (!after.count(u)) gone += (gone.empty() ? "" : ",") + u;
+        }
+        for (const auto& u : after) {
+          if (!before.count(u)) added += (added.empty() ? "" : ",") + u;
+        }
+        spdlog::warn("node {} registered again with other GPUs: gone [{}], new [{}]", inv.name,
+                     gone, added);
+        Audit(&b, who, "node.inventory", inv.name, "GPUs gone [" + gone + "], new [" + added + "]");
+      }
+    }
     n.inv = inv;
     n.lost = false;
     n.last_heartbeat = clock_->Now();
     n.last_heartbeat_ms = NowMs();
     if (is_new) n.registered_ms = n.last_heartbeat_ms;
-    store::WriteBatch b;
     b.PutNode(Row(n));
     done = store_->ApplyAsync(std::move(b));
     out = NodeJson(n);
@@ -963,7 +1013,30 @@ Result<json> Server::Queue(const Principal& who) const {
 
 // ---- tokens and policy ----------------------------------------------------------------------
 
-Result<std::string> Server::CreateToken(const Principal& who, Role role, const std::string& name) {
+json TokenInfoToJson(const TokenInfo& t) {
+  json j{{"id", t.id},
+         {"name", t.name},
+         {"role", RoleName(t.role)},
+         {"created_ms", t.created_unix_ms}};
+  j["expires_ms"] = t.expires_unix_ms == 0 ? json(nullptr) : json(t.expires_unix_ms);
+  return j;
+}
+
+namespace {
+TokenInfo InfoOf(const store::TokenRow& r) {
+  return TokenInfo{TokenId(r), r.name, ParseRole(r.role).value_or(Role::kUser), r.created_unix_ms,
+                   r.expires_unix_ms};
+}
+}  // namespace
+
+void Server::Audit(store::WriteBatch* b, const Principal& who, const std::string& action,
+                   const std::string& subject, const std::string& detail) {
+  b->AddAudit(store::AuditRow{0, NowMs(), who.name, action, subject, detail});
+  spdlog::info("audit: {} {} {} {}", who.name, action, subject, detail);
+}
+
+Result<std::string> Server::CreateToken(const Principal& who, Role role, const std::string& name,
+                                        int64_t expires_unix_ms) {
   if (who.role != Role::kAdmin) return Denied("only admins create tokens");
   if (name.empty() || name.size() > 64) return InvalidArgument("name: required, at most 64 bytes");
   for (char c : name) {
@@ -971,18 +1044,48 @@ Result<std::string> Server::CreateToken(const Principal& who, Role role, const s
       return InvalidArgument("name: must use only [A-Za-z0-9._-]");
     }
   }
+  if (expires_unix_ms != 0 && expires_unix_ms <= NowMs()) {
+    return InvalidArgument("expires: must be in the future");
+  }
   STOKER_ASSIGN_OR_RETURN(std::string token, GenerateToken());
-  store::TokenRow row{Sha256Hex(token), name, RoleName(role), NowMs()};
+  store::TokenRow row{Sha256Hex(token), name, RoleName(role), NowMs(), expires_unix_ms};
   store::WriteBatch b;
   b.PutToken(row);
+  Audit(&b, who, "token.create", TokenId(row) + " " + name,
+        std::string("role ") + RoleName(role) +
+            (expires_unix_ms ? ", expires " + std::to_string(expires_unix_ms) : ""));
   STOKER_RETURN_IF_ERROR(store_->Apply(std::move(b)));
   tokens_.Put(row);
   return token;
 }
 
+Result<std::vector<TokenInfo>> Server::ListTokens(const Principal& who) const {
+  if (who.role != Role::kAdmin) return Denied("only admins list tokens");
+  std::vector<TokenInfo> out;
+  for (const store::TokenRow& r : tokens_.List()) out.push_back(InfoOf(r));
+  return out;
+}
+
+Result<TokenInfo> Server::RevokeToken(const Principal& who, const std::string& id) {
+  if (who.role != Role::kAdmin) return Denied("only admins revoke tokens");
+  auto row = tokens_.Find(id);
+  if (!row) return NotFound("token " + id.substr(0, 64));
+  store::WriteBatch b;
+  b.RevokeToken(row->hash_hex);
+  Audit(&b, who, "token.revoke", id + " " + row->name, std::string("role ") + row->role);
+  // Durable first: a revocation the store did not take must not look done.
+  STOKER_RETURN_IF_ERROR(store_->Apply(std::move(b)));
+  tokens_.Revoke(id);
+  return InfoOf(*row);
+}
+
+Result<std::vector<store::AuditRow>> Server::ListAudit(const Principal& who, size_t limit) const {
+  if (who.role != Role::kAdmin) return Denied("only admins read the audit log");
+  return store_->ListAudit(limit);
+}
+
 Result<std::optional<std::string>> Server::BootstrapAdminToken(const std::string& name) {
-  STOKER_ASSIGN_OR_RETURN(auto rows, store_->LoadTokens());
-  for (const auto& r : rows) {
+  for (const store::TokenRow& r : tokens_.List()) {
     if (r.role == "admin") return std::optional<std::string>();
   }
   STOKER_ASSIGN_OR_RETURN(std::string token,
@@ -990,15 +1093,17 @@ Result<std::optional<std::string>> Server::BootstrapAdminToken(const std::string
   return std::optional<std::string>(token);
 }
 
-Result<std::string> Server::IssueAgentToken(const std::string& node) {
-  STOKER_ASSIGN_OR_RETURN(std::string token, GenerateToken());
-  store::TokenRow row{Sha256Hex(token), node, "agent", NowMs()};
-  store::WriteBatch b;
-  b.DeleteToken(node);
-  b.PutToken(row);
-  STOKER_RETURN_IF_ERROR(store_->Apply(std::move(b)));
-  tokens_.RemoveByName(node);
-  tokens_.Put(row);
+Result<std::string> Server::LocalAgentToken(const std::string& node, const std::string& previous) {
+  if (!previous.empty()) {
+    auto who = tokens_.Authenticate("Bearer " + previous, NowMs());
+    if (who.ok() && who->role == Role::kAgent && who->name == node) return previous;
+  }
+  const Principal up{"stoker up", Role::kAdmin};
+  STOKER_ASSIGN_OR_RETURN(std::string token, CreateToken(up, Role::kAgent, node));
+  if (!previous.empty()) {
+    const std::string old_id = Sha256Hex(previous).substr(0, 12);
+    if (tokens_.Find(old_id)) STOKER_RETURN_IF_ERROR(RevokeToken(up, old_id).status());
+  }
   return token;
 }
 

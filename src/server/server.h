@@ -99,6 +99,7 @@ struct JobFilter {
   std::string user;
   std::string node;
   size_t limit = 1000;
+  int64_t before_id = 0;  // > 0: only jobs with a smaller id (the next page)
 };
 
 struct LogChunk {
@@ -106,6 +107,16 @@ struct LogChunk {
   int64_t next_offset = 0;
   bool finished = false;  // the job ended and every byte the node sent is here
 };
+
+// A token as an admin sees it (never the token itself).
+struct TokenInfo {
+  std::string id;  // auth.h TokenId
+  std::string name;
+  Role role = Role::kUser;
+  int64_t created_unix_ms = 0;
+  int64_t expires_unix_ms = 0;  // 0: does not expire
+};
+json TokenInfoToJson(const TokenInfo& t);
 
 struct PassStats {
   int queued = 0;
@@ -126,12 +137,14 @@ class Server final : public JobActions {
                                                 ServerOptions options);
   ~Server() override;
 
+  WallTime WallNow() const { return clock_->WallNow(); }
+
   // Background loops (scheduling, node liveness). Tests drive the passes directly instead.
   void Start();
   void Stop();
 
   Result<Principal> Authenticate(std::string_view authorization_header) const {
-    return tokens_.Authenticate(authorization_header);
+    return tokens_.Authenticate(authorization_header, NowMs());
   }
 
   // Jobs.
@@ -161,13 +174,21 @@ class Server final : public JobActions {
   Result<json> Allocations(const Principal& who) const;
   Result<json> Queue(const Principal& who) const;
 
-  // Tokens and policy (admin).
-  Result<std::string> CreateToken(const Principal& who, Role role, const std::string& name);
+  // Tokens (admin). Every creation and revocation is audited (ListAudit). `expires_unix_ms`: 0
+  // for a token that does not expire.
+  Result<std::string> CreateToken(const Principal& who, Role role, const std::string& name,
+                                  int64_t expires_unix_ms = 0);
+  Result<std::vector<TokenInfo>> ListTokens(const Principal& who) const;
+  // Revokes the token with this id (TokenInfo::id); NotFound when there is none.
+  Result<TokenInfo> RevokeToken(const Principal& who, const std::string& id);
+  Result<std::vector<store::AuditRow>> ListAudit(const Principal& who, size_t limit) const;
   // Creates an admin token named `name` if no admin token exists; returns it (nullopt if one
   // existed already).
   Result<std::optional<std::string>> BootstrapAdminToken(const std::string& name);
-  // Issues (replacing any previous one) the agent token of `node` (for the local agent of `up`).
-  Result<std::string> IssueAgentToken(const std::string& node);
+  // The agent token of `up`'s local node: `previous` (the one `up` kept) while it still
+  // authenticates as that node's agent, else a new one; a replaced `previous` is revoked by
+  // its hash. No other token is touched (tokens are never removed by name).
+  Result<std::string> LocalAgentToken(const std::string& node, const std::string& previous);
   Status SetPolicy(const Principal& who, const std::string& placement, const std::string& queue,
                    std::optional<bool> backfill);
   json Policy() const;
@@ -236,8 +257,18 @@ class Server final : public JobActions {
   store::Store* store_;
   Clock* clock_;
   ServerOptions options_;
+  void Audit(store::WriteBatch* b, const Principal& who, const std::string& action,
+             const std::string& subject, const std::string& detail);
+  // Hands out the next job id, first raising the durable high-water mark when it is reached.
+  Result<int64_t> NextJobId();
+
   TokenRegistry tokens_;
-  std::atomic<int64_t> next_id_{1};
+  // Job ids: next to hand out, and the durable mark below which every id may have been used
+  // (store::Store::LoadJobIdMark). Ids are reserved kJobIdBlock at a time.
+  static constexpr int64_t kJobIdBlock = 1000;
+  std::mutex id_mu_;
+  int64_t next_id_ = 1;      // guarded by id_mu_
+  int64_t id_reserved_ = 0;  // guarded by id_mu_
 
   mutable std::mutex mu_;
   std::map<int64_t, Job> jobs_;                            // guarded by mu_

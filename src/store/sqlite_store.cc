@@ -1,12 +1,19 @@
 // SQLite implementation of Store: one writer connection driven by a group-commit thread, one
 // reader connection (WAL lets readers run while the writer commits).
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
+#include <fstream>
 #include <future>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "store/store.h"
@@ -38,6 +45,13 @@ CREATE INDEX ledger_team ON ledger(team);
     // 3: server settings (the scheduling policy set through the API).
     R"sql(
 CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+)sql",
+    // 4: token expiry and the audit log (token creation and revocation).
+    R"sql(
+ALTER TABLE tokens ADD COLUMN expires_ms INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ms INTEGER NOT NULL,
+                    actor TEXT NOT NULL, action TEXT NOT NULL, subject TEXT NOT NULL,
+                    detail TEXT NOT NULL);
 )sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -97,23 +111,119 @@ class Stmt {
   sqlite3_stmt* stmt_ = nullptr;
 };
 
+// What a look at the write-ahead log before SQLite opens it can tell (the WAL file format is
+// documented by SQLite: a 32-byte header, then frames of a 24-byte header and one page, each
+// frame's cumulative checksum and the header's salts tying it to the log). SQLite recovers the
+// committed frames and silently ignores the rest; a frame of the current log whose checksum
+// fails, or a log that ends inside a frame, means a transaction was cut, and it may have been
+// acknowledged before the damage.
+std::vector<std::string> InspectWal(const std::string& db_path) {
+  const std::string path = db_path + "-wal";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (data.size() < 32) return {};
+  auto be32 = [&](size_t at) {
+    return (static_cast<uint32_t>(static_cast<unsigned char>(data[at])) << 24) |
+           (static_cast<uint32_t>(static_cast<unsigned char>(data[at + 1])) << 16) |
+           (static_cast<uint32_t>(static_cast<unsigned char>(data[at + 2])) << 8) |
+           static_cast<uint32_t>(static_cast<unsigned char>(data[at + 3]));
+  };
+  const uint32_t magic = be32(0);
+  if (magic != 0x377f0682 && magic != 0x377f0683) return {};
+  const bool big_endian = magic == 0x377f0683;
+  auto word = [&](size_t at) {
+    if (big_endian) return be32(at);
+    return static_cast<uint32_t>(static_cast<unsigned char>(data[at])) |
+           (static_cast<uint32_t>(static_cast<unsigned char>(data[at + 1])) << 8) |
+           (static_cast<uint32_t>(static_cast<unsigned char>(data[at + 2])) << 16) |
+           (static_cast<uint32_t>(static_cast<unsigned char>(data[at + 3])) << 24);
+  };
+  uint32_t s0 = 0, s1 = 0;
+  auto sum = [&](size_t from, size_t len) {
+    for (size_t i = from; i + 8 <= from + len; i += 8) {
+      s0 += word(i) + s1;
+      s1 += word(i + 4) + s0;
+    }
+  };
+  const uint32_t page_size = be32(8) == 1 ? 65536 : be32(8);
+  if (page_size < 512 || (page_size & (page_size - 1)) != 0) return {};
+  sum(0, 24);
+  if (s0 != be32(24) || s1 != be32(28)) return {};  // a header SQLite itself would not trust
+  const uint32_t salt1 = be32(16), salt2 = be32(20);
+  const size_t frame = 24 + page_size;
+  size_t at = 32;
+  int64_t valid = 0;
+  for (; at + frame <= data.size(); at += frame) {
+    if (be32(at + 8) != salt1 || be32(at + 12) != salt2) return {};  // an older log's frames
+    sum(at, 8);
+    sum(at + 24, page_size);
+    if (s0 != be32(at + 16) || s1 != be32(at + 20)) {
+      return {"the write-ahead log " + path + " holds a damaged frame after " +
+              std::to_string(valid) +
+              " good ones: the transaction it belonged to was lost, and it may have been "
+              "acknowledged (disk or file-system damage, or the file was cut)"};
+    }
+    ++valid;
+  }
+  if (at < data.size() && data.size() - at >= 16 && be32(at + 8) == salt1 &&
+      be32(at + 12) == salt2) {
+    return {"the write-ahead log " + path + " ends inside a frame after " + std::to_string(valid) +
+            " good ones: the last transaction was cut short and lost, and it may have been "
+            "acknowledged (disk or file-system damage, or the file was cut)"};
+  }
+  return {};
+}
+
+// Writes `content` to `path` durably: a temporary file, fsync, rename, fsync of the directory.
+Status WriteFileDurably(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Internal("open " + tmp + ": " + std::strerror(errno));
+  const bool ok =
+      ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()) &&
+      ::fsync(fd) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!ok) return Internal("write " + tmp + ": " + std::strerror(err));
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Internal("rename " + tmp + ": " + std::strerror(errno));
+  }
+  const std::string dir = path.substr(0, path.find_last_of('/') + 1);
+  const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return Status::Ok();
+}
+
 class SqliteStore final : public Store {
  public:
-  SqliteStore(sqlite3* writer, sqlite3* reader, SqliteOptions options)
-      : writer_(writer), reader_(reader), options_(options) {
+  SqliteStore(sqlite3* writer, sqlite3* reader, SqliteOptions options, std::string path,
+              std::vector<std::string> warnings)
+      : writer_(writer),
+        reader_(reader),
+        options_(options),
+        path_(std::move(path)),
+        warnings_(std::move(warnings)) {
     put_job_ = std::make_unique<Stmt>(
         writer_, "INSERT OR REPLACE INTO jobs(id,user,state,node,doc) VALUES(?,?,?,?,?)");
-    put_node_ = std::make_unique<Stmt>(writer_, "INSERT OR REPLACE INTO nodes(name,doc) VALUES(?,?)");
+    put_node_ =
+        std::make_unique<Stmt>(writer_, "INSERT OR REPLACE INTO nodes(name,doc) VALUES(?,?)");
     put_token_ = std::make_unique<Stmt>(
-        writer_, "INSERT OR REPLACE INTO tokens(hash,name,role,created_ms) VALUES(?,?,?,?)");
-    del_token_ = std::make_unique<Stmt>(writer_, "DELETE FROM tokens WHERE name=?");
+        writer_,
+        "INSERT OR REPLACE INTO tokens(hash,name,role,created_ms,expires_ms) VALUES(?,?,?,?,?)");
+    del_token_ = std::make_unique<Stmt>(writer_, "DELETE FROM tokens WHERE hash=?");
+    add_audit_ = std::make_unique<Stmt>(
+        writer_, "INSERT INTO audit(ts_ms,actor,action,subject,detail) VALUES(?,?,?,?,?)");
     add_event_ = std::make_unique<Stmt>(
         writer_, "INSERT INTO events(job_id,ts_ms,kind,message) VALUES(?,?,?,?)");
-    put_setting_ = std::make_unique<Stmt>(
-        writer_, "INSERT INTO settings(key,value) VALUES(?,?) "
-                 "ON CONFLICT(key) DO UPDATE SET value=excluded.value");
-    add_ledger_ = std::make_unique<Stmt>(
-        writer_, "INSERT INTO ledger(seq,ts_ms,team,doc) VALUES(?,?,?,?)");
+    put_setting_ = std::make_unique<Stmt>(writer_,
+                                          "INSERT INTO settings(key,value) VALUES(?,?) "
+                                          "ON CONFLICT(key) DO UPDATE SET value=excluded.value");
+    add_ledger_ =
+        std::make_unique<Stmt>(writer_, "INSERT INTO ledger(seq,ts_ms,team,doc) VALUES(?,?,?,?)");
     writer_thread_ = std::thread([this] { WriterLoop(); });
   }
 
@@ -128,6 +238,7 @@ class SqliteStore final : public Store {
     put_node_.reset();
     put_token_.reset();
     del_token_.reset();
+    add_audit_.reset();
     add_event_.reset();
     add_ledger_.reset();
     put_setting_.reset();
@@ -137,7 +248,7 @@ class SqliteStore final : public Store {
 
   bool Prepared() const {
     return put_job_->ok() && put_node_->ok() && put_token_->ok() && del_token_->ok() &&
-           add_event_->ok() && add_ledger_->ok() && put_setting_->ok();
+           add_audit_->ok() && add_event_->ok() && add_ledger_->ok() && put_setting_->ok();
   }
 
   std::shared_future<Status> ApplyAsync(WriteBatch batch) override {
@@ -184,12 +295,12 @@ class SqliteStore final : public Store {
 
   Result<std::vector<TokenRow>> LoadTokens() override {
     std::lock_guard lock(read_mu_);
-    Stmt s(reader_, "SELECT hash,name,role,created_ms FROM tokens ORDER BY name");
+    Stmt s(reader_, "SELECT hash,name,role,created_ms,expires_ms FROM tokens ORDER BY name");
     if (!s.ok()) return SqlError(reader_, "prepare LoadTokens");
     std::vector<TokenRow> out;
     int rc;
     while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
-      out.push_back(TokenRow{s.Text(0), s.Text(1), s.Text(2), s.Int(3)});
+      out.push_back(TokenRow{s.Text(0), s.Text(1), s.Text(2), s.Int(3), s.Int(4)});
     }
     if (rc != SQLITE_DONE) return SqlError(reader_, "LoadTokens");
     return out;
@@ -222,7 +333,8 @@ class SqliteStore final : public Store {
     if (!s.ok()) return SqlError(reader_, "prepare LoadSettings");
     std::vector<SettingRow> out;
     int rc;
-    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) out.push_back(SettingRow{s.Text(0), s.Text(1)});
+    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW)
+      out.push_back(SettingRow{s.Text(0), s.Text(1)});
     if (rc != SQLITE_DONE) return SqlError(reader_, "LoadSettings");
     return out;
   }
@@ -239,6 +351,41 @@ class SqliteStore final : public Store {
     if (rc != SQLITE_DONE) return SqlError(reader_, "LoadLedger");
     return out;
   }
+
+  Result<std::vector<AuditRow>> ListAudit(size_t limit) override {
+    std::lock_guard lock(read_mu_);
+    Stmt s(reader_,
+           "SELECT seq,ts_ms,actor,action,subject,detail FROM "
+           "(SELECT * FROM audit ORDER BY seq DESC LIMIT ?) ORDER BY seq");
+    if (!s.ok()) return SqlError(reader_, "prepare ListAudit");
+    s.Bind(1, static_cast<int64_t>(limit));
+    std::vector<AuditRow> out;
+    int rc;
+    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+      out.push_back(AuditRow{s.Int(0), s.Int(1), s.Text(2), s.Text(3), s.Text(4), s.Text(5)});
+    }
+    if (rc != SQLITE_DONE) return SqlError(reader_, "ListAudit");
+    return out;
+  }
+
+  Result<int64_t> LoadJobIdMark() override {
+    std::ifstream in(path_ + ".ids");
+    if (!in) return int64_t{0};
+    int64_t mark = 0;
+    if (!(in >> mark) || mark < 0) {
+      return Internal("job-id mark " + path_ +
+                      ".ids is unreadable; remove it only if the "
+                      "database is known to be complete");
+    }
+    return mark;
+  }
+
+  Status SaveJobIdMark(int64_t next_free) override {
+    std::lock_guard lock(mark_mu_);
+    return WriteFileDurably(path_ + ".ids", std::to_string(next_free) + "\n");
+  }
+
+  const std::vector<std::string>& open_warnings() const override { return warnings_; }
 
   int schema_version() const override { return kSchemaVersion; }
 
@@ -262,16 +409,25 @@ class SqliteStore final : public Store {
       put_node_->Bind(2, n.doc);
       STOKER_RETURN_IF_ERROR(put_node_->Run("put node"));
     }
-    for (const std::string& name : b.deleted_tokens()) {
-      del_token_->Bind(1, name);
-      STOKER_RETURN_IF_ERROR(del_token_->Run("delete token"));
+    for (const std::string& hash : b.revoked_tokens()) {
+      del_token_->Bind(1, hash);
+      STOKER_RETURN_IF_ERROR(del_token_->Run("revoke token"));
     }
     for (const TokenRow& t : b.tokens()) {
       put_token_->Bind(1, t.hash_hex);
       put_token_->Bind(2, t.name);
       put_token_->Bind(3, t.role);
       put_token_->Bind(4, t.created_unix_ms);
+      put_token_->Bind(5, t.expires_unix_ms);
       STOKER_RETURN_IF_ERROR(put_token_->Run("put token"));
+    }
+    for (const AuditRow& a : b.audit()) {
+      add_audit_->Bind(1, a.ts_unix_ms);
+      add_audit_->Bind(2, a.actor);
+      add_audit_->Bind(3, a.action);
+      add_audit_->Bind(4, a.subject);
+      add_audit_->Bind(5, a.detail);
+      STOKER_RETURN_IF_ERROR(add_audit_->Run("add audit row"));
     }
     for (const EventRow& e : b.events()) {
       add_event_->Bind(1, e.job_id);
@@ -340,8 +496,11 @@ class SqliteStore final : public Store {
   sqlite3* writer_;
   sqlite3* reader_;
   SqliteOptions options_;
-  std::unique_ptr<Stmt> put_job_, put_node_, put_token_, del_token_, add_event_, add_ledger_,
-      put_setting_;
+  std::string path_;
+  std::vector<std::string> warnings_;
+  std::unique_ptr<Stmt> put_job_, put_node_, put_token_, del_token_, add_audit_, add_event_,
+      add_ledger_, put_setting_;
+  std::mutex mark_mu_;
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -354,8 +513,7 @@ class SqliteStore final : public Store {
 
 Result<sqlite3*> OpenConnection(const std::string& path, bool create) {
   sqlite3* db = nullptr;
-  const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) |
-                    SQLITE_OPEN_NOMUTEX;
+  const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
   if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
     Status s = SqlError(db, "open " + path);
     sqlite3_close_v2(db);
@@ -392,6 +550,8 @@ Status Migrate(sqlite3* db) {
 
 Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
                                                const SqliteOptions& options) {
+  // Before SQLite's recovery rewrites the log.
+  std::vector<std::string> warnings = InspectWal(path);
   STOKER_ASSIGN_OR_RETURN(sqlite3 * writer, OpenConnection(path, true));
   auto fail = [&](Status s) -> Result<std::unique_ptr<Store>> {
     sqlite3_close_v2(writer);
@@ -399,14 +559,14 @@ Result<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path,
   };
   Status s = Exec(writer, "PRAGMA journal_mode=WAL");
   if (s.ok()) {
-    s = Exec(writer, options.synchronous_full ? "PRAGMA synchronous=FULL"
-                                              : "PRAGMA synchronous=NORMAL");
+    s = Exec(writer,
+             options.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
   }
   if (s.ok()) s = Migrate(writer);
   if (!s.ok()) return fail(s);
   auto reader = OpenConnection(path, false);
   if (!reader.ok()) return fail(reader.status());
-  auto store = std::make_unique<SqliteStore>(writer, *reader, options);
+  auto store = std::make_unique<SqliteStore>(writer, *reader, options, path, std::move(warnings));
   if (!store->Prepared()) return Internal("sqlite: cannot prepare statements");
   return std::unique_ptr<Store>(std::move(store));
 }

@@ -35,6 +35,17 @@ struct TokenRow {
   std::string name;      // user name, agent node name, or admin name
   std::string role;      // admin | agent | user
   int64_t created_unix_ms = 0;
+  int64_t expires_unix_ms = 0;  // 0: does not expire
+};
+
+// One audited action (token created or revoked, ...): who did what to what, and when.
+struct AuditRow {
+  int64_t seq = 0;  // assigned by the store
+  int64_t ts_unix_ms = 0;
+  std::string actor;
+  std::string action;   // "token.create", "token.revoke", ...
+  std::string subject;  // what it was done to (a token's id and name, ...)
+  std::string detail;
 };
 
 struct EventRow {
@@ -66,19 +77,21 @@ class WriteBatch {
   void PutJob(JobRow row) { jobs_.push_back(std::move(row)); }
   void PutNode(NodeRow row) { nodes_.push_back(std::move(row)); }
   void PutToken(TokenRow row) { tokens_.push_back(std::move(row)); }
-  void DeleteToken(std::string name) { deleted_tokens_.push_back(std::move(name)); }
+  void RevokeToken(std::string hash_hex) { revoked_tokens_.push_back(std::move(hash_hex)); }
+  void AddAudit(AuditRow row) { audit_.push_back(std::move(row)); }
   void AddEvent(EventRow row) { events_.push_back(std::move(row)); }
   void PutSetting(SettingRow row) { settings_.push_back(std::move(row)); }
   void AddLedger(LedgerRow row) { ledger_.push_back(std::move(row)); }
   bool empty() const {
-    return jobs_.empty() && nodes_.empty() && tokens_.empty() && deleted_tokens_.empty() &&
-           events_.empty() && ledger_.empty() && settings_.empty();
+    return jobs_.empty() && nodes_.empty() && tokens_.empty() && revoked_tokens_.empty() &&
+           events_.empty() && ledger_.empty() && settings_.empty() && audit_.empty();
   }
 
   const std::vector<JobRow>& jobs() const { return jobs_; }
   const std::vector<NodeRow>& nodes() const { return nodes_; }
   const std::vector<TokenRow>& tokens() const { return tokens_; }
-  const std::vector<std::string>& deleted_tokens() const { return deleted_tokens_; }
+  const std::vector<std::string>& revoked_tokens() const { return revoked_tokens_; }
+  const std::vector<AuditRow>& audit() const { return audit_; }
   const std::vector<EventRow>& events() const { return events_; }
   const std::vector<SettingRow>& settings() const { return settings_; }
   const std::vector<LedgerRow>& ledger() const { return ledger_; }
@@ -87,7 +100,8 @@ class WriteBatch {
   std::vector<JobRow> jobs_;
   std::vector<NodeRow> nodes_;
   std::vector<TokenRow> tokens_;
-  std::vector<std::string> deleted_tokens_;
+  std::vector<std::string> revoked_tokens_;
+  std::vector<AuditRow> audit_;
   std::vector<EventRow> events_;
   std::vector<SettingRow> settings_;
   std::vector<LedgerRow> ledger_;
@@ -113,7 +127,18 @@ class Store {
   virtual Result<std::vector<SettingRow>> LoadSettings() = 0;
   // The whole ledger in seq order.
   virtual Result<std::vector<LedgerRow>> LoadLedger() { return Unimplemented("no ledger"); }
+  // The newest `limit` audit rows, oldest first.
+  virtual Result<std::vector<AuditRow>> ListAudit(size_t limit) = 0;
   virtual int schema_version() const = 0;
+
+  // The job-id high-water mark, kept beside the database so that no id is ever handed out
+  // twice, even when the database lost its newest rows (a write-ahead log cut short): every id
+  // below the mark may have been acknowledged. 0 when none was saved. Saving is durable on OK.
+  virtual Result<int64_t> LoadJobIdMark() = 0;
+  virtual Status SaveJobIdMark(int64_t next_free) = 0;
+  // Damage found when the store was opened that may have lost committed state (each a
+  // sentence for the log); empty when there was none, or none could be told.
+  virtual const std::vector<std::string>& open_warnings() const = 0;
 };
 
 struct SqliteOptions {

@@ -102,7 +102,7 @@ TEST(EfficiencyServiceTest, HeartbeatsDriveZonesAlertsAndIdleCancelThroughTheSer
   EXPECT_TRUE(idle_alert);
   ASSERT_EQ(svc.JobZones().size(), 1u);
   EXPECT_EQ(svc.JobZones()[0].zone, Zone::kBronze);
-  const std::string m = svc.Metrics();
+  const std::string m = svc.Metrics(server::Principal{"admin", server::Role::kAdmin});
   EXPECT_NE(m.find("stoker_efficiency_gpu_zone{uuid=\"GPU-x\",zone=\"bronze\"} 1"),
             std::string::npos)
       << m;

@@ -189,7 +189,12 @@ TEST(RunnerPolicy, RootJobsAreRefusedByDefault) {
   EXPECT_TRUE(allowing.Launch({.job_id = "d", .argv = {"/bin/true"}, .user = "daemon"}).ok());
   EXPECT_EQ(allowing.Launch({.job_id = "r", .argv = {"/bin/true"}, .user = "root"}).code(),
             StatusCode::kPermissionDenied);
-  fs::remove_all(dir);
+  // The daemon's job is still being written by its shim: let it end before cleaning up.
+  for (int i = 0; i < 500 && allowing.Get("d")->phase != JobPhase::kExited; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 TEST_F(RunnerTest, ExecFailureIsReported) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "store/store.h"
@@ -75,6 +76,82 @@ TEST(SqliteStore, NewerSchemaIsRefused) {
   auto again = OpenSqliteStore(path);
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition);
+}
+
+// What a crash leaves on disk while the store is open: the database and its write-ahead log.
+void CopyAsACrashWouldLeaveIt(const std::string& from, const std::string& to) {
+  std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(from + "-wal", to + "-wal",
+                             std::filesystem::copy_options::overwrite_existing);
+}
+
+TEST(SqliteStore, ALogCutInsideItsLastFrameIsSaidAtOpenAndTheRestIsKept) {
+  const std::string path = TempDb("torn");
+  const std::string copy = path + ".crash";
+  auto store = OpenSqliteStore(path);
+  ASSERT_TRUE(store.ok());
+  for (int i = 1; i <= 3; ++i) {
+    WriteBatch b;
+    b.PutJob({i, "alice", "queued", "", "{}"});
+    ASSERT_TRUE((*store)->Apply(b).ok());
+  }
+  CopyAsACrashWouldLeaveIt(path, copy);
+  {
+    auto intact = OpenSqliteStore(copy);
+    ASSERT_TRUE(intact.ok());
+    EXPECT_TRUE((*intact)->open_warnings().empty());
+    EXPECT_EQ((*intact)->LoadJobs()->size(), 3u);
+  }
+  CopyAsACrashWouldLeaveIt(path, copy);
+  // Cut the log inside its last frame, as a torn write would.
+  const auto size = std::filesystem::file_size(copy + "-wal");
+  std::filesystem::resize_file(copy + "-wal", size - 100);
+  auto torn = OpenSqliteStore(copy);
+  ASSERT_TRUE(torn.ok());
+  ASSERT_EQ((*torn)->open_warnings().size(), 1u);
+  EXPECT_NE((*torn)->open_warnings()[0].find("ends inside a frame"), std::string::npos)
+      << (*torn)->open_warnings()[0];
+  EXPECT_EQ((*torn)->LoadJobs()->size(), 2u) << "the committed transactions before it survive";
+}
+
+TEST(SqliteStore, ADamagedFrameIsSaidAtOpen) {
+  const std::string path = TempDb("damaged");
+  const std::string copy = path + ".crash";
+  auto store = OpenSqliteStore(path);
+  ASSERT_TRUE(store.ok());
+  for (int i = 1; i <= 2; ++i) {
+    WriteBatch b;
+    b.PutJob({i, "alice", "queued", "", "{}"});
+    ASSERT_TRUE((*store)->Apply(b).ok());
+  }
+  CopyAsACrashWouldLeaveIt(path, copy);
+  {
+    std::fstream f(copy + "-wal", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-10, std::ios::end);
+    f.put('\x5a');
+  }
+  auto damaged = OpenSqliteStore(copy);
+  ASSERT_TRUE(damaged.ok());
+  ASSERT_EQ((*damaged)->open_warnings().size(), 1u);
+  EXPECT_NE((*damaged)->open_warnings()[0].find("damaged frame"), std::string::npos);
+}
+
+TEST(SqliteStore, TheJobIdMarkIsDurableBesideTheDatabase) {
+  const std::string path = TempDb("mark");
+  {
+    auto store = OpenSqliteStore(path);
+    ASSERT_TRUE(store.ok());
+    EXPECT_EQ(*(*store)->LoadJobIdMark(), 0);
+    ASSERT_TRUE((*store)->SaveJobIdMark(1001).ok());
+  }
+  auto store = OpenSqliteStore(path);
+  ASSERT_TRUE(store.ok());
+  EXPECT_EQ(*(*store)->LoadJobIdMark(), 1001);
+  {
+    std::ofstream bad(path + ".ids");
+    bad << "garbage";
+  }
+  EXPECT_FALSE((*store)->LoadJobIdMark().ok());
 }
 
 }  // namespace

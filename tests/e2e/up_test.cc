@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "process_util.h"
 
@@ -217,6 +218,60 @@ TEST_F(UpTest, AJobHoldsNoDescriptorOfTheServer) {
   WaitState(sleeper, {"running"});
   EXPECT_EQ(Cli("cancel " + std::to_string(sleeper)).exit_code, 0);
   WaitState(sleeper, {"cancelled"});
+}
+
+// Two `stoker up` with their own data directories on one machine: each registers its own entry
+// for the CLI; with both running the CLI asks which (or follows STOKER_DATA_DIR); once one stops,
+// its entry is gone and the CLI follows the other; once both stop, the CLI says so instead of
+// talking to a dead address.
+TEST_F(UpTest, SeveralUpOnOneMachineDoNotBreakEachOthersCli) {
+  const std::map<std::string, std::string> env = {{"XDG_CONFIG_HOME", dir_ + "/config"}};
+  const int port2 = FreePort();
+  auto up = [&](const std::string& data, int port) {
+    return Spawn({STOKER_BIN, "up", "--data-dir", dir_ + "/" + data, "--listen",
+                  "127.0.0.1:" + std::to_string(port), "--allow-root-jobs", "--node-name", data},
+                 env, dir_ + "/" + data + ".log");
+  };
+  const pid_t a = up("a", port_);
+  const pid_t b = up("b", port2);
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      if (pid > 0) {
+        ::kill(pid, SIGKILL);
+        WaitExit(pid);
+      }
+    }
+  } ra{a}, rb{b};
+  auto nodes_of = [&](const std::string& data_dir) {
+    const std::string prefix = data_dir.empty() ? "" : "STOKER_DATA_DIR=" + dir_ + "/" + data_dir + " ";
+    return e2e::Run(env_prefix_ + prefix + STOKER_BIN + " nodes --json 2>&1");
+  };
+  for (int i = 0; i < 300; ++i) {
+    if (nodes_of("a").exit_code == 0 && nodes_of("b").exit_code == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  CmdResult ca = nodes_of("a");
+  ASSERT_EQ(ca.exit_code, 0) << ca.out;
+  EXPECT_EQ(json::parse(ca.out)[0]["name"], "a");
+  EXPECT_EQ(json::parse(nodes_of("b").out)[0]["name"], "b");
+  CmdResult both = nodes_of("");
+  EXPECT_EQ(both.exit_code, 2) << both.out;
+  EXPECT_NE(both.out.find("several `stoker up`"), std::string::npos) << both.out;
+
+  ::kill(a, SIGTERM);
+  EXPECT_EQ(WaitExit(a), 0);
+  ra.pid = -1;
+  CmdResult left = nodes_of("");
+  ASSERT_EQ(left.exit_code, 0) << left.out;
+  EXPECT_EQ(json::parse(left.out)[0]["name"], "b");
+
+  ::kill(b, SIGKILL);  // a crash: its entry stays behind, pointing at a dead process
+  WaitExit(b);
+  rb.pid = -1;
+  CmdResult none = nodes_of("");
+  EXPECT_EQ(none.exit_code, 3) << none.out;
+  EXPECT_NE(none.out.find("is no longer running"), std::string::npos) << none.out;
 }
 
 // The cluster layout of the README's "More nodes": `stoker server` and, as a separate process,

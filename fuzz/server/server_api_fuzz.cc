@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <string>
 
-#include "efficiency/server_bridge.h"
+#include "integration/efficiency_service.h"
 #include "server/api.h"
 #include "server/server.h"
 #include "store/store.h"

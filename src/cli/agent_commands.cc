@@ -266,7 +266,7 @@ int RunAgent(const AgentFlags& flags) {
     no.state_dir = !flags.state_dir.empty() ? flags.state_dir : StateHome() + "/node/jobs";
     no.shim_argv = {SelfExecutable(), "_job-shim"};
     spdlog::info("stoker agent: {}", ApplyJobRunFlags(flags.jobs, &no));
-    server::NodeInventory inv = node::BuildInventory(node_name, opened->source.get());
+    protocol::NodeInventory inv = node::BuildInventory(node_name, opened->source.get());
     node_agent = std::make_unique<node::NodeAgent>(
         no, &clock, inv, [&sampler, hostname]() -> nlohmann::json {
           TelemetrySnapshot snap;

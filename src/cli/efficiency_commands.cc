@@ -14,9 +14,9 @@
 
 #include "cli/cli.h"
 #include "efficiency/api_json.h"
-#include "efficiency/http_poster.h"
 #include "efficiency/replay.h"
 #include "efficiency/report.h"
+#include "integration/http_poster.h"
 #ifdef STOKER_HAVE_EFFICIENCY_SIM
 #include "efficiency/sim_idle.h"
 #include "sim/traces.h"

@@ -27,15 +27,15 @@
 
 #include "cli/cli.h"
 #include "cli/node_flags.h"
+#include "client/api_client.h"
 #include "core/clock.h"
-#include "efficiency/http_poster.h"
-#include "efficiency/server_bridge.h"
+#include "integration/efficiency_service.h"
+#include "integration/http_poster.h"
 #include "node/node_agent.h"
 #include "nvml/nvml_gpu_source.h"
 #include "nvml/simulated.h"
 #include "runner/runner.h"
 #include "server/api.h"
-#include "server/http.h"
 #include "server/server.h"
 #include "store/store.h"
 #include "telemetry/sampler.h"
@@ -233,7 +233,7 @@ void AddClientFlags(CLI::App* cmd, ClientFlags* f) {
   cmd->add_flag("--json", f->json, "Print JSON");
 }
 
-Result<server::ApiClient> MakeClient(const ClientFlags& f) {
+Result<client::ApiClient> MakeClient(const ClientFlags& f) {
   std::string url = f.server, token = f.token, token_file;
   if (url.empty()) {
     if (const char* e = getenv("STOKER_SERVER")) url = e;
@@ -295,19 +295,19 @@ Result<server::ApiClient> MakeClient(const ClientFlags& f) {
   }
   if (url.empty()) url = std::string("http://") + kDefaultListen;
   if (url.find("://") == std::string::npos) url = "http://" + url;
-  return server::ApiClient(url, token, 30, f.ca_file);
+  return client::ApiClient(url, token, 30, f.ca_file);
 }
 
 // Runs a request and turns transport and HTTP errors into a Status.
-Result<json> Call(server::ApiClient& c, const std::string& method, const std::string& path,
+Result<json> Call(client::ApiClient& c, const std::string& method, const std::string& path,
                   const json& body = nullptr) {
-  Result<server::HttpResult> r = method == "GET"      ? c.Get(path)
+  Result<client::HttpResult> r = method == "GET"      ? c.Get(path)
                                  : method == "DELETE" ? c.Delete(path)
                                  : method == "POST"
                                      ? c.Post(path, body.is_null() ? json::object() : body)
                                      : c.Put(path, body);
   if (!r.ok()) return r.status();
-  STOKER_RETURN_IF_ERROR(server::StatusFromHttp(*r));
+  STOKER_RETURN_IF_ERROR(client::StatusFromHttp(*r));
   return r->body;
 }
 
@@ -515,7 +515,7 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   fs::create_directories(f.data_dir, ec);
   if (ec) return InvalidArgument("--data-dir: cannot create " + f.data_dir + ": " + ec.message());
   ::chmod(f.data_dir.c_str(), 0700);
-  STOKER_ASSIGN_OR_RETURN(auto hp, server::ParseHostPort(f.listen));
+  STOKER_ASSIGN_OR_RETURN(auto hp, http::ParseHostPort(f.listen));
   auto rs = std::make_unique<RunningServer>();
   STOKER_ASSIGN_OR_RETURN(
       rs->store,
@@ -660,7 +660,7 @@ int RunUp(ServerFlags f, GpuFlags g, JobRunFlags jf, std::string node_name) {
   auto gpus = OpenLocalGpus(g, &server.clock, true);
   if (!gpus.ok()) return Fail(gpus.status());
   if (node_name.empty()) node_name = HostName();
-  server::NodeInventory inv = node::BuildInventory(node_name, gpus->source.get());
+  protocol::NodeInventory inv = node::BuildInventory(node_name, gpus->source.get());
   // The local agent's token is kept in DATA_DIR/agent.token and reused while it is valid.
   const std::string agent_token_file = f.data_dir + "/agent.token";
   auto agent_token =
@@ -866,9 +866,9 @@ Result<std::string> ServerRequest(const ServerAccess& access, const std::string&
     body = json::parse(json_body, nullptr, false);
     if (body.is_discarded()) return InvalidArgument("request body: not valid JSON");
   }
-  Result<server::HttpResult> r = method == "GET" ? client.Get(path) : client.Post(path, body);
+  Result<client::HttpResult> r = method == "GET" ? client.Get(path) : client.Post(path, body);
   if (!r.ok()) return r.status();
-  STOKER_RETURN_IF_ERROR(server::StatusFromHttp(*r));
+  STOKER_RETURN_IF_ERROR(client::StatusFromHttp(*r));
   return r->raw;
 }
 

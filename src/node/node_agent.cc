@@ -8,7 +8,7 @@
 #include <fstream>
 
 namespace stoker::node {
-using server::json;
+using protocol::json;
 
 namespace {
 
@@ -40,8 +40,8 @@ int64_t HostMemoryMib() {
 
 }  // namespace
 
-server::NodeInventory BuildInventory(const std::string& name, GpuSource* source) {
-  server::NodeInventory inv;
+protocol::NodeInventory BuildInventory(const std::string& name, GpuSource* source) {
+  protocol::NodeInventory inv;
   inv.name = name;
   inv.cpu_milli = static_cast<int64_t>(::sysconf(_SC_NPROCESSORS_ONLN)) * 1000;
   inv.memory_mib = HostMemoryMib();
@@ -51,7 +51,7 @@ server::NodeInventory BuildInventory(const std::string& name, GpuSource* source)
   GpuSample s;
   for (uint32_t i = 0; i < source->DeviceCount(); ++i) {
     if (!source->Sample(i, &s).ok()) continue;
-    server::GpuInfo g;
+    protocol::GpuInfo g;
     g.index = s.id.index;
     g.uuid = s.id.uuid;
     g.model = s.id.name.empty() ? "unknown" : s.id.name;
@@ -59,14 +59,14 @@ server::NodeInventory BuildInventory(const std::string& name, GpuSource* source)
     g.mig_enabled = s.mig_enabled.value_or(false);
     if (s.id.minor.has_value()) g.minor = s.id.minor.value();
     for (const MigInstance& m : s.mig_instances) {
-      g.mig.push_back(server::MigInfo{m.uuid, m.profile, m.slices});
+      g.mig.push_back(protocol::MigInfo{m.uuid, m.profile, m.slices});
     }
     inv.gpus.push_back(std::move(g));
   }
   return inv;
 }
 
-NodeAgent::NodeAgent(NodeOptions options, Clock* clock, server::NodeInventory inventory,
+NodeAgent::NodeAgent(NodeOptions options, Clock* clock, protocol::NodeInventory inventory,
                      std::function<json()> samples)
     : options_(std::move(options)),
       clock_(clock),
@@ -83,8 +83,8 @@ NodeAgent::NodeAgent(NodeOptions options, Clock* clock, server::NodeInventory in
   inventory_.isolation = options_.cgroups.Describe();
 }
 
-server::JobReport NodeAgent::ReportFor(const runner::JobStatus& st) {
-  server::JobReport r;
+protocol::RunReport NodeAgent::ReportFor(const runner::JobStatus& st) {
+  protocol::RunReport r;
   r.id = std::stoll(st.job_id);
   r.attempt = st.attempt;
   r.phase = runner::JobPhaseName(st.phase);
@@ -107,20 +107,20 @@ server::JobReport NodeAgent::ReportFor(const runner::JobStatus& st) {
 Status NodeAgent::RunOnce() {
   if (!registered_) {
     STOKER_ASSIGN_OR_RETURN(
-        server::HttpResult r,
-        client_.Post("/api/v1/nodes/register", server::NodeInventoryToJson(inventory_)));
-    STOKER_RETURN_IF_ERROR(server::StatusFromHttp(r).WithContext("register"));
+        client::HttpResult r,
+        client_.Post("/api/v1/nodes/register", protocol::NodeInventoryToJson(inventory_)));
+    STOKER_RETURN_IF_ERROR(client::StatusFromHttp(r).WithContext("register"));
     registered_ = true;
     spdlog::info("node {} registered with {}", inventory_.name, options_.server_url);
   }
-  server::Heartbeat hb;
+  protocol::Heartbeat hb;
   for (const runner::JobStatus& st : runner_.Poll()) {
     if (st.job_id.find_first_not_of("0123456789") != std::string::npos) continue;
     hb.jobs.push_back(ReportFor(st));
   }
   for (const auto& [id, failed] : launch_errors_) {
     const auto& [attempt, err] = failed;
-    server::JobReport r;
+    protocol::RunReport r;
     r.id = id;
     r.attempt = attempt;
     r.phase = "exited";
@@ -130,15 +130,15 @@ Status NodeAgent::RunOnce() {
     hb.jobs.push_back(r);
   }
   if (samples_) hb.samples_json = samples_().dump();
-  STOKER_ASSIGN_OR_RETURN(server::HttpResult res,
+  STOKER_ASSIGN_OR_RETURN(client::HttpResult res,
                           client_.PostBody("/api/v1/nodes/" + inventory_.name + "/heartbeat",
-                                           server::HeartbeatBody(hb)));
+                                           protocol::HeartbeatBody(hb)));
   if (res.status == 404) {
     registered_ = false;  // the server forgot us (new database): register again next round
     return Unavailable("node not registered on the server; re-registering");
   }
-  STOKER_RETURN_IF_ERROR(server::StatusFromHttp(res).WithContext("heartbeat"));
-  STOKER_ASSIGN_OR_RETURN(server::HeartbeatReply reply, server::ParseHeartbeatReply(res.body));
+  STOKER_RETURN_IF_ERROR(client::StatusFromHttp(res).WithContext("heartbeat"));
+  STOKER_ASSIGN_OR_RETURN(protocol::HeartbeatReply reply, protocol::ParseHeartbeatReply(res.body));
   // What the server now holds of each job's logs (it appended what we sent).
   for (const auto& [id, off] : reply.log_offsets) sent_[id] = off;
   for (int64_t id : reply.forget) {
@@ -158,7 +158,7 @@ Status NodeAgent::RunOnce() {
     if (!s.ok() && s.code() != StatusCode::kNotFound)
       spdlog::debug("cancel job {}: {}", id, s.ToString());
   }
-  for (const server::LaunchOrder& o : reply.start) {
+  for (const protocol::LaunchOrder& o : reply.start) {
     runner::LaunchSpec spec;
     spec.job_id = std::to_string(o.id);
     spec.argv = o.command;
@@ -171,7 +171,7 @@ Status NodeAgent::RunOnce() {
     spec.memory_mib = o.memory_mib;
     for (uint32_t index : o.gpu_indices) {
       auto g = std::find_if(inventory_.gpus.begin(), inventory_.gpus.end(),
-                            [&](const server::GpuInfo& x) { return x.index == index; });
+                            [&](const protocol::GpuInfo& x) { return x.index == index; });
       if (g != inventory_.gpus.end()) spec.gpu_minors.push_back(g->minor.value_or(g->index));
     }
     Status s = runner_.Launch(spec);

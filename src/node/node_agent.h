@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "client/api_client.h"
 #include "core/clock.h"
 #include "core/gpu_source.h"
 #include "core/status.h"
+#include "protocol/model.h"
 #include "runner/runner.h"
-#include "server/http.h"
-#include "server/model.h"
 
 namespace stoker::node {
 
@@ -38,13 +38,13 @@ struct NodeOptions {
 
 // The GPU part of the inventory from a GpuSource (index, UUID, model, memory, MIG instances),
 // plus this host's CPUs and memory. `source` may be null (no GPUs).
-server::NodeInventory BuildInventory(const std::string& name, GpuSource* source);
+protocol::NodeInventory BuildInventory(const std::string& name, GpuSource* source);
 
 class NodeAgent {
  public:
   // `samples` returns the latest GPU samples as JSON (from the telemetry Sampler's cache).
-  NodeAgent(NodeOptions options, Clock* clock, server::NodeInventory inventory,
-            std::function<server::json()> samples);
+  NodeAgent(NodeOptions options, Clock* clock, protocol::NodeInventory inventory,
+            std::function<protocol::json()> samples);
 
   // One round: register if needed, heartbeat, act on the reply. Unavailable when the server is
   // unreachable (jobs keep running; the next round retries).
@@ -55,14 +55,14 @@ class NodeAgent {
   runner::Runner& runner() { return runner_; }
 
  private:
-  server::JobReport ReportFor(const runner::JobStatus& st);
+  protocol::RunReport ReportFor(const runner::JobStatus& st);
 
   NodeOptions options_;
   Clock* clock_;
-  server::NodeInventory inventory_;
-  std::function<server::json()> samples_;
+  protocol::NodeInventory inventory_;
+  std::function<protocol::json()> samples_;
   runner::Runner runner_;
-  server::ApiClient client_;
+  client::ApiClient client_;
   bool registered_ = false;
   std::map<int64_t, std::pair<int64_t, int64_t>> sent_;  // bytes of stdout/stderr the server holds
   // Jobs that could not be launched: (attempt, why).

@@ -6,6 +6,9 @@
 
 namespace stoker::server {
 namespace {
+using http::QueryParam;
+using http::RouteCall;
+using http::Scope;
 
 std::optional<int64_t> ParseId(const std::string& s) {
   int64_t v = 0;

@@ -14,11 +14,16 @@
 #include <string>
 #include <vector>
 
+#include "http/router.h"
 #include "http/server.h"
-#include "server/router.h"
 #include "server/server.h"
 
 namespace stoker::server {
+
+using ApiRequest = http::Request;
+using ApiResponse = http::Response;
+using http::ErrorResponse;
+using http::JsonResponse;
 
 inline constexpr size_t kMaxRequestBody = 4 << 20;
 // The most jobs one GET /jobs answers (page further with before_id).
@@ -30,7 +35,7 @@ inline constexpr int64_t kMaxJobsPerListing = 10000;
 class ApiExtension {
  public:
   virtual ~ApiExtension() = default;
-  virtual void AddRoutes(Router* router) = 0;
+  virtual void AddRoutes(http::Router* router) = 0;
   // Asked before a submission reaches the server; a non-OK status refuses it.
   virtual Status CheckSubmit(const Principal& /*who*/, const JobSpec& /*spec*/) {
     return Status::Ok();
@@ -48,14 +53,14 @@ class Api final : public http::Handler {
   ApiResponse Handle(const ApiRequest& req) const override;
   // Not thread-safe: add extensions before serving.
   void AddExtension(ApiExtension* e);
-  const Router& router() const { return router_; }
+  const http::Router& router() const { return router_; }
 
  private:
   void AddCoreRoutes();
   void RebuildDocument();
 
   Server* server_;
-  Router router_;
+  http::Router router_;
   std::vector<ApiExtension*> extensions_;
   std::string openapi_;  // the served document: static schemas + the route table's operations
 };

@@ -10,15 +10,15 @@
 #include <vector>
 
 #include "core/status.h"
-#include "server/model.h"
+#include "protocol/model.h"
 #include "store/store.h"
 
 namespace stoker::server {
 
-struct Principal {
-  std::string name;
-  Role role = Role::kUser;
-};
+using protocol::ParseRole;
+using protocol::Principal;
+using protocol::Role;
+using protocol::RoleName;
 
 std::string Sha256Hex(std::string_view data);
 // A new random token (OpenSSL RAND_bytes).

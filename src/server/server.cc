@@ -696,7 +696,7 @@ Result<json> Server::RegisterNode(const Principal& who, const NodeInventory& inv
   return out;
 }
 
-bool Server::CurrentRun(const Job& j, const std::string& node, const JobReport& r) {
+bool Server::CurrentRun(const Job& j, const std::string& node, const RunReport& r) {
   // A job that ended keeps its assignment: its last log bytes may still be on their way.
   return j.state != JobState::kQueued && j.assignment && j.assignment->node == node &&
          r.attempt == j.attempt();
@@ -761,7 +761,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
   // Log bytes before the state change they may end with (outside the state lock; appends are
   // idempotent).
   for (size_t i = 0; i < hb.jobs.size(); ++i) {
-    const JobReport& r = hb.jobs[i];
+    const RunReport& r = hb.jobs[i];
     if (!logs_ok[i]) {
       if (!r.stdout_data.empty() || !r.stderr_data.empty()) totals_.log_chunks_refused++;
       continue;
@@ -792,7 +792,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
     previous = std::exchange(n.samples, samples);
 
     std::set<int64_t> reported;
-    for (const JobReport& r : hb.jobs) {
+    for (const RunReport& r : hb.jobs) {
       auto it = jobs_.find(r.id);
       const bool mine = it != jobs_.end() && CurrentRun(it->second, node, r);
       // Only this run's jobs count as reported: a stale run of a job placed here again must not

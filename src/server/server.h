@@ -27,13 +27,45 @@
 
 #include "core/clock.h"
 #include "core/status.h"
+#include "protocol/model.h"
 #include "scheduler/policy.h"
 #include "scheduler/queue/queue_policy.h"
 #include "server/auth.h"
-#include "server/model.h"
 #include "store/store.h"
 
 namespace stoker::server {
+
+// The domain speaks the protocol's types (protocol/model.h); they are named here for its callers.
+using protocol::Assignment;
+using protocol::CheckSubmission;
+using protocol::GpuInfo;
+using protocol::Heartbeat;
+using protocol::HeartbeatBody;
+using protocol::HeartbeatReply;
+using protocol::HeartbeatReplyToJson;
+using protocol::IsActive;
+using protocol::IsTerminal;
+using protocol::Job;
+using protocol::JobFromJson;
+using protocol::JobSpec;
+using protocol::JobSpecToJson;
+using protocol::JobState;
+using protocol::JobStateName;
+using protocol::JobToJson;
+using protocol::json;
+using protocol::LaunchOrder;
+using protocol::MigInfo;
+using protocol::NodeInventory;
+using protocol::NodeInventoryToJson;
+using protocol::ParseHeartbeat;
+using protocol::ParseHeartbeatReply;
+using protocol::ParseJobSpec;
+using protocol::ParseJobState;
+using protocol::ParseNodeInventory;
+using protocol::ParseRole;
+using protocol::RoleName;
+using protocol::RunReport;
+using protocol::SelectSamples;
 
 struct ServerOptions {
   std::string data_dir;  // job logs live in <data_dir>/logs
@@ -222,7 +254,7 @@ class Server final : public JobActions {
   void Event(store::WriteBatch* b, const Job& j, const std::string& kind, const std::string& msg);
   // Whether a node's report is about the run of `j` now placed on `node` (same node, same
   // attempt), including a run that ended and is still sending its last log bytes.
-  static bool CurrentRun(const Job& j, const std::string& node, const JobReport& r);
+  static bool CurrentRun(const Job& j, const std::string& node, const RunReport& r);
   // Waits for a write handed to the store under mu_.
   static Status Wait(std::shared_future<Status>& f) { return f.get(); }
   void Notify(const std::vector<Job>& changed);

@@ -7,6 +7,10 @@
 
 namespace stoker::telemetry {
 namespace {
+using protocol::FieldView;
+using protocol::GpuScalarFields;
+using protocol::ScalarFieldDef;
+using protocol::ViewOf;
 
 void AppendDouble(std::string& out, double v) {
   if (std::isnan(v)) {
@@ -174,10 +178,17 @@ void AppendLabelValue(std::string* out, std::string_view value) {
   }
   for (char c : value) {
     switch (c) {
-      case '\\': *out += "\\\\"; break;
-      case '"': *out += "\\\""; break;
-      case '\n': *out += "\\n"; break;
-      default: *out += c;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      default:
+        *out += c;
     }
   }
 }
@@ -211,13 +222,19 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
     AppendLabel(scratch_, "hostname", options_.hostname);
     AppendLabel(scratch_, "simulated", snap.simulated ? "true" : "false");
     AppendLabel(scratch_, "source", snap.source_description);
-    Family(o, "stoker_agent_info", "Stoker agent build and data source (simulated=\"true\" when "
-           "readings come from the fake NVML).", "gauge").Add(scratch_, "", 1);
-    Family(o, "stoker_agent_nvml_available", "1 when NVML was loaded; 0 when only host metrics "
-           "are served.", "gauge").Add("", "", snap.nvml_available ? 1 : 0);
+    Family(o, "stoker_agent_info",
+           "Stoker agent build and data source (simulated=\"true\" when "
+           "readings come from the fake NVML).",
+           "gauge")
+        .Add(scratch_, "", 1);
+    Family(o, "stoker_agent_nvml_available",
+           "1 when NVML was loaded; 0 when only host metrics "
+           "are served.",
+           "gauge")
+        .Add("", "", snap.nvml_available ? 1 : 0);
     Family(o, "stoker_agent_gpus", "GPUs visible to the agent.", "gauge").AddUint("", "", n);
-    Family(o, "stoker_agent_event_errors_total", "Failed waits for GPU events (XIDs).",
-           "counter").AddUint("", "", snap.event_errors_total);
+    Family(o, "stoker_agent_event_errors_total", "Failed waits for GPU events (XIDs).", "counter")
+        .AddUint("", "", snap.event_errors_total);
   }
 
   // --- health ---
@@ -228,8 +245,10 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
       const GpuState& g = snap.gpus[i];
       up.Add(base_[i], "", Fresh(g) && g.sample.health == GpuHealth::kOk ? 1 : 0);
     }
-    Family health(o, "stoker_gpu_health", "GPU health state: 1 for the current state, 0 for the "
-                  "others (ok, lost = fell off the bus, unreachable = reads fail).", "gauge");
+    Family health(o, "stoker_gpu_health",
+                  "GPU health state: 1 for the current state, 0 for the "
+                  "others (ok, lost = fell off the bus, unreachable = reads fail).",
+                  "gauge");
     for (size_t i = 0; i < n; ++i) {
       const GpuState& g = snap.gpus[i];
       if (!g.have_sample && g.last_error.empty()) continue;  // not sampled yet
@@ -272,8 +291,7 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
   }
   {
     Family fam(o, "stoker_gpu_field_errors_total",
-               "Samples in which reading the field failed (the field is then omitted).",
-               "counter");
+               "Samples in which reading the field failed (the field is then omitted).", "counter");
     for (size_t i = 0; i < n; ++i) {
       for (size_t f = 0; f < fields.size(); ++f) {
         const uint64_t c = snap.gpus[i].field_errors_total[f];
@@ -290,7 +308,8 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
   {
     Family fam(o, "stoker_gpu_xid_errors_total",
                "XID events by code; grade red = node action, amber = degradation, blue = "
-               "application fault.", "counter");
+               "application fault.",
+               "counter");
     for (size_t i = 0; i < n; ++i) {
       for (const auto& [xid, count] : snap.gpus[i].xid_counts) {
         scratch_ = "xid=\"";
@@ -398,7 +417,8 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
     Family job_procs(o, "stoker_gpu_job_processes", "Processes of a job on this GPU.", "gauge");
     Family info(o, "stoker_gpu_job_info",
                 "Job running on the GPU (kind = stoker, slurm or kubernetes; for kubernetes the "
-                "jobid is the pod UID). Join with * on(uuid) group_left.", "gauge");
+                "jobid is the pod UID). Join with * on(uuid) group_left.",
+                "gauge");
     for (size_t i = 0; i < n; ++i) {
       if (!Fresh(snap.gpus[i])) continue;
       jobs_.clear();
@@ -456,18 +476,18 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
     scratch_.clear();
     AppendLabel(scratch_, "hostname", options_.hostname);
     const HostStats& h = snap.host;
-    auto host = [&](std::string_view name, std::string_view help, const auto& field,
-                    double scale) {
+    auto host = [&](std::string_view name, std::string_view help, const auto& field, double scale) {
       if (field.has_value()) {
-        Family(o, name, help, "gauge").Add(scratch_, "", static_cast<double>(field.value()) * scale);
+        Family(o, name, help, "gauge")
+            .Add(scratch_, "", static_cast<double>(field.value()) * scale);
       }
     };
     host("stoker_host_load1", "1-minute load average.", h.load1, 1.0);
     host("stoker_host_load5", "5-minute load average.", h.load5, 1.0);
     host("stoker_host_load15", "15-minute load average.", h.load15, 1.0);
     host("stoker_host_memory_total_bytes", "Host memory.", h.memory_total_bytes, 1.0);
-    host("stoker_host_memory_available_bytes", "Host memory available.",
-         h.memory_available_bytes, 1.0);
+    host("stoker_host_memory_available_bytes", "Host memory available.", h.memory_available_bytes,
+         1.0);
   }
 
   if (options_.dcgm_compat) RenderDcgm(snap);
@@ -532,12 +552,14 @@ void MetricsRenderer::RenderDcgm(const TelemetrySnapshot& snap) {
        [](const GpuSample& s) { return ViewOf(s.remapped_rows_uncorrectable); }},
       {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "Whether remapping of rows has failed", "gauge", 1,
        [](const GpuSample& s) { return ViewOf(s.remapping_failed); }},
-      {"DCGM_FI_PROF_PCIE_TX_BYTES", "The rate of data transmitted over the PCIe bus in bytes "
-       "per second.", "gauge", 1024,
-       [](const GpuSample& s) { return ViewOf(s.pcie_tx_kbps); }},
-      {"DCGM_FI_PROF_PCIE_RX_BYTES", "The rate of data received over the PCIe bus in bytes per "
-       "second.", "gauge", 1024,
-       [](const GpuSample& s) { return ViewOf(s.pcie_rx_kbps); }},
+      {"DCGM_FI_PROF_PCIE_TX_BYTES",
+       "The rate of data transmitted over the PCIe bus in bytes "
+       "per second.",
+       "gauge", 1024, [](const GpuSample& s) { return ViewOf(s.pcie_tx_kbps); }},
+      {"DCGM_FI_PROF_PCIE_RX_BYTES",
+       "The rate of data received over the PCIe bus in bytes per "
+       "second.",
+       "gauge", 1024, [](const GpuSample& s) { return ViewOf(s.pcie_rx_kbps); }},
       // Graphics-engine activity approximated by NVML's kernel-running fraction on whole GPUs.
       {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", "gauge",
        0.01, [](const GpuSample& s) { return ViewOf(s.util_gpu_pct); }},
@@ -575,8 +597,10 @@ void MetricsRenderer::RenderDcgm(const TelemetrySnapshot& snap) {
        &GpmMetrics::sm_occupancy},
       {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.",
        &GpmMetrics::tensor_active},
-      {"DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active "
-       "sending or receiving data.", &GpmMetrics::dram_bw_util},
+      {"DCGM_FI_PROF_DRAM_ACTIVE",
+       "Ratio of cycles the device memory interface is active "
+       "sending or receiving data.",
+       &GpmMetrics::dram_bw_util},
   };
   for (const Prof& p : kProf) {
     Family fam(o, p.name, p.help, "gauge");

@@ -9,8 +9,7 @@ namespace stoker::telemetry {
 
 using namespace std::chrono_literals;
 
-Sampler::Sampler(GpuSource* source, Clock* clock, Attributor* attributor,
-                 SamplerOptions options)
+Sampler::Sampler(GpuSource* source, Clock* clock, Attributor* attributor, SamplerOptions options)
     : source_(source), clock_(clock), attributor_(attributor), options_(options) {
   const uint32_t n = source_ != nullptr ? source_->DeviceCount() : 0;
   slots_.reserve(n);
@@ -67,8 +66,8 @@ void Sampler::SampleOnce(uint32_t index) {
     return;
   }
   if (attributor_ != nullptr) attributor_->Attribute(&slot.scratch);
-  const auto fields = GpuScalarFields();
-  std::array<uint8_t, kMaxScalarFields> errored{};
+  const auto fields = protocol::GpuScalarFields();
+  std::array<uint8_t, protocol::kMaxScalarFields> errored{};
   for (size_t f = 0; f < fields.size(); ++f) {
     errored[f] = fields[f].get(slot.scratch).state == FieldState::kError ? 1 : 0;
   }
@@ -121,8 +120,10 @@ void Sampler::RunEvents() {
     if (!events.ok()) {
       ++event_errors_;
       if (!logged) {
-        spdlog::warn("GPU event watch failed ({}); XID counters will not update; retrying every "
-                     "30s", events.status().ToString());
+        spdlog::warn(
+            "GPU event watch failed ({}); XID counters will not update; retrying every "
+            "30s",
+            events.status().ToString());
         logged = true;
       }
       clock_->SleepUntil(clock_->Now() + 30s);

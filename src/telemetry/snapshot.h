@@ -12,7 +12,7 @@
 #include "core/clock.h"
 #include "core/field.h"
 #include "core/gpu.h"
-#include "telemetry/gpu_fields.h"
+#include "protocol/gpu_fields.h"
 
 namespace stoker::telemetry {
 
@@ -26,9 +26,9 @@ struct GpuState {
   Duration last_source_duration{};   // time spent inside GpuSource::Sample
   Duration last_agent_duration{};    // the agent's own work around it (attribution, caching)
   // Per GpuScalarFields() index: samples in which the field was in state kError.
-  std::array<uint64_t, kMaxScalarFields> field_errors_total{};
+  std::array<uint64_t, protocol::kMaxScalarFields> field_errors_total{};
   std::map<uint64_t, uint64_t> xid_counts;  // XID code -> events since start
-  uint64_t last_xid = 0;             // most recent XID within the hold time; 0 = none
+  uint64_t last_xid = 0;                    // most recent XID within the hold time; 0 = none
   WallTime last_xid_time{};
 };
 

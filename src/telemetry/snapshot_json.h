@@ -1,12 +1,10 @@
 #pragma once
-// JSON form of a TelemetrySnapshot, used by GET /api/v1/snapshot and `stoker smi --json`.
-// Every field is an object {"value": <raw reading or null>, "state": "value" | "unsupported" |
-// "error" | "unset"} (plus "error_code" for errors), in the raw units its key names (_pct,
-// _mw, _mj, _mhz, _bytes), so a consumer can tell "0" from "unknown".
-
-#include <string>
+// JSON form of a TelemetrySnapshot, used by GET /api/v1/snapshot, `stoker smi --json` and the
+// samples of a heartbeat: each GPU is the sample codec's object (protocol/samples.h) plus what
+// the agent knows beyond the sample (health, XIDs, its own counters).
 
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "telemetry/snapshot.h"
 

@@ -15,6 +15,9 @@
 
 namespace stoker::server {
 namespace {
+using http::QueryParam;
+using http::Route;
+using http::Scope;
 using testing::World;
 
 // Whose object a request is about, from the caller's point of view.
@@ -140,7 +143,7 @@ std::map<std::string, Case> Cases() {
         *id = TargetJob(w, c, whose);
         const Job job = *w.server->GetJob(Principal{"root", Role::kAdmin}, *id);
         Heartbeat hb;
-        JobReport r;
+        RunReport r;
         r.id = *id;
         r.attempt = job.attempt();
         r.phase = "running";

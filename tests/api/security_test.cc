@@ -22,7 +22,7 @@ TEST(QueryBounds, ReportBucketsAreBoundedAndNamed) {
   const int64_t id = w.JobOf("alice");
   const Job job = *w.server->GetJob(Principal{"root", Role::kAdmin}, id);
   Heartbeat hb;
-  JobReport r;
+  RunReport r;
   r.id = id;
   r.attempt = job.attempt();
   r.phase = "running";

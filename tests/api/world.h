@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "efficiency/server_bridge.h"
+#include "integration/efficiency_service.h"
 #include "server/api.h"
 #include "server/server.h"
 #include "store/store.h"

@@ -9,15 +9,15 @@
 #include <random>
 #include <set>
 
+#include "client/api_client.h"
 #include "process_util.h"
-#include "server/http.h"
-#include "server/model.h"
+#include "protocol/model.h"
 #include "store/store.h"
 
 namespace stoker::e2e {
 namespace {
 namespace fs = std::filesystem;
-using server::json;
+using protocol::json;
 
 TEST(Durability, AcknowledgedWritesSurviveKill9) {
   const std::string dir =
@@ -41,7 +41,7 @@ TEST(Durability, AcknowledgedWritesSurviveKill9) {
       std::ifstream in(dir + "/admin.token");
       std::getline(in, token);
       if (!token.empty()) {
-        server::ApiClient probe(url, token, 1);
+        client::ApiClient probe(url, token, 1);
         auto r = probe.Get("/api/v1/whoami");
         up = r.ok() && r->status == 200;
       }
@@ -54,7 +54,7 @@ TEST(Durability, AcknowledgedWritesSurviveKill9) {
     std::vector<std::thread> clients;
     for (int t = 0; t < 4; ++t) {
       clients.emplace_back([&, t] {
-        server::ApiClient c(url, token, 2);
+        client::ApiClient c(url, token, 2);
         c.set_keep_alive(true);
         int n = 0;
         while (!stop) {
@@ -93,9 +93,9 @@ TEST(Durability, AcknowledgedWritesSurviveKill9) {
     ASSERT_TRUE(rows.ok());
     std::map<int64_t, std::string> found;
     for (const auto& row : *rows) {
-      auto job = server::JobFromJson(json::parse(row.doc, nullptr, false));
+      auto job = protocol::JobFromJson(json::parse(row.doc, nullptr, false));
       ASSERT_TRUE(job.ok()) << "job " << row.id << " half-written: " << job.status().ToString();
-      EXPECT_EQ(server::JobStateName(job->state), row.state);
+      EXPECT_EQ(protocol::JobStateName(job->state), row.state);
       found[row.id] = row.state;
     }
     for (auto& [id, state] : acked) {

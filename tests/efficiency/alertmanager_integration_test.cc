@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "efficiency/alerts.h"
-#include "efficiency/http_poster.h"
+#include "integration/http_poster.h"
 #include "test_util.h"
 
 namespace stoker::efficiency {
@@ -43,8 +43,9 @@ class AlertmanagerProcess {
     dir_ = std::filesystem::temp_directory_path() /
            ("stoker-am-" + std::to_string(getpid()) + "-" + std::to_string(FreePort()));
     std::filesystem::create_directories(dir_ / "data");
-    std::ofstream(dir_ / "alertmanager.yml") << std::ifstream(
-        std::string(STOKER_SOURCE_DIR) + "/deploy/alertmanager/alertmanager.yml").rdbuf();
+    std::ofstream(dir_ / "alertmanager.yml")
+        << std::ifstream(std::string(STOKER_SOURCE_DIR) + "/deploy/alertmanager/alertmanager.yml")
+               .rdbuf();
     port_ = FreePort();
     const std::string config = "--config.file=" + (dir_ / "alertmanager.yml").string();
     const std::string storage = "--storage.path=" + (dir_ / "data").string();
@@ -85,7 +86,8 @@ class AlertmanagerProcess {
 };
 
 TEST(AlertmanagerIntegrationTest, FiredAlertArrivesAndResolutionIsDelivered) {
-  if (access(kBinary, X_OK) != 0) GTEST_SKIP() << kBinary << " not installed (scripts/install-deps.sh)";
+  if (access(kBinary, X_OK) != 0)
+    GTEST_SKIP() << kBinary << " not installed (scripts/install-deps.sh)";
   AlertmanagerProcess am;
   ASSERT_TRUE(am.Start()) << am.Log();
 

@@ -1,8 +1,8 @@
-#include "efficiency/server_bridge.h"
-
 #include <gtest/gtest.h>
 
 #include <functional>
+
+#include "integration/efficiency_service.h"
 
 namespace stoker::efficiency {
 namespace {

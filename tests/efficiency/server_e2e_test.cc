@@ -16,8 +16,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "efficiency/server_bridge.h"
 #include "fakenvml/fake_control.h"
+#include "integration/efficiency_service.h"
 #include "node/node_agent.h"
 #include "nvml/nvml_gpu_source.h"
 #include "server/api.h"
@@ -324,8 +324,8 @@ TEST(EfficiencyServerE2ETest, OpenApiDocumentListsTheEfficiencyRoutes) {
   EXPECT_TRUE(paths["/silences"].contains("post"));
   EXPECT_TRUE(paths["/silences/{id}"].contains("delete"));
   // Every documented GET answers for an admin (not 404/405): the document matches the routes.
-  for (const char* p : {"/zones", "/alerts", "/silences", "/reclaim", "/ledger", "/budgets",
-                        "/report"}) {
+  for (const char* p :
+       {"/zones", "/alerts", "/silences", "/reclaim", "/ledger", "/budgets", "/report"}) {
     EXPECT_EQ(h.Call("GET", std::string("/api/v1") + p, h.admin).status, 200) << p;
   }
 }

@@ -12,9 +12,9 @@
 #include <filesystem>
 #include <thread>
 
+#include "client/api_client.h"
 #include "nvml/simulated.h"
 #include "server/api.h"
-#include "server/http.h"
 #include "server/server.h"
 #include "store/store.h"
 #include "telemetry/sampler.h"

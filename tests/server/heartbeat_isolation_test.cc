@@ -14,8 +14,8 @@ namespace {
 using testing::Fixture;
 using testing::Spec;
 
-JobReport Running(int64_t id, int64_t attempt, const std::string& out = "") {
-  JobReport r;
+RunReport Running(int64_t id, int64_t attempt, const std::string& out = "") {
+  RunReport r;
   r.id = id;
   r.attempt = attempt;
   r.phase = "running";
@@ -96,7 +96,7 @@ TEST_F(HeartbeatIsolation, AnEarlierRunOfARequeuedJobIsStoppedNotRecorded) {
   ASSERT_TRUE(f_.server->Heartbeat(owner, node, hb).ok());
   // Requeued by the system: the running run is stopped, its exit puts the job back.
   ASSERT_TRUE(f_.server->RequeueJob(job->id, "test").ok());
-  JobReport exited = Running(job->id, 0);
+  RunReport exited = Running(job->id, 0);
   exited.phase = "exited";
   exited.signal = 15;
   exited.logs_complete = true;
@@ -114,7 +114,7 @@ TEST_F(HeartbeatIsolation, AnEarlierRunOfARequeuedJobIsStoppedNotRecorded) {
   ASSERT_EQ(reply->start.size(), 1u);
   EXPECT_EQ(reply->start[0].attempt, 1);
   // A late report of run 0 (e.g. from a node that was cut off) changes nothing.
-  JobReport stale = Running(job->id, 0, "stale bytes\n");
+  RunReport stale = Running(job->id, 0, "stale bytes\n");
   stale.phase = "exited";
   stale.exit_code = 0;
   hb.jobs = {stale};

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "../support/descriptors.h"
-#include "server/http.h"
+#include "client/api_client.h"
 #include "test_util.h"
 
 namespace stoker::server {
@@ -190,7 +190,7 @@ TEST_F(HttpServerTest, ServesHttpsWithTheConfiguredCertificate) {
   o.tls_key = dir + "/key.pem";
   Start(o);
   EXPECT_EQ(http_->url().rfind("https://", 0), 0u);
-  ApiClient client(http_->url(), f_.alice_token, 10, dir + "/cert.pem");
+  client::ApiClient client(http_->url(), f_.alice_token, 10, dir + "/cert.pem");
   auto r = client.Get("/api/v1/jobs");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->status, 200);
@@ -208,7 +208,7 @@ TEST(HttpServerDescriptors, EveryDescriptorIsCloseOnExec) {
     Fixture f("cloexec");
     http::Server server(f.api.get(), http::ServerOptions{.host = "127.0.0.1", .port = 0});
     ASSERT_TRUE(server.Start().ok());
-    ApiClient client(server.url(), f.alice_token);
+    client::ApiClient client(server.url(), f.alice_token);
     client.set_keep_alive(true);
     ASSERT_TRUE(client.Get("/api/v1/jobs").ok());
     RawConn idle(server.port());  // accepted, then left idle

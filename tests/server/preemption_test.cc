@@ -17,9 +17,9 @@ namespace {
 using testing::Fixture;
 using testing::Spec;
 
-JobReport Report(int64_t id, const std::string& phase, std::optional<int> code = std::nullopt,
+RunReport Report(int64_t id, const std::string& phase, std::optional<int> code = std::nullopt,
                  std::optional<int> signal = std::nullopt) {
-  JobReport r;
+  RunReport r;
   r.id = id;
   r.phase = phase;
   r.exit_code = code;

@@ -9,8 +9,8 @@ namespace {
 using testing::Fixture;
 using testing::Spec;
 
-JobReport Report(int64_t id, const std::string& phase, std::optional<int> code = std::nullopt) {
-  JobReport r;
+RunReport Report(int64_t id, const std::string& phase, std::optional<int> code = std::nullopt) {
+  RunReport r;
   r.id = id;
   r.phase = phase;
   r.exit_code = code;
@@ -214,7 +214,7 @@ TEST(Server, CancelRunningGoesThroughTheNode) {
   EXPECT_EQ(c->state, JobState::kCancelling);
   auto reply = f.server->Heartbeat(f.agent, "n1", hb);
   EXPECT_EQ(reply->cancel, std::vector<int64_t>{j->id});
-  JobReport ex = Report(j->id, "exited");
+  RunReport ex = Report(j->id, "exited");
   ex.signal = 15;
   hb.jobs = {ex};
   ASSERT_TRUE(f.server->Heartbeat(f.agent, "n1", hb).ok());

@@ -46,8 +46,8 @@ TelemetrySnapshot TwoGpus() {
 
 std::string Render(const TelemetrySnapshot& snap, bool dcgm = false,
                    std::string hostname = "node-1") {
-  MetricsRenderer r(RendererOptions{.hostname = std::move(hostname), .version = "0.1.0",
-                                    .dcgm_compat = dcgm});
+  MetricsRenderer r(
+      RendererOptions{.hostname = std::move(hostname), .version = "0.1.0", .dcgm_compat = dcgm});
   std::string out;
   r.Render(snap, &out);
   return out;
@@ -65,12 +65,14 @@ TEST(MetricsRendererTest, BaseUnitsAndLabels) {
   EXPECT_TRUE(Contains(out, "# TYPE stoker_gpu_energy_joules_total counter\n"));
   EXPECT_TRUE(Contains(out, "stoker_gpu_sm_clock_hertz{" + base + "} 1755000000\n"));
   EXPECT_TRUE(Contains(out, "stoker_gpu_temperature_celsius{" + base + "} 61\n"));
-  EXPECT_TRUE(Contains(out, "stoker_gpu_clock_event_active{" + base + ",reason=\"sw_power_cap\"} 1\n"));
+  EXPECT_TRUE(
+      Contains(out, "stoker_gpu_clock_event_active{" + base + ",reason=\"sw_power_cap\"} 1\n"));
   EXPECT_TRUE(Contains(out, "stoker_gpu_clock_event_active{" + base + ",reason=\"gpu_idle\"} 0\n"));
   EXPECT_TRUE(Contains(out, "stoker_gpu_health{" + base + ",state=\"ok\"} 1\n"));
   EXPECT_TRUE(Contains(out, "stoker_gpu_health{" + base + ",state=\"lost\"} 0\n"));
   EXPECT_TRUE(Contains(out, "stoker_gpu_up{" + base + "} 1\n"));
-  EXPECT_TRUE(Contains(out, "stoker_agent_info{version=\"0.1.0\",hostname=\"node-1\",simulated=\"false\""));
+  EXPECT_TRUE(
+      Contains(out, "stoker_agent_info{version=\"0.1.0\",hostname=\"node-1\",simulated=\"false\""));
 }
 
 TEST(MetricsRendererTest, EveryFamilyHasHelpAndTypeAndCountersEndInTotal) {
@@ -105,7 +107,7 @@ TEST(MetricsRendererTest, OmitsUnsupportedAndFailedFieldsAndCountsErrors) {
   snap.gpus[0].sample.temperature_c = Field<uint32_t>::Unsupported();
   snap.gpus[0].sample.power_mw = Field<uint32_t>::Error(15);
   snap.gpus[1].sample.gpm = GpmMetrics{};  // unset: e.g. the first GPM sample
-  const auto fields = GpuScalarFields();
+  const auto fields = protocol::GpuScalarFields();
   for (size_t f = 0; f < fields.size(); ++f) {
     if (fields[f].key == "power_mw") snap.gpus[0].field_errors_total[f] = 4;
   }
@@ -183,8 +185,9 @@ TEST(MetricsRendererTest, MigInstancesCarryMigLabels) {
   m.gpm.sm_active = Field<double>::Of(0.75);
   snap.gpus[0].sample.mig_instances.push_back(m);
   const std::string out = Render(snap, /*dcgm=*/true);
-  EXPECT_TRUE(Contains(out, "mig_profile=\"1g.10gb\",gpu_instance=\"3\",compute_instance=\"0\","
-                            "mig_uuid=\"MIG-abc\"} 0.75\n"));
+  EXPECT_TRUE(Contains(out,
+                       "mig_profile=\"1g.10gb\",gpu_instance=\"3\",compute_instance=\"0\","
+                       "mig_uuid=\"MIG-abc\"} 0.75\n"));
   EXPECT_TRUE(Contains(out, "DCGM_FI_PROF_SM_ACTIVE{gpu=\"0\""));
   EXPECT_TRUE(Contains(out, "GPU_I_PROFILE=\"1g.10gb\",GPU_I_ID=\"3\"} 0.75\n"));
   EXPECT_TRUE(Contains(out, "GPU_I_PROFILE=\"1g.10gb\",GPU_I_ID=\"3\"} 5\n"));  // FB_USED MiB
@@ -198,7 +201,8 @@ TEST(MetricsRendererTest, DcgmCompatUsesDcgmNamesAndUnits) {
   const std::string out = Render(snap, true);
   const std::string labels =
       "gpu=\"0\",UUID=\"GPU-00000000-0000-0000-0000-000000000000\",pci_bus_id=\"00000000:24:00.0\","
-      "device=\"nvidia0\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"node-1\",hostname=\"node-1\"";
+      "device=\"nvidia0\",modelName=\"NVIDIA H100 80GB "
+      "HBM3\",Hostname=\"node-1\",hostname=\"node-1\"";
   EXPECT_TRUE(Contains(out, "DCGM_FI_DEV_FB_USED{" + labels + "} 40960\n")) << out;
   EXPECT_TRUE(Contains(out, "DCGM_FI_DEV_GPU_UTIL{" + labels + "} 45\n"));
   EXPECT_TRUE(Contains(out, "DCGM_FI_DEV_POWER_USAGE{" + labels + "} 250\n"));
@@ -243,7 +247,8 @@ void CheckWithPromtool(const std::string& text, bool expect_clean_lint) {
   const auto in = dir / ("stoker_metrics_" + std::to_string(::getpid()) + ".prom");
   const auto log = dir / ("stoker_promtool_" + std::to_string(::getpid()) + ".log");
   std::ofstream(in) << text;
-  const std::string cmd = "promtool check metrics < " + in.string() + " > " + log.string() + " 2>&1";
+  const std::string cmd =
+      "promtool check metrics < " + in.string() + " > " + log.string() + " 2>&1";
   const int rc = std::system(cmd.c_str());
   std::ifstream lf(log);
   const std::string report((std::istreambuf_iterator<char>(lf)), std::istreambuf_iterator<char>());
@@ -265,9 +270,8 @@ TelemetrySnapshot RichSnapshot() {
   snap.host = ReadHostStats();
   snap.gpus[0].xid_counts[13] = 2;
   snap.gpus[0].last_xid = 13;
-  snap.gpus[0].sample.processes[0].job = JobRef{JobRef::Kind::kKubernetes,
-                                                "0f2d3c4e-1234-4a5b-8c9d-0123456789ab", "1000",
-                                                "abc"};
+  snap.gpus[0].sample.processes[0].job =
+      JobRef{JobRef::Kind::kKubernetes, "0f2d3c4e-1234-4a5b-8c9d-0123456789ab", "1000", "abc"};
   MigInstance m;
   m.profile = "3g.40gb";
   m.gpu_instance_id = 1;
@@ -318,7 +322,8 @@ TEST(MetricsRendererTest, EveryFamilyIsDocumented) {
     if (line.rfind("# TYPE ", 0) != 0) continue;
     const std::string name = line.substr(7, line.find(' ', 7) - 7);
     ++families;
-    EXPECT_NE(doc.str().find("`" + name + "`"), std::string::npos) << name << " is not in docs/metrics.md";
+    EXPECT_NE(doc.str().find("`" + name + "`"), std::string::npos)
+        << name << " is not in docs/metrics.md";
   }
   EXPECT_GE(families, 50);  // the snapshot above exercises nearly all of them
 }

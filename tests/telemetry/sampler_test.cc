@@ -147,7 +147,7 @@ TEST(SamplerTest, FailedReadsAreCountedAndFieldErrorsTallied) {
   TelemetrySnapshot snap;
   sampler.Snapshot(&snap);
   EXPECT_EQ(snap.gpus[0].samples_total, 2u);
-  const auto fields = GpuScalarFields();
+  const auto fields = protocol::GpuScalarFields();
   for (size_t f = 0; f < fields.size(); ++f) {
     EXPECT_EQ(snap.gpus[0].field_errors_total[f], fields[f].key == "power_mw" ? 2u : 0u)
         << fields[f].key;

@@ -24,7 +24,7 @@ TEST(SnapshotJsonTest, EveryFieldHasValueOrNullWithState) {
   const nlohmann::json j = SnapshotToJson(snap, "node-1");
   EXPECT_EQ(j["simulated"], true);
   const auto& fields = j["gpus"][0]["fields"];
-  EXPECT_EQ(fields.size(), GpuScalarFields().size());
+  EXPECT_EQ(fields.size(), protocol::GpuScalarFields().size());
   EXPECT_EQ(fields["util_gpu_pct"]["value"], 45);
   EXPECT_EQ(fields["util_gpu_pct"]["state"], "value");
   EXPECT_TRUE(fields["temperature_c"]["value"].is_null());

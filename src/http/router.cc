@@ -1,11 +1,11 @@
-#include "server/router.h"
+#include "http/router.h"
 
 #include <charconv>
 #include <cstdlib>
 
 #include "core/duration.h"
 
-namespace stoker::server {
+namespace stoker::http {
 namespace {
 
 std::vector<std::string> Split(std::string_view path) {
@@ -260,8 +260,8 @@ const Route* Router::Find(const std::string& method, const std::string& path, bo
   return found;
 }
 
-ApiResponse Router::Dispatch(
-    const ApiRequest& request,
+Response Router::Dispatch(
+    const Request& request,
     const std::function<Result<Principal>(std::string_view)>& authenticate) const {
   bool path_known = false;
   std::map<std::string, std::string> params;
@@ -328,8 +328,8 @@ json Router::OpenApiOperations() const {
   return paths;
 }
 
-ApiResponse JsonResponse(int status, const json& body) {
-  return ApiResponse{status, body.dump(-1, ' ', false, json::error_handler_t::replace)};
+Response JsonResponse(int status, const json& body) {
+  return Response{status, body.dump(-1, ' ', false, json::error_handler_t::replace)};
 }
 
 int HttpStatus(StatusCode code) {
@@ -360,7 +360,7 @@ int HttpStatus(StatusCode code) {
   }
 }
 
-ApiResponse ErrorResponse(const Status& s) {
+Response ErrorResponse(const Status& s) {
   json e{{"code", CodeName(s.code())}, {"message", s.message()}};
   if (s.code() == StatusCode::kInvalidArgument) {
     // Messages are "<field>: <what>"; expose the field for clients.
@@ -370,4 +370,4 @@ ApiResponse ErrorResponse(const Status& s) {
   return JsonResponse(HttpStatus(s.code()), {{"error", e}});
 }
 
-}  // namespace stoker::server
+}  // namespace stoker::http

@@ -1,5 +1,5 @@
 #pragma once
-// The API's route table: every route declares, in one place, its method and path, the roles
+// The route table of an API: every route declares, in one place, its method and path, the roles
 // that may call it, which objects a caller sees (its scope), and its query parameters with
 // their bounds. The router enforces the declarations before a handler runs (401 without a
 // token, 403 for a role the route does not take, 400 naming a parameter that is unknown or out
@@ -7,8 +7,8 @@
 // authorization test matrix (tests/server/authorization_matrix_test.cc) walks them, so a route
 // cannot be added without its rules being declared and tested.
 //
-// The domain (Server) still checks every rule itself: the table is the contract, the domain
-// the authority.
+// The domain behind the handlers (server::Server) still checks every rule itself: the table is
+// the contract, the domain the authority.
 
 #include <chrono>
 #include <functional>
@@ -21,13 +21,13 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "http/server.h"
-#include "server/auth.h"
-#include "server/model.h"
+#include "protocol/model.h"
 
-namespace stoker::server {
+namespace stoker::http {
 
-using ApiRequest = http::Request;
-using ApiResponse = http::Response;
+using protocol::json;
+using protocol::Principal;
+using protocol::Role;
 
 // Which objects a caller reaches through a route.
 enum class Scope {
@@ -72,7 +72,7 @@ struct QueryParam {
 // What a handler gets: the request, the caller, the path's {parameters} and the query
 // (already checked against the route's declaration).
 struct RouteCall {
-  const ApiRequest& request;
+  const Request& request;
   const Principal& who;  // role kUser with an empty name on public routes
   std::map<std::string, std::string> path;
 
@@ -82,7 +82,7 @@ struct RouteCall {
   std::optional<Duration> QueryDuration(const std::string& name) const;
 };
 
-using RouteHandler = std::function<ApiResponse(const RouteCall&)>;
+using RouteHandler = std::function<Response(const RouteCall&)>;
 
 struct Route {
   std::string method;    // GET, POST, PUT, DELETE
@@ -102,9 +102,8 @@ class Router {
   // Finds the route, authenticates (`authenticate` is called unless the route is public),
   // checks role and query, and runs the handler. 404 for unknown paths, 405 for a known path
   // without that method.
-  ApiResponse Dispatch(
-      const ApiRequest& request,
-      const std::function<Result<Principal>(std::string_view)>& authenticate) const;
+  Response Dispatch(const Request& request,
+                    const std::function<Result<Principal>(std::string_view)>& authenticate) const;
   const std::vector<Route>& routes() const { return routes_; }
   // "parameters", "x-stoker-roles" and "x-stoker-scope" of every operation, keyed like the
   // document's "paths" (relative to /api/v1).
@@ -120,9 +119,9 @@ class Router {
 };
 
 // The JSON response every route returns.
-ApiResponse JsonResponse(int status, const json& body);
+Response JsonResponse(int status, const json& body);
 // HTTP status for a Status code, and the error body for a Status.
 int HttpStatus(StatusCode code);
-ApiResponse ErrorResponse(const Status& s);
+Response ErrorResponse(const Status& s);
 
-}  // namespace stoker::server
+}  // namespace stoker::http

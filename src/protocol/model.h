@@ -1,7 +1,8 @@
 #pragma once
-// The server's data model and its JSON wire form: job specs (validated field by field), jobs,
-// nodes and the node <-> server heartbeat messages. Shared by the server, the node loop and the
-// CLI so all three agree on one wire format.
+// The protocol: the types that cross the wire between the CLI, the server and the nodes, and
+// their JSON codecs. Job specs (validated field by field), jobs, nodes, roles, and the node <->
+// server heartbeat messages. The server, the node loop and the CLI all use these, so all three
+// agree on one wire format. GPU samples have their own codec (protocol/samples.h).
 
 #include <cstdint>
 #include <map>
@@ -13,7 +14,7 @@
 #include "core/gpu.h"
 #include "core/status.h"
 
-namespace stoker::server {
+namespace stoker::protocol {
 
 using json = nlohmann::json;
 
@@ -27,6 +28,12 @@ bool IsActive(JobState s);
 enum class Role { kAdmin, kAgent, kUser };
 const char* RoleName(Role r);
 std::optional<Role> ParseRole(std::string_view s);
+
+// Who is asking: a token's name (the admin's, the user's, the node's) and its role.
+struct Principal {
+  std::string name;
+  Role role = Role::kUser;
+};
 
 // What a job asks for. Exactly one GPU shape: none, whole GPUs (gpus >= 1), a share of one GPU
 // (gpu_milli in 1..999) or a MIG instance (mig = "1g.10gb" ...).
@@ -141,8 +148,8 @@ struct NodeInventory {
 Result<NodeInventory> ParseNodeInventory(const json& body);
 json NodeInventoryToJson(const NodeInventory& n);
 
-// One job as a node reports it in a heartbeat.
-struct JobReport {
+// One run of a job as a node reports it in a heartbeat.
+struct RunReport {
   int64_t id = 0;
   int64_t attempt = 0;  // LaunchOrder::attempt of the run this is about
   std::string phase;    // starting | running | exited
@@ -158,7 +165,7 @@ struct JobReport {
 };
 
 struct Heartbeat {
-  std::vector<JobReport> jobs;
+  std::vector<RunReport> jobs;
   // The agent's latest GPU samples as JSON text (an array of telemetry's SampleToJson objects):
   // kept as text for GET /nodes/{name}, which is rare, ...
   std::string samples_json = "[]";
@@ -200,4 +207,4 @@ struct HeartbeatReply {
 json HeartbeatReplyToJson(const HeartbeatReply& r);
 Result<HeartbeatReply> ParseHeartbeatReply(const json& j);
 
-}  // namespace stoker::server
+}  // namespace stoker::protocol

@@ -1,8 +1,8 @@
-#include "server/model.h"
+#include "protocol/model.h"
 
 #include <gtest/gtest.h>
 
-namespace stoker::server {
+namespace stoker::protocol {
 namespace {
 
 std::string ErrorOf(const std::string& body) {
@@ -65,7 +65,7 @@ TEST(JobJson, FullJobRoundTrips) {
 
 TEST(Heartbeat, RoundTripAndValidation) {
   Heartbeat h;
-  JobReport r;
+  RunReport r;
   r.id = 3;
   r.phase = "exited";
   r.exit_code = 1;
@@ -142,9 +142,9 @@ TEST(Heartbeat, BadBodiesNameWhatIsWrong) {
 }
 
 }  // namespace
-}  // namespace stoker::server
+}  // namespace stoker::protocol
 
-namespace stoker::server {
+namespace stoker::protocol {
 namespace {
 
 TEST(HeartbeatReplyJson, PreemptionGraceRoundTripsAndOlderRepliesStillParse) {
@@ -168,4 +168,4 @@ TEST(HeartbeatReplyJson, PreemptionGraceRoundTripsAndOlderRepliesStillParse) {
 }
 
 }  // namespace
-}  // namespace stoker::server
+}  // namespace stoker::protocol

@@ -1,4 +1,4 @@
-#include "efficiency/server_bridge.h"
+#include "integration/efficiency_service.h"
 
 #include <spdlog/spdlog.h>
 
@@ -554,13 +554,13 @@ Status EfficiencyService::CheckSubmit(const server::Principal& who, const server
 
 // ---- routes ---------------------------------------------------------------------------------
 
-void EfficiencyService::AddRoutes(server::Router* router) {
-  using server::ErrorResponse;
-  using server::JsonResponse;
-  using server::QueryParam;
+void EfficiencyService::AddRoutes(http::Router* router) {
+  using http::ErrorResponse;
+  using http::JsonResponse;
+  using http::QueryParam;
+  using http::RouteCall;
+  using http::Scope;
   using server::Role;
-  using server::RouteCall;
-  using server::Scope;
   const std::set<Role> people = {Role::kAdmin, Role::kUser};
   const std::set<Role> admins = {Role::kAdmin};
   // A user sees the efficiency of their own jobs; admins every job's.

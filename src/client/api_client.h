@@ -1,25 +1,22 @@
 #pragma once
-// The API's client: a small blocking JSON client (cpp-httplib) used by the CLI, the node loop
-// and the load generator. The server side is http/server.h with server::Api as its handler.
+// The client library: a small blocking JSON client of the Stoker API (cpp-httplib) used by the
+// CLI, the node loop and the load generator. Its sockets are close-on-exec.
 
-#include <atomic>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 
 #include "core/status.h"
-#include "http/server.h"
-#include "server/model.h"
 
-namespace stoker::server {
+namespace stoker::client {
+
+using json = nlohmann::json;
 
 struct HttpResult {
   int status = 0;
   json body;  // parsed JSON (null when the body was not JSON)
   std::string raw;
 };
-
-using http::ParseHostPort;
 
 // Blocking JSON client. Thread-compatible (one instance per thread).
 class ApiClient {
@@ -57,4 +54,4 @@ class ApiClient {
 // An API error from an HttpResult as a Status (code from the HTTP status, message from the body).
 Status StatusFromHttp(const HttpResult& r);
 
-}  // namespace stoker::server
+}  // namespace stoker::client

@@ -80,7 +80,7 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   void OnFragmentation(const server::Fragmentation& f, WallTime at) override;
 
   // ApiExtension.
-  void AddRoutes(server::Router* router) override;
+  void AddRoutes(http::Router* router) override;
   Status CheckSubmit(const server::Principal& who, const server::JobSpec& spec) override;
   // Prometheus text (efficiency/metrics.h) + market balances (a user: their own team's).
   std::string Metrics(const server::Principal& who) override;

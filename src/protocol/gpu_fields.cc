@@ -1,13 +1,14 @@
-#include "telemetry/gpu_fields.h"
+#include "protocol/gpu_fields.h"
 
 #include <array>
 
-namespace stoker::telemetry {
+namespace stoker::protocol {
 namespace {
 
-#define STOKER_FIELD(key, metric, help, counter, scale, member)                              \
-  ScalarFieldDef {                                                                         \
-    key, metric, help, counter, scale, [](const GpuSample& s) { return ViewOf(s.member); } \
+#define STOKER_FIELD(key, metric, help, counter, scale, member)                             \
+  ScalarFieldDef {                                                                          \
+    key, metric, help, counter, scale, [](const GpuSample& s) { return ViewOf(s.member); }, \
+        [](GpuSample& s, const FieldView& v) { AssignFrom(v, &s.member); }                  \
   }
 
 constexpr double kPct = 0.01;
@@ -23,8 +24,8 @@ const std::array kFields = {
     STOKER_FIELD("util_mem_pct", "stoker_gpu_memory_controller_utilization_ratio",
                  "Fraction of the last sample period in which device memory was read or written.",
                  false, kPct, util_mem_pct),
-    STOKER_FIELD("memory_total_bytes", "stoker_gpu_memory_total_bytes",
-                 "Total framebuffer memory.", false, 1.0, memory_total_bytes),
+    STOKER_FIELD("memory_total_bytes", "stoker_gpu_memory_total_bytes", "Total framebuffer memory.",
+                 false, 1.0, memory_total_bytes),
     STOKER_FIELD("memory_used_bytes", "stoker_gpu_memory_used_bytes",
                  "Framebuffer memory allocated by processes (excluding driver reserve).", false,
                  1.0, memory_used_bytes),
@@ -32,21 +33,21 @@ const std::array kFields = {
                  "Framebuffer memory reserved by the driver.", false, 1.0, memory_reserved_bytes),
     STOKER_FIELD("memory_free_bytes", "stoker_gpu_memory_free_bytes", "Free framebuffer memory.",
                  false, 1.0, memory_free_bytes),
-    STOKER_FIELD("temperature_c", "stoker_gpu_temperature_celsius", "GPU die temperature.",
-                 false, 1.0, temperature_c),
+    STOKER_FIELD("temperature_c", "stoker_gpu_temperature_celsius", "GPU die temperature.", false,
+                 1.0, temperature_c),
     STOKER_FIELD("power_mw", "stoker_gpu_power_watts", "Power draw.", false, kMilli, power_mw),
-    STOKER_FIELD("power_limit_mw", "stoker_gpu_power_limit_watts", "Enforced power limit.",
-                 false, kMilli, power_limit_mw),
+    STOKER_FIELD("power_limit_mw", "stoker_gpu_power_limit_watts", "Enforced power limit.", false,
+                 kMilli, power_limit_mw),
     STOKER_FIELD("energy_mj", "stoker_gpu_energy_joules_total",
                  "Energy consumed since the driver was loaded.", true, kMilli, energy_mj),
     STOKER_FIELD("sm_clock_mhz", "stoker_gpu_sm_clock_hertz", "Current SM clock.", false, kMega,
                  sm_clock_mhz),
     STOKER_FIELD("sm_clock_max_mhz", "stoker_gpu_sm_clock_max_hertz", "Maximum SM clock.", false,
                  kMega, sm_clock_max_mhz),
-    STOKER_FIELD("mem_clock_mhz", "stoker_gpu_memory_clock_hertz", "Current memory clock.",
-                 false, kMega, mem_clock_mhz),
-    STOKER_FIELD("mem_clock_max_mhz", "stoker_gpu_memory_clock_max_hertz",
-                 "Maximum memory clock.", false, kMega, mem_clock_max_mhz),
+    STOKER_FIELD("mem_clock_mhz", "stoker_gpu_memory_clock_hertz", "Current memory clock.", false,
+                 kMega, mem_clock_mhz),
+    STOKER_FIELD("mem_clock_max_mhz", "stoker_gpu_memory_clock_max_hertz", "Maximum memory clock.",
+                 false, kMega, mem_clock_max_mhz),
     STOKER_FIELD("clock_event_reasons", "", "", false, 1.0, clock_event_reasons),
     STOKER_FIELD("ecc_corrected_total", "stoker_gpu_ecc_corrected_errors_total",
                  "Corrected ECC errors over the GPU's lifetime (aggregate).", true, 1.0,
@@ -73,8 +74,8 @@ const std::array kFields = {
                  "NVLink bytes transmitted, all links.", true, 1.0, nvlink_tx_bytes_total),
     STOKER_FIELD("nvlink_rx_bytes_total", "stoker_gpu_nvlink_receive_bytes_total",
                  "NVLink bytes received, all links.", true, 1.0, nvlink_rx_bytes_total),
-    STOKER_FIELD("mig_enabled", "stoker_gpu_mig_enabled", "1 when MIG mode is enabled.", false,
-                 1.0, mig_enabled),
+    STOKER_FIELD("mig_enabled", "stoker_gpu_mig_enabled", "1 when MIG mode is enabled.", false, 1.0,
+                 mig_enabled),
     STOKER_FIELD("sm_active_ratio", "stoker_gpu_sm_active_ratio",
                  "GPM: fraction of SM cycles with at least one warp resident.", false, 1.0,
                  gpm.sm_active),
@@ -95,4 +96,4 @@ static_assert(kFields.size() <= kMaxScalarFields);
 
 std::span<const ScalarFieldDef> GpuScalarFields() { return kFields; }
 
-}  // namespace stoker::telemetry
+}  // namespace stoker::protocol

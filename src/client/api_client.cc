@@ -1,4 +1,4 @@
-#include "server/http.h"
+#include "client/api_client.h"
 
 #include <fcntl.h>
 #include <httplib.h>
@@ -6,7 +6,7 @@
 
 #include <charconv>
 
-namespace stoker::server {
+namespace stoker::client {
 
 struct ApiClient::Impl {
   std::unique_ptr<httplib::Client> client;
@@ -94,4 +94,4 @@ Status StatusFromHttp(const HttpResult& r) {
   }
 }
 
-}  // namespace stoker::server
+}  // namespace stoker::client

@@ -1,13 +1,14 @@
-#include "server/model.h"
+#include "protocol/model.h"
 
 #include <simdjson.h>
 
 #include <limits>
 #include <set>
 
+#include "protocol/samples.h"
 #include "scheduler/resources.h"
 
-namespace stoker::server {
+namespace stoker::protocol {
 namespace {
 
 Status FieldError(const std::string& field, const std::string& what) {
@@ -455,121 +456,83 @@ json NodeInventoryToJson(const NodeInventory& n) {
 
 namespace {
 
-Result<std::vector<JobReport>> ParseJobReports(const json& jobs) {
-  if (!jobs.is_array()) return FieldError("jobs", "must be an array");
-  std::vector<JobReport> out;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    const json& r = jobs[i];
-    const std::string f = "jobs[" + std::to_string(i) + "]";
-    if (!r.is_object()) return FieldError(f, "must be an object");
-    JobReport rep;
-    Status s = GetInt(r, "id", &rep.id, 1, INT64_MAX);
-    if (s.ok()) s = GetInt(r, "attempt", &rep.attempt, 0, INT32_MAX);
-    if (s.ok()) s = GetString(r, "phase", &rep.phase, 16);
-    if (s.ok()) s = GetString(r, "error", &rep.error, 4096);
-    int64_t code = INT64_MIN, sig = INT64_MIN;
-    if (s.ok()) s = GetInt(r, "exit_code", &code, -1, 255);
-    if (s.ok()) s = GetInt(r, "signal", &sig, 1, 128);
-    if (s.ok()) s = GetInt(r, "stdout_offset", &rep.stdout_offset, 0, INT64_MAX);
-    if (s.ok()) s = GetString(r, "stdout_data", &rep.stdout_data, 1 << 20);
-    if (s.ok()) s = GetInt(r, "stderr_offset", &rep.stderr_offset, 0, INT64_MAX);
-    if (s.ok()) s = GetString(r, "stderr_data", &rep.stderr_data, 1 << 20);
-    if (s.ok()) s = GetBool(r, "logs_complete", &rep.logs_complete);
-    if (!s.ok()) return s.WithContext(f);
+// The run reports of a heartbeat, read straight from simdjson's DOM (the samples beside them
+// never become a JSON tree, and neither do these). Every known key is checked as the other API
+// objects are (type, range, length); keys a newer agent may add are ignored, so nodes can be
+// upgraded before the server.
+class ReportReader {
+ public:
+  ReportReader(simdjson::dom::object o, std::string where) : o_(o), where_(std::move(where)) {}
+
+  Status Int(std::string_view key, int64_t lo, int64_t hi, int64_t* out, bool* present = nullptr) {
+    simdjson::dom::element e;
+    if (o_[key].get(e) || e.is_null()) return Status::Ok();
+    int64_t v = 0;
+    if (e.get_int64().get(v) || v < lo || v > hi) {
+      return FieldError(where_ + "." + std::string(key),
+                        "must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi));
+    }
+    *out = v;
+    if (present != nullptr) *present = true;
+    return Status::Ok();
+  }
+  Status String(std::string_view key, size_t max_len, std::string* out) {
+    simdjson::dom::element e;
+    if (o_[key].get(e) || e.is_null()) return Status::Ok();
+    std::string_view v;
+    if (e.get_string().get(v))
+      return FieldError(where_ + "." + std::string(key), "must be a string");
+    if (v.size() > max_len) {
+      return FieldError(where_ + "." + std::string(key),
+                        "longer than " + std::to_string(max_len) + " bytes");
+    }
+    *out = std::string(v);
+    return Status::Ok();
+  }
+  Status Bool(std::string_view key, bool* out) {
+    simdjson::dom::element e;
+    if (o_[key].get(e) || e.is_null()) return Status::Ok();
+    if (e.get_bool().get(*out)) {
+      return FieldError(where_ + "." + std::string(key), "must be true or false");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  simdjson::dom::object o_;
+  std::string where_;
+};
+
+Result<std::vector<RunReport>> ParseRunReports(simdjson::dom::array jobs) {
+  std::vector<RunReport> out;
+  size_t i = 0;
+  for (simdjson::dom::element e : jobs) {
+    const std::string f = "jobs[" + std::to_string(i++) + "]";
+    simdjson::dom::object o;
+    if (e.get_object().get(o)) return FieldError(f, "must be an object");
+    ReportReader r(o, f);
+    RunReport rep;
+    int64_t code = 0, sig = 0;
+    bool has_code = false, has_sig = false;
+    Status s = r.Int("id", 1, INT64_MAX, &rep.id);
+    if (s.ok()) s = r.Int("attempt", 0, INT32_MAX, &rep.attempt);
+    if (s.ok()) s = r.String("phase", 16, &rep.phase);
+    if (s.ok()) s = r.String("error", 4096, &rep.error);
+    if (s.ok()) s = r.Int("exit_code", -1, 255, &code, &has_code);
+    if (s.ok()) s = r.Int("signal", 1, 128, &sig, &has_sig);
+    if (s.ok()) s = r.Int("stdout_offset", 0, INT64_MAX, &rep.stdout_offset);
+    if (s.ok()) s = r.String("stdout_data", 1 << 20, &rep.stdout_data);
+    if (s.ok()) s = r.Int("stderr_offset", 0, INT64_MAX, &rep.stderr_offset);
+    if (s.ok()) s = r.String("stderr_data", 1 << 20, &rep.stderr_data);
+    if (s.ok()) s = r.Bool("logs_complete", &rep.logs_complete);
+    if (!s.ok()) return s;
     if (rep.id == 0) return FieldError(f + ".id", "required");
     if (rep.phase != "starting" && rep.phase != "running" && rep.phase != "exited") {
       return FieldError(f + ".phase", "must be starting, running or exited");
     }
-    if (code != INT64_MIN) rep.exit_code = static_cast<int>(code);
-    if (sig != INT64_MIN) rep.signal = static_cast<int>(sig);
+    if (has_code) rep.exit_code = static_cast<int>(code);
+    if (has_sig) rep.signal = static_cast<int>(sig);
     out.push_back(std::move(rep));
-  }
-  return out;
-}
-
-// One field of the agent's snapshot JSON (telemetry/snapshot_json.cc writes it):
-// {"state": "value" | "unsupported" | "error" | ..., "value": x}. Anything else reads as "no
-// reading", as a missing field would.
-template <typename T>
-Field<T> SampleField(simdjson::dom::object fields, std::string_view key) {
-  simdjson::dom::object f;
-  if (fields[key].get_object().get(f)) return {};
-  std::string_view state;
-  if (f["state"].get_string().get(state)) return {};
-  if (state == "unsupported") return Field<T>::Unsupported();
-  if (state != "value") return {};
-  simdjson::dom::element v;
-  if (f["value"].get(v)) return {};
-  if constexpr (std::is_same_v<T, bool>) {
-    bool b = false;
-    return v.get_bool().get(b) ? Field<T>{} : Field<T>::Of(b);
-  } else if constexpr (std::is_floating_point_v<T>) {
-    double d = 0;
-    return v.get_double().get(d) ? Field<T>{} : Field<T>::Of(static_cast<T>(d));
-  } else {
-    uint64_t u = 0;
-    if (v.get_uint64().get(u) || u > std::numeric_limits<T>::max()) return {};
-    return Field<T>::Of(static_cast<T>(u));
-  }
-}
-
-// The GPU readings the server's observers use, from the samples array.
-Result<std::vector<GpuSample>> ParseGpuSamples(simdjson::dom::array gpus) {
-  std::vector<GpuSample> out;
-  size_t i = 0;
-  for (simdjson::dom::element e : gpus) {
-    const std::string where = "samples[" + std::to_string(i++) + "]";
-    simdjson::dom::object g;
-    if (e.get_object().get(g)) return FieldError(where, "must be an object");
-    GpuSample s;
-    uint64_t index = 0;
-    if (!g["index"].get_uint64().get(index)) {
-      if (index > UINT32_MAX) return FieldError(where + ".index", "out of range");
-      s.id.index = static_cast<uint32_t>(index);
-    }
-    std::string_view text;
-    if (!g["uuid"].get_string().get(text)) s.id.uuid = text;
-    if (!g["name"].get_string().get(text)) s.id.name = text;
-    if (!g["health"].get_string().get(text)) {
-      s.health = text == "lost" ? GpuHealth::kLost
-                 : text == "ok" ? GpuHealth::kOk
-                                : GpuHealth::kUnreachable;
-    }
-    double secs = 0;
-    if (!g["timestamp_unix"].get_double().get(secs)) {
-      if (secs < 0 || secs > 4e9) return FieldError(where + ".timestamp_unix", "not a Unix time");
-      s.timestamp =
-          WallTime(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(secs)));
-    }
-    simdjson::dom::object fields;
-    if (!g["fields"].get_object().get(fields)) {
-      s.util_gpu_pct = SampleField<uint32_t>(fields, "util_gpu_pct");
-      s.util_mem_pct = SampleField<uint32_t>(fields, "util_mem_pct");
-      s.memory_total_bytes = SampleField<uint64_t>(fields, "memory_total_bytes");
-      s.memory_used_bytes = SampleField<uint64_t>(fields, "memory_used_bytes");
-      s.temperature_c = SampleField<uint32_t>(fields, "temperature_c");
-      s.power_mw = SampleField<uint32_t>(fields, "power_mw");
-      s.gpm.sm_active = SampleField<double>(fields, "sm_active_ratio");
-      s.gpm.tensor_active = SampleField<double>(fields, "tensor_active_ratio");
-      s.gpm.dram_bw_util = SampleField<double>(fields, "dram_active_ratio");
-    }
-    simdjson::dom::array procs;
-    if (!g["processes"].get_array().get(procs)) {
-      for (simdjson::dom::element pe : procs) {
-        simdjson::dom::object p;
-        if (pe.get_object().get(p)) continue;
-        GpuProcess proc;
-        uint64_t pid = 0;
-        if (!p["pid"].get_uint64().get(pid) && pid <= UINT32_MAX)
-          proc.pid = static_cast<uint32_t>(pid);
-        if (!p["job"]["id"].get_string().get(text)) {
-          proc.job.kind = JobRef::Kind::kStoker;
-          proc.job.id = text;
-        }
-        s.processes.push_back(std::move(proc));
-      }
-    }
-    out.push_back(std::move(s));
   }
   return out;
 }
@@ -590,10 +553,9 @@ Result<Heartbeat> ParseHeartbeat(std::string_view body) {
   if (doc.get_object().get(root)) return InvalidArgument("heartbeat: body must be a JSON object");
   simdjson::dom::element jobs;
   if (!root["jobs"].get(jobs) && !jobs.is_null()) {
-    // Job reports are few and small; they go through the same validation as the other API
-    // objects. The samples, 20 KB a node each second, never become a JSON tree.
-    const json reports = json::parse(simdjson::minify(jobs), nullptr, false);
-    STOKER_ASSIGN_OR_RETURN(h.jobs, ParseJobReports(reports));
+    simdjson::dom::array reports;
+    if (jobs.get_array().get(reports)) return FieldError("jobs", "must be an array");
+    STOKER_ASSIGN_OR_RETURN(h.jobs, ParseRunReports(reports));
   }
   simdjson::dom::element samples;
   if (!root["samples"].get(samples) && !samples.is_null()) {
@@ -627,7 +589,7 @@ std::string SelectSamples(std::string_view samples_json, const std::vector<bool>
 
 std::string HeartbeatBody(const Heartbeat& h) {
   json jobs = json::array();
-  for (const JobReport& r : h.jobs) {
+  for (const RunReport& r : h.jobs) {
     json j{{"id", r.id}, {"attempt", r.attempt}, {"phase", r.phase}};
     PutOptional(j, "exit_code", r.exit_code);
     PutOptional(j, "signal", r.signal);
@@ -712,4 +674,4 @@ Result<HeartbeatReply> ParseHeartbeatReply(const json& j) {
   }
 }
 
-}  // namespace stoker::server
+}  // namespace stoker::protocol

@@ -1,4 +1,4 @@
-#include "efficiency/http_poster.h"
+#include "integration/http_poster.h"
 
 #include <fcntl.h>
 #include <httplib.h>

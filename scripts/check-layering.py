@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""The layering check: fails when a module of src/ includes what it must not.
+
+Each module may include only the modules listed for it (its own headers always), and
+third-party headers stay at the edges that own them. docs/architecture.md shows the picture;
+change both together. Usage: scripts/check-layering.py [repo root]
+"""
+import pathlib
+import re
+import sys
+
+# module -> the modules of ours it may include
+ALLOWED = {
+    "core": set(),
+    "scheduler": {"core"},
+    "sim": {"core", "scheduler"},
+    "protocol": {"core", "scheduler"},  # the scheduler's resource vocabulary (GPU/MIG limits)
+    "http": {"core", "protocol"},
+    "client": {"core"},
+    "store": {"core"},
+    "runner": {"core"},
+    "nvml": {"core", "fakenvml"},  # --simulate embeds the fake library
+    "fakenvml": {"core", "nvml"},  # the same C ABI declarations
+    "telemetry": {"core", "protocol"},
+    "agent": {"core", "protocol", "telemetry", "http", "fakenvml"},
+    "node": {"core", "protocol", "client", "runner"},
+    "efficiency": {"core", "scheduler", "sim"},
+    "server": {"core", "protocol", "scheduler", "store", "http"},
+    "batch": {"core"},
+}
+# Modules with no rule beyond "not the CLI": the adapters and the wiring.
+OPEN = {"integration", "cli", "apps", "slurm", "k8s", "web"}
+# third-party header -> the modules that may include it
+EDGES = {
+    "sqlite3.h": {"store"},
+    "httplib.h": {"client", "integration", "cli", "slurm", "k8s"},
+    "boost/": {"http"},
+    "nvml_abi.h": {"nvml", "fakenvml"},
+}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
+
+
+def main() -> int:
+    root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
+    src = root / "src"
+    problems = []
+    for path in sorted(src.rglob("*")):
+        if path.suffix not in {".h", ".cc", ".in"} or not path.is_file():
+            continue
+        module = path.relative_to(src).parts[0]
+        text = path.read_text(errors="replace")
+        for kind, target in INCLUDE.findall(text):
+            rel = path.relative_to(root)
+            if kind == '"' and "/" in target:
+                dep = target.split("/")[0]
+                if dep == module or not (src / dep).is_dir():
+                    continue
+                if module in OPEN:
+                    if dep == "cli" and module != "apps":
+                        problems.append(f"{rel}: {module} includes the CLI ({target})")
+                    continue
+                if module not in ALLOWED:
+                    problems.append(f"{rel}: module '{module}' has no layering rule; add one")
+                    continue
+                if dep not in ALLOWED[module]:
+                    problems.append(f"{rel}: {module} must not include {dep} ({target})")
+            for header, owners in EDGES.items():
+                name = target.split("/")[-1] if not header.endswith("/") else target
+                hit = target.startswith(header) if header.endswith("/") else name == header
+                if hit and module not in owners:
+                    problems.append(f"{rel}: {module} must not include <{target}> "
+                                    f"(only {', '.join(sorted(owners))})")
+    for p in problems:
+        print("layering:", p)
+    if problems:
+        print(f"layering: {len(problems)} problem(s); the rules are in scripts/check-layering.py "
+              "and docs/architecture.md")
+        return 1
+    print("layering: every module includes only what it may")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

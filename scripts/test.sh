@@ -9,6 +9,9 @@ jobs=$(nproc)
 # Let ccache share objects between clones in different folders (CI builds a fresh clone).
 export CCACHE_BASEDIR=$PWD
 
+echo "== layering =="
+python3 scripts/check-layering.py .
+
 echo "== build (RelWithDebInfo) =="
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build -j"$jobs"

@@ -36,7 +36,8 @@ endfunction()
 function(stoker_test name)
   cmake_parse_arguments(ARG "" "" "SRCS;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SRCS})
-  target_link_libraries(${name} PRIVATE stoker_options ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
+  target_link_libraries(${name} PRIVATE stoker_options ${ARG_DEPS} stoker::test_support GTest::gtest
+                        GTest::gtest_main GTest::gmock)
   target_compile_definitions(${name} PRIVATE
     STOKER_SHARED_DIR="${STOKER_SHARED_DIR}"
     STOKER_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
@@ -49,7 +50,8 @@ endfunction()
 function(stoker_bench name)
   cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SRCS})
-  target_link_libraries(${name} PRIVATE stoker_options ${ARG_DEPS} benchmark::benchmark)
+  target_link_libraries(${name} PRIVATE stoker_options ${ARG_DEPS} stoker::test_support
+                        benchmark::benchmark)
   target_compile_definitions(${name} PRIVATE
     STOKER_SHARED_DIR="${STOKER_SHARED_DIR}"
     STOKER_BINARY_DIR="${PROJECT_BINARY_DIR}")

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "../../tests/telemetry/fake_gpu_source.h"
+#include "support/fake_gpu_source.h"
 #include "server/api.h"
 #include "server/server.h"
 #include "store/store.h"

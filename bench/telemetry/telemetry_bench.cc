@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "../../tests/telemetry/fake_gpu_source.h"
+#include "support/fake_gpu_source.h"
 #include "telemetry/attribution.h"
 #include "telemetry/metrics_renderer.h"
 #include "telemetry/sampler.h"

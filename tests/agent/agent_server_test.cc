@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../support/descriptors.h"
-#include "../telemetry/fake_gpu_source.h"
+#include "support/descriptors.h"
+#include "support/fake_gpu_source.h"
 
 namespace stoker::agent {
 namespace {

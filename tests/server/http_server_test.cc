@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "../support/descriptors.h"
+#include "support/descriptors.h"
 #include "client/api_client.h"
 #include "test_util.h"
 

@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "fake_gpu_source.h"
+#include "support/fake_gpu_source.h"
 #include "telemetry/sampler.h"
 
 namespace stoker::telemetry {

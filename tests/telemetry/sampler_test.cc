@@ -6,7 +6,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "fake_gpu_source.h"
+#include "support/fake_gpu_source.h"
 
 namespace stoker::telemetry {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fake_gpu_source.h"
+#include "support/fake_gpu_source.h"
 #include "telemetry/xid.h"
 
 namespace stoker::telemetry {

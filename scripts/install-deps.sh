@@ -2,7 +2,7 @@
 # Installs every Debian 12 package Stoker needs to build, test and run (idempotent).
 set -euo pipefail
 packages=(
-  build-essential cmake ninja-build ccache pkg-config clang clang-format libclang-rt-14-dev
+  build-essential cmake ninja-build ccache pkg-config clang clang-format clang-tidy libclang-rt-14-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev libsqlite3-dev
   libcpp-httplib-dev libboost1.74-dev libsimdjson-dev libssl-dev zlib1g-dev libbrotli-dev

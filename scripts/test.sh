@@ -11,6 +11,8 @@ export CCACHE_BASEDIR=$PWD
 
 echo "== layering =="
 python3 scripts/check-layering.py .
+echo "== format =="
+scripts/check-format.sh
 
 echo "== build (RelWithDebInfo) =="
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

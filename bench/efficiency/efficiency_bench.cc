@@ -76,7 +76,8 @@ void BM_AlertObserveGpu(benchmark::State& state) {
   cfg.rules = BuiltinRules();
   AlertEngine e(cfg, ActivityMetric::kAuto);
   std::vector<GpuSample> samples;
-  for (int i = 0; i < n; ++i) samples.push_back(MakeSample("GPU-" + std::to_string(i), "job-" + std::to_string(i)));
+  for (int i = 0; i < n; ++i)
+    samples.push_back(MakeSample("GPU-" + std::to_string(i), "job-" + std::to_string(i)));
   WallTime t = T0();
   int i = 0;
   for (auto _ : state) {

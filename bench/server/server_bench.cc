@@ -9,10 +9,10 @@
 #include <filesystem>
 #include <thread>
 
-#include "support/fake_gpu_source.h"
 #include "server/api.h"
 #include "server/server.h"
 #include "store/store.h"
+#include "support/fake_gpu_source.h"
 #include "telemetry/sampler.h"
 #include "telemetry/snapshot_json.h"
 

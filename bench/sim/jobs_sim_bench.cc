@@ -29,7 +29,8 @@ const Trace& CachedTrace(const std::string& rel, TraceFormat format) {
 }
 
 // args: number of jobs, queue policy index (0 fifo, 1 sjf, 2 srtf, 3 las), backfill (0/1).
-void RunSim(benchmark::State& state, const std::string& rel, TraceFormat format, ClusterShape cluster) {
+void RunSim(benchmark::State& state, const std::string& rel, TraceFormat format,
+            ClusterShape cluster) {
   const Trace& full = CachedTrace(rel, format);
   const size_t n = std::min<size_t>(static_cast<size_t>(state.range(0)), full.jobs.size());
   Trace slice;
@@ -74,7 +75,11 @@ BENCHMARK(BM_PhillySlice)
     ->Args({20000, 3, 0})
     ->Args({20000, 0, 1})
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_ItpCluster04)->Args({15802, 0, 0})->Args({15802, 2, 0})->Args({15802, 0, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ItpCluster04)
+    ->Args({15802, 0, 0})
+    ->Args({15802, 2, 0})
+    ->Args({15802, 0, 1})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace stoker::sim

@@ -100,8 +100,8 @@ TelemetrySnapshot BenchSnapshot(size_t processes) {
 
 void BM_RenderMetrics(benchmark::State& state) {
   const TelemetrySnapshot snap = BenchSnapshot(200);
-  MetricsRenderer renderer(RendererOptions{.hostname = "gpu-node-017", .version = "0.1.0",
-                                           .dcgm_compat = state.range(0) != 0});
+  MetricsRenderer renderer(RendererOptions{
+      .hostname = "gpu-node-017", .version = "0.1.0", .dcgm_compat = state.range(0) != 0});
   std::string out;
   size_t series = 0;
   for (auto _ : state) {

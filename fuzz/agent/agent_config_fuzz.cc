@@ -5,13 +5,14 @@
 #include <string_view>
 
 #include "agent/agent_config.h"
+#include "core/duration.h"
 #include "telemetry/attribution.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   auto addr = stoker::agent::ParseListenAddress(text);
   if (addr.ok() && addr->host.empty()) __builtin_trap();
-  auto d = stoker::agent::ParseDuration(text);
+  auto d = stoker::ParseDuration(text);
   if (d.ok() && d->count() < 0) __builtin_trap();
   // The same bytes as a /proc/<pid>/cgroup file and an environment block.
   auto cg = stoker::telemetry::ParseCgroupFile(text);

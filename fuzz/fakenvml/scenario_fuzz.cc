@@ -9,7 +9,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  stoker::Result<stoker::fakenvml::Scenario> sc = stoker::fakenvml::ParseScenario(text, "fuzz.yaml");
+  stoker::Result<stoker::fakenvml::Scenario> sc =
+      stoker::fakenvml::ParseScenario(text, "fuzz.yaml");
   if (!sc.ok()) {
     // Every error names the source.
     if (sc.status().message().find("fuzz.yaml") == std::string::npos) __builtin_trap();

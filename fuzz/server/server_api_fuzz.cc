@@ -20,6 +20,7 @@
 namespace {
 using namespace stoker;
 using namespace stoker::server;
+using stoker::http::Route;
 
 constexpr const char* kConfig = R"(
 market:

@@ -18,7 +18,7 @@ inline constexpr int kExitFailure = 1;      // the operation failed (runtime err
 inline constexpr int kExitUsage = 2;        // bad flags or arguments
 inline constexpr int kExitUnavailable = 3;  // server/NVML unreachable
 inline constexpr int kExitNotFound = 4;
-inline constexpr int kExitDenied = 5;       // authentication or authorization failed
+inline constexpr int kExitDenied = 5;  // authentication or authorization failed
 
 int Main(int argc, char** argv);
 
@@ -31,9 +31,9 @@ T* FlagStorage(Args&&... args) {
 }
 
 // Each Register* adds subcommands; `exit_code` receives the result of whichever ran.
-void RegisterAgentCommands(CLI::App& app, int& exit_code);  // agent, smi
-void RegisterSimCommands(CLI::App& app, int& exit_code);    // sim ...
-void RegisterServerCommands(CLI::App& app, int& exit_code);  // server, up, submit, jobs, ...
+void RegisterAgentCommands(CLI::App& app, int& exit_code);       // agent, smi
+void RegisterSimCommands(CLI::App& app, int& exit_code);         // sim ...
+void RegisterServerCommands(CLI::App& app, int& exit_code);      // server, up, submit, jobs, ...
 void RegisterEfficiencyCommands(CLI::App& app, int& exit_code);  // zones, alerts, report, ...
 
 // A request to the server, addressed as for `stoker jobs` (flags, STOKER_SERVER/STOKER_TOKEN,

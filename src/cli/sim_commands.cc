@@ -105,7 +105,8 @@ int RunPackingCommand(const PackingFlags& f) {
   // One job per (policy, seed); workers take the next job index.
   const size_t n_seeds = seeds->size();
   const size_t n_jobs = policies.size() * n_seeds;
-  std::vector<Result<sim::PackingCurve>> results(n_jobs, Result<sim::PackingCurve>(Internal("not run")));
+  std::vector<Result<sim::PackingCurve>> results(n_jobs,
+                                                 Result<sim::PackingCurve>(Internal("not run")));
   std::atomic<size_t> next{0}, done{0};
   std::mutex progress_mu;
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -124,8 +125,10 @@ int RunPackingCommand(const PackingFlags& f) {
       }
     }
   };
-  int threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  threads = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(1, n_jobs)));
+  int threads = f.threads > 0 ? f.threads
+                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  threads =
+      static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), std::max<size_t>(1, n_jobs)));
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
@@ -146,9 +149,12 @@ int RunPackingCommand(const PackingFlags& f) {
     }
     sim::PackingCurve mean = sim::MeanCurve(runs);
     csv += sim::PackingCsvRows(pods->workload, policies[p], static_cast<int>(n_seeds), mean);
-    std::fprintf(stderr, "%-12s alloc@100%%=%6.2f alloc@130%%=%6.2f (pods: %lld placed, %lld no room, %lld infeasible over %zu seeds)\n",
+    std::fprintf(stderr,
+                 "%-12s alloc@100%%=%6.2f alloc@130%%=%6.2f (pods: %lld placed, %lld no room, %lld "
+                 "infeasible over %zu seeds)\n",
                  policies[p].c_str(), mean.alloc_pct[100], mean.alloc_pct[130],
-                 static_cast<long long>(mean.pods_scheduled), static_cast<long long>(mean.pods_failed),
+                 static_cast<long long>(mean.pods_scheduled),
+                 static_cast<long long>(mean.pods_failed),
                  static_cast<long long>(mean.pods_infeasible), n_seeds);
     curves.emplace_back(policies[p], mean);
   }
@@ -179,15 +185,20 @@ void RegisterSimPackingCommand(CLI::App& sim, int& exit_code) {
   auto flags = std::make_shared<PackingFlags>();
   CLI::App* cmd = sim.add_subcommand(
       "packing", "Static packing experiment of the FGD paper (allocation vs arrived GPU demand)");
-  cmd->add_option("--nodes", flags->nodes, "Node list CSV (openb_node_list_gpu_node.csv)")->required();
+  cmd->add_option("--nodes", flags->nodes, "Node list CSV (openb_node_list_gpu_node.csv)")
+      ->required();
   cmd->add_option("--pods", flags->pods, "Pod list CSV (openb_pod_list_*.csv)")->required();
-  cmd->add_option("--policy", flags->policy, "Placement policy name, or 'all'")->capture_default_str();
-  cmd->add_option("--seeds", flags->seeds, "Seeds: a range 42-51 or a list 42,43")->capture_default_str();
-  cmd->add_option("--inflate", flags->inflate, "Inflate total GPU demand to this multiple of capacity")
+  cmd->add_option("--policy", flags->policy, "Placement policy name, or 'all'")
+      ->capture_default_str();
+  cmd->add_option("--seeds", flags->seeds, "Seeds: a range 42-51 or a list 42,43")
+      ->capture_default_str();
+  cmd->add_option("--inflate", flags->inflate,
+                  "Inflate total GPU demand to this multiple of capacity")
       ->capture_default_str();
   cmd->add_option("--csv", flags->csv, "Write result rows here ('-' = stdout, the default)");
   cmd->add_option("--plot", flags->plot, "Write an SVG chart of allocation vs arrived demand");
-  cmd->add_flag("--skip-bad-rows", flags->skip_bad_rows, "Drop and count malformed rows instead of failing");
+  cmd->add_flag("--skip-bad-rows", flags->skip_bad_rows,
+                "Drop and count malformed rows instead of failing");
   cmd->add_option("--threads", flags->threads, "Parallel runs (default: all cores)");
   cmd->callback([flags, &exit_code] { exit_code = RunPackingCommand(*flags); });
 }
@@ -195,7 +206,8 @@ void RegisterSimPackingCommand(CLI::App& sim, int& exit_code) {
 }  // namespace
 
 void RegisterSimCommands(CLI::App& app, int& exit_code) {
-  CLI::App* sim = app.add_subcommand("sim", "Replay cluster traces through the production scheduler");
+  CLI::App* sim =
+      app.add_subcommand("sim", "Replay cluster traces through the production scheduler");
   sim->require_subcommand(1);
   RegisterSimPackingCommand(*sim, exit_code);
   RegisterSimJobsCommand(*sim, exit_code);

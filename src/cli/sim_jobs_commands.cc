@@ -8,8 +8,8 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "cli/cli.h"
 #include "scheduler/queue/queue_policy.h"
@@ -73,19 +73,23 @@ int RunSimJobs(const SimJobsArgs& a) {
   auto backfill = sim::ParseBackfillMode(a.backfill);
   if (!backfill.ok()) return fail(backfill.status(), kExitUsage);
   if (a.json && a.csv == "-") {
-    return fail(InvalidArgument("--json and --csv - both write to stdout; give --csv a file"), kExitUsage);
+    return fail(InvalidArgument("--json and --csv - both write to stdout; give --csv a file"),
+                kExitUsage);
   }
-  if (a.preemption_overhead_s < 0) return fail(InvalidArgument("--preemption-overhead: negative"), kExitUsage);
+  if (a.preemption_overhead_s < 0)
+    return fail(InvalidArgument("--preemption-overhead: negative"), kExitUsage);
 
   sim::TraceLoadOptions load;
   load.skip_bad_rows = a.skip_bad_rows;
   load.limit = a.limit;
   auto trace = sim::LoadTrace(a.trace, *format, load);
   if (!trace.ok()) {
-    return fail(trace.status(), trace.status().code() == StatusCode::kNotFound ? kExitNotFound : kExitFailure);
+    return fail(trace.status(),
+                trace.status().code() == StatusCode::kNotFound ? kExitNotFound : kExitFailure);
   }
   if (trace->skipped_rows > 0) {
-    std::cerr << "stoker sim jobs: skipped " << trace->skipped_rows << " bad rows in " << a.trace << "\n";
+    std::cerr << "stoker sim jobs: skipped " << trace->skipped_rows << " bad rows in " << a.trace
+              << "\n";
   }
   std::optional<int64_t> since, until;
   if (!a.since.empty()) {
@@ -100,7 +104,8 @@ int RunSimJobs(const SimJobsArgs& a) {
   }
   auto dropped = sim::FilterTraceWindow(*trace, since, until);
   if (!dropped.ok()) return fail(dropped.status(), kExitUsage);
-  if (*dropped > 0) std::cerr << "stoker sim jobs: " << *dropped << " jobs outside the time window\n";
+  if (*dropped > 0)
+    std::cerr << "stoker sim jobs: " << *dropped << " jobs outside the time window\n";
 
   sim::JobsSimOptions opt;
   if (!a.cluster.empty()) {
@@ -126,12 +131,13 @@ int RunSimJobs(const SimJobsArgs& a) {
     auto run = sim::RunPerGroup(*trace, *groups, opt.cluster.gpus_per_node, a.queue, opt);
     if (!run.ok()) return fail(run.status(), kExitFailure);
     if (run->dropped_jobs > 0) {
-      std::cerr << "stoker sim jobs: " << run->dropped_jobs << " jobs of groups not in " << a.group_clusters
-                << " dropped\n";
+      std::cerr << "stoker sim jobs: " << run->dropped_jobs << " jobs of groups not in "
+                << a.group_clusters << " dropped\n";
     }
     owned = std::move(run->sims);
   } else {
-    auto simulator = sim::JobsSim::Create(sim::JobsFromTrace(*trace), std::move(queue_policy).value(), opt);
+    auto simulator =
+        sim::JobsSim::Create(sim::JobsFromTrace(*trace), std::move(queue_policy).value(), opt);
     if (!simulator.ok()) {
       return fail(simulator.status(),
                   simulator.status().code() == StatusCode::kInternal ? kExitFailure : kExitUsage);
@@ -176,28 +182,35 @@ int RunSimJobs(const SimJobsArgs& a) {
 void RegisterSimJobsCommand(CLI::App& sim, int& exit_code) {
   auto args = std::make_shared<SimJobsArgs>();
   CLI::App* cmd = sim.add_subcommand(
-      "jobs", "Dynamic experiment: replay a job trace (arrivals, queueing, preemption) and report JCT");
+      "jobs",
+      "Dynamic experiment: replay a job trace (arrivals, queueing, preemption) and report JCT");
   cmd->add_option("--trace", args->trace, "Trace CSV file")->required();
-  cmd->add_option("--format", args->format, "Trace format: itp, philly or tiresias")->capture_default_str();
+  cmd->add_option("--format", args->format, "Trace format: itp, philly or tiresias")
+      ->capture_default_str();
   cmd->add_option("--cluster", args->cluster,
-                  "Homogeneous cluster NODESxGPUS, e.g. 64x8 (default: the trace's cluster_spec.csv, else 64x8)");
-  cmd->add_option("--queue", args->queue, "Queue policy: fifo, sjf, srtf, las or priority")->capture_default_str();
+                  "Homogeneous cluster NODESxGPUS, e.g. 64x8 (default: the trace's "
+                  "cluster_spec.csv, else 64x8)");
+  cmd->add_option("--queue", args->queue, "Queue policy: fifo, sjf, srtf, las or priority")
+      ->capture_default_str();
   cmd->add_option("--backfill", args->backfill, "Backfill: none or easy")->capture_default_str();
   cmd->add_option("--policy", args->policy,
                   "Placement policy (default: " + std::string(scheduler::kDefaultPolicyName) + ")");
   cmd->add_option("--csv", args->csv, "Write per-job rows to FILE ('-' for stdout)");
   cmd->add_flag("--json", args->json, "Print the summary as JSON");
   cmd->add_option("--plot", args->plot, "Write an SVG (allocation over time, JCT CDF) to FILE");
-  cmd->add_flag("--skip-bad-rows", args->skip_bad_rows, "Drop malformed rows (counted) instead of failing");
+  cmd->add_flag("--skip-bad-rows", args->skip_bad_rows,
+                "Drop malformed rows (counted) instead of failing");
   cmd->add_option("--limit", args->limit, "Use only the first N jobs by submission time");
   cmd->add_option("--preemption-overhead", args->preemption_overhead_s,
                   "Seconds added to a preempted job's remaining time");
-  cmd->add_option("--seed", args->seed, "Seed for randomised placement policies")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed for randomised placement policies")
+      ->capture_default_str();
   cmd->add_flag("--no-progress", args->no_progress, "Never draw the progress bar");
   cmd->add_option("--group-clusters", args->group_clusters,
                   "CSV 'group,nodes': one cluster of NODESxGPUS per trace group (Philly VC); "
                   "jobs of other groups are dropped");
-  cmd->add_option("--since", args->since, "Only jobs submitted at or after this UTC time (YYYY-MM-DD[ HH:MM:SS])");
+  cmd->add_option("--since", args->since,
+                  "Only jobs submitted at or after this UTC time (YYYY-MM-DD[ HH:MM:SS])");
   cmd->add_option("--until", args->until, "Only jobs submitted at or before this UTC time");
   cmd->callback([args, &exit_code] { exit_code = RunSimJobs(*args); });
 }

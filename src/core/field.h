@@ -8,10 +8,10 @@
 namespace stoker {
 
 enum class FieldState : uint8_t {
-  kUnset = 0,     // not collected (yet): e.g. first GPM sample, or collection skipped
-  kValue,         // a real reading
-  kUnsupported,   // the device or driver says it cannot provide this
-  kError,         // the read failed; error_code() holds the source's code (an nvmlReturn_t)
+  kUnset = 0,    // not collected (yet): e.g. first GPM sample, or collection skipped
+  kValue,        // a real reading
+  kUnsupported,  // the device or driver says it cannot provide this
+  kError,        // the read failed; error_code() holds the source's code (an nvmlReturn_t)
 };
 
 template <typename T>

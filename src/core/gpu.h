@@ -26,29 +26,29 @@ const char* JobKindName(JobRef::Kind kind);
 
 struct GpuProcess {
   uint32_t pid = 0;
-  std::string name;                 // executable name from /proc, when readable
+  std::string name;                   // executable name from /proc, when readable
   Field<uint64_t> used_memory_bytes;  // NVML reports "not available" on some configurations
   Field<uint32_t> sm_util_pct;        // per-process utilization, where supported
   Field<uint32_t> mem_util_pct;
-  uint32_t gpu_instance_id = UINT32_MAX;    // MIG GI id, or UINT32_MAX when not on MIG
+  uint32_t gpu_instance_id = UINT32_MAX;  // MIG GI id, or UINT32_MAX when not on MIG
   uint32_t compute_instance_id = UINT32_MAX;
   JobRef job;
 };
 
 // GPM (Hopper and later) ratios in 0..1; unsupported on older GPUs.
 struct GpmMetrics {
-  Field<double> sm_active;        // NVML_GPM_METRIC_SM_UTIL / 100
-  Field<double> sm_occupancy;     // NVML_GPM_METRIC_SM_OCCUPANCY / 100
-  Field<double> tensor_active;    // NVML_GPM_METRIC_ANY_TENSOR_UTIL / 100
-  Field<double> dram_bw_util;     // NVML_GPM_METRIC_DRAM_BW_UTIL / 100
+  Field<double> sm_active;      // NVML_GPM_METRIC_SM_UTIL / 100
+  Field<double> sm_occupancy;   // NVML_GPM_METRIC_SM_OCCUPANCY / 100
+  Field<double> tensor_active;  // NVML_GPM_METRIC_ANY_TENSOR_UTIL / 100
+  Field<double> dram_bw_util;   // NVML_GPM_METRIC_DRAM_BW_UTIL / 100
 };
 
 struct MigInstance {
   uint32_t gpu_instance_id = 0;
   uint32_t compute_instance_id = 0;
-  std::string profile;   // e.g. "1g.18gb"
-  std::string uuid;      // "MIG-..."
-  uint32_t slices = 0;   // GPU slice count (1..7)
+  std::string profile;  // e.g. "1g.18gb"
+  std::string uuid;     // "MIG-..."
+  uint32_t slices = 0;  // GPU slice count (1..7)
   Field<uint64_t> memory_total_bytes;
   Field<uint64_t> memory_used_bytes;
   GpmMetrics gpm;
@@ -68,18 +68,18 @@ inline constexpr uint64_t kDisplayClockSetting = 0x100;
 }  // namespace clock_event
 
 struct GpuIdentity {
-  uint32_t index = 0;       // NVML index
-  std::string uuid;         // "GPU-..."
-  std::string pci_bus_id;   // "00000000:18:00.0"
-  std::string name;         // "NVIDIA H100 80GB HBM3"
-  Field<uint32_t> minor;    // /dev/nvidiaN
+  uint32_t index = 0;            // NVML index
+  std::string uuid;              // "GPU-..."
+  std::string pci_bus_id;        // "00000000:18:00.0"
+  std::string name;              // "NVIDIA H100 80GB HBM3"
+  Field<uint32_t> minor;         // /dev/nvidiaN
   Field<uint32_t> architecture;  // nvmlDeviceArchitecture_t (9 = Hopper)
 };
 
 enum class GpuHealth : uint8_t {
   kOk,
-  kLost,          // NVML_ERROR_GPU_IS_LOST: fell off the bus; collection paused until it returns
-  kUnreachable,   // a read timed out or the handle failed for another reason
+  kLost,         // NVML_ERROR_GPU_IS_LOST: fell off the bus; collection paused until it returns
+  kUnreachable,  // a read timed out or the handle failed for another reason
 };
 
 const char* GpuHealthName(GpuHealth h);
@@ -100,7 +100,7 @@ struct GpuSample {
   Field<uint32_t> temperature_c;
   Field<uint32_t> power_mw;
   Field<uint32_t> power_limit_mw;
-  Field<uint64_t> energy_mj;   // total since driver load
+  Field<uint64_t> energy_mj;  // total since driver load
 
   Field<uint32_t> sm_clock_mhz;
   Field<uint32_t> sm_clock_max_mhz;
@@ -108,7 +108,7 @@ struct GpuSample {
   Field<uint32_t> mem_clock_max_mhz;
   Field<uint64_t> clock_event_reasons;
 
-  Field<uint64_t> ecc_corrected_total;     // aggregate (lifetime) counts
+  Field<uint64_t> ecc_corrected_total;  // aggregate (lifetime) counts
   Field<uint64_t> ecc_uncorrected_total;
   Field<uint32_t> remapped_rows_correctable;
   Field<uint32_t> remapped_rows_uncorrectable;
@@ -129,11 +129,19 @@ struct GpuSample {
 
 // A critical event from the NVML event set (XIDs and friends).
 struct GpuEvent {
-  enum class Type : uint8_t { kXid, kSingleBitEcc, kDoubleBitEcc, kPState, kClock, kPowerSource, kOther };
+  enum class Type : uint8_t {
+    kXid,
+    kSingleBitEcc,
+    kDoubleBitEcc,
+    kPState,
+    kClock,
+    kPowerSource,
+    kOther
+  };
   Type type = Type::kXid;
   uint32_t gpu_index = 0;
   std::string uuid;
-  uint64_t xid = 0;   // event data: the XID code for kXid
+  uint64_t xid = 0;  // event data: the XID code for kXid
   uint32_t gpu_instance_id = UINT32_MAX;
   uint32_t compute_instance_id = UINT32_MAX;
   WallTime timestamp{};

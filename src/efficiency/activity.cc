@@ -9,7 +9,8 @@ std::string GpuKey(const GpuSample& s) {
   return s.id.uuid.empty() ? "gpu" + std::to_string(s.id.index) : s.id.uuid;
 }
 
-std::optional<int64_t> ActivityMilli(const GpuSample& s, ActivityMetric metric, ActivityMetric* used) {
+std::optional<int64_t> ActivityMilli(const GpuSample& s, ActivityMetric metric,
+                                     ActivityMetric* used) {
   if (s.health == GpuHealth::kLost) return std::nullopt;
   auto clamp = [](int64_t v) { return std::clamp<int64_t>(v, 0, 100'000); };
   if (metric != ActivityMetric::kGpuUtil && s.gpm.sm_active.has_value()) {
@@ -46,8 +47,8 @@ Signals GpuSignals(const GpuSample& s, ActivityMetric metric) {
   if (s.power_mw.has_value()) out["power_w"] = s.power_mw.value() / 1000.0;
   if (s.memory_used_bytes.has_value() && s.memory_total_bytes.has_value() &&
       s.memory_total_bytes.value() > 0) {
-    out["memory_used_pct"] =
-        100.0 * static_cast<double>(s.memory_used_bytes.value()) / static_cast<double>(s.memory_total_bytes.value());
+    out["memory_used_pct"] = 100.0 * static_cast<double>(s.memory_used_bytes.value()) /
+                             static_cast<double>(s.memory_total_bytes.value());
   }
   out["allocated"] = JobsOnGpu(s).empty() ? 0 : 1;
   // Memory-bound heuristic (the PromQL rules use the same): DRAM busier than the SMs.

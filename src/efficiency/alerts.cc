@@ -12,9 +12,12 @@ namespace stoker::efficiency {
 
 const char* AlertStateName(AlertState s) {
   switch (s) {
-    case AlertState::kPending: return "pending";
-    case AlertState::kFiring: return "firing";
-    case AlertState::kResolved: return "resolved";
+    case AlertState::kPending:
+      return "pending";
+    case AlertState::kFiring:
+      return "firing";
+    case AlertState::kResolved:
+      return "resolved";
   }
   return "?";
 }

@@ -27,14 +27,14 @@ struct Alert {
   std::string rule;
   Grade grade = Grade::kYellow;
   RuleScope scope = RuleScope::kGpu;
-  std::string subject;       // GPU key, job id or "cluster"
-  Labels labels;             // alertname, grade, severity, gpu/job/node, rule labels
-  Labels annotations;        // summary, value
+  std::string subject;  // GPU key, job id or "cluster"
+  Labels labels;        // alertname, grade, severity, gpu/job/node, rule labels
+  Labels annotations;   // summary, value
   AlertState state = AlertState::kPending;
   WallTime pending_since{};
-  WallTime starts_at{};      // when it started firing (pending start, like Prometheus activeAt)
-  WallTime ends_at{};        // when resolved; epoch while active
-  double value = 0;          // the first condition's signal value at the last evaluation
+  WallTime starts_at{};  // when it started firing (pending start, like Prometheus activeAt)
+  WallTime ends_at{};    // when resolved; epoch while active
+  double value = 0;      // the first condition's signal value at the last evaluation
   bool silenced = false;
   bool inhibited = false;
   WallTime last_notified{};  // epoch = never
@@ -101,7 +101,8 @@ class AlertEngine {
   void ObserveGpuSignals(const std::string& gpu, WallTime t, Signals signals, const Labels& extra);
   // XIDs and other events: a red XID latches `xid_fatal` on the GPU for xid_hold.
   void ObserveEvent(const GpuEvent& e, const Labels& extra = {});
-  void ObserveJob(const std::string& job, WallTime t, const Signals& signals, const Labels& extra = {});
+  void ObserveJob(const std::string& job, WallTime t, const Signals& signals,
+                  const Labels& extra = {});
   void ObserveCluster(WallTime t, const ClusterSnapshot& snapshot);
 
   void AddNotifier(Notifier* n) { notifiers_.push_back(n); }

@@ -48,19 +48,20 @@ json ZonesToJson(const std::vector<ZoneStatus>& gpus, const std::vector<ZoneStat
 
 json AlertToJson(const Alert& a) {
   auto summary = a.annotations.find("summary");
-  return {{"rule", a.rule},
-          {"grade", GradeName(a.grade)},
-          {"state", AlertStateName(a.state)},
-          {"subject", a.subject},
-          {"labels", a.labels},
-          // A pending alert has not started firing: no starts_at, only pending_since.
-          {"starts_at", a.starts_at == WallTime{} ? json(nullptr) : json(FormatRfc3339(a.starts_at))},
-          {"pending_since",
-           a.pending_since == WallTime{} ? json(nullptr) : json(FormatRfc3339(a.pending_since))},
-          {"summary", summary == a.annotations.end() ? "" : summary->second},
-          {"value", std::isfinite(a.value) ? a.value : 0.0},
-          {"silenced", a.silenced},
-          {"inhibited", a.inhibited}};
+  return {
+      {"rule", a.rule},
+      {"grade", GradeName(a.grade)},
+      {"state", AlertStateName(a.state)},
+      {"subject", a.subject},
+      {"labels", a.labels},
+      // A pending alert has not started firing: no starts_at, only pending_since.
+      {"starts_at", a.starts_at == WallTime{} ? json(nullptr) : json(FormatRfc3339(a.starts_at))},
+      {"pending_since",
+       a.pending_since == WallTime{} ? json(nullptr) : json(FormatRfc3339(a.pending_since))},
+      {"summary", summary == a.annotations.end() ? "" : summary->second},
+      {"value", std::isfinite(a.value) ? a.value : 0.0},
+      {"silenced", a.silenced},
+      {"inhibited", a.inhibited}};
 }
 
 json SilenceToJson(const Silence& s) {

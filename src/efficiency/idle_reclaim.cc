@@ -9,10 +9,14 @@ namespace stoker::efficiency {
 
 const char* ReclaimActionName(ReclaimAction a) {
   switch (a) {
-    case ReclaimAction::kWarn: return "warn";
-    case ReclaimAction::kRequeue: return "requeue";
-    case ReclaimAction::kCancel: return "cancel";
-    case ReclaimAction::kExempt: return "exempt";
+    case ReclaimAction::kWarn:
+      return "warn";
+    case ReclaimAction::kRequeue:
+      return "requeue";
+    case ReclaimAction::kCancel:
+      return "cancel";
+    case ReclaimAction::kExempt:
+      return "exempt";
   }
   return "?";
 }
@@ -28,7 +32,8 @@ void IdleReclaimer::Observe(const std::string& job, const std::string& gpu, Wall
     g.max_milli = 0;
     // An active sample ends the idle period: the job may be warned again later.
     JobState& js = state_[job];
-    if (std::none_of(js.gpus.begin(), js.gpus.end(), [](const auto& kv) { return kv.second.idle; })) {
+    if (std::none_of(js.gpus.begin(), js.gpus.end(),
+                     [](const auto& kv) { return kv.second.idle; })) {
       js.warned = false;
     }
   } else if (!g.idle || gap) {
@@ -55,14 +60,16 @@ Duration IdleReclaimer::IdleFor(const JobInfo& job, WallTime now) const {
   std::vector<Duration> idle;
   for (const auto& key : gpus) {
     auto g = s.gpus.find(key);
-    if (g == s.gpus.end() || !g->second.idle || now - g->second.last_sample > policy_.max_sample_gap) {
+    if (g == s.gpus.end() || !g->second.idle ||
+        now - g->second.last_sample > policy_.max_sample_gap) {
       idle.push_back(Duration{0});
     } else {
       idle.push_back(g->second.last_sample - g->second.idle_since);
     }
   }
   // The job is idle for as long as its k-th most idle GPU, k = ceil(fraction * gpus).
-  const size_t k = static_cast<size_t>(std::ceil(policy_.min_idle_gpu_fraction * static_cast<double>(idle.size())));
+  const size_t k = static_cast<size_t>(
+      std::ceil(policy_.min_idle_gpu_fraction * static_cast<double>(idle.size())));
   std::sort(idle.begin(), idle.end(), std::greater<>());
   return idle[std::clamp<size_t>(k, 1, idle.size()) - 1];
 }
@@ -72,7 +79,8 @@ bool IdleReclaimer::Exempt(const JobInfo& j, std::string* why) const {
     *why = "interactive job";
     return true;
   }
-  if (std::find(policy_.exempt_users.begin(), policy_.exempt_users.end(), j.user) != policy_.exempt_users.end()) {
+  if (std::find(policy_.exempt_users.begin(), policy_.exempt_users.end(), j.user) !=
+      policy_.exempt_users.end()) {
     *why = "user " + j.user + " exempt";
     return true;
   }
@@ -129,15 +137,18 @@ std::vector<ReclaimRecord> IdleReclaimer::Evaluate(WallTime now) {
     } else if (!s.warned) {
       s.warned = true;
       r.action = ReclaimAction::kWarn;
-      r.reason = "GPUs idle for " + FormatDuration(idle) + "; action after " + FormatDuration(policy_.act_after);
+      r.reason = "GPUs idle for " + FormatDuration(idle) + "; action after " +
+                 FormatDuration(policy_.act_after);
       if (!policy_.dry_run) r.result = actions_.Warn(j, r.reason);
     } else if (idle >= policy_.act_after) {
       s.acted = !policy_.dry_run;
       r.action = policy_.action == IdleReclaimPolicy::Action::kCancel ? ReclaimAction::kCancel
-                                                                       : ReclaimAction::kRequeue;
-      r.reason = "GPUs idle for " + FormatDuration(idle) + " (act_after " + FormatDuration(policy_.act_after) + ")";
+                                                                      : ReclaimAction::kRequeue;
+      r.reason = "GPUs idle for " + FormatDuration(idle) + " (act_after " +
+                 FormatDuration(policy_.act_after) + ")";
       if (!policy_.dry_run) {
-        r.result = r.action == ReclaimAction::kCancel ? actions_.Cancel(j, r.reason) : actions_.Requeue(j, r.reason);
+        r.result = r.action == ReclaimAction::kCancel ? actions_.Cancel(j, r.reason)
+                                                      : actions_.Requeue(j, r.reason);
       } else {
         // Dry run reports once per idle period, then stays quiet.
         s.acted = true;
@@ -145,7 +156,9 @@ std::vector<ReclaimRecord> IdleReclaimer::Evaluate(WallTime now) {
     } else {
       continue;
     }
-    if (!r.result.ok()) spdlog::error("idle reclaim {} {}: {}", ReclaimActionName(r.action), j.id, r.result.ToString());
+    if (!r.result.ok())
+      spdlog::error("idle reclaim {} {}: {}", ReclaimActionName(r.action), j.id,
+                    r.result.ToString());
     made.push_back(r);
     log_.push_back(r);
   }

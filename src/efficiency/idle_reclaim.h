@@ -21,8 +21,8 @@ const char* ReclaimActionName(ReclaimAction a);
 struct ReclaimEvidence {
   WallTime window_start{};
   WallTime window_end{};
-  int64_t samples = 0;            // samples in the idle window, over all the job's GPUs
-  int64_t max_activity_milli = 0; // highest reading in that window (<= threshold by definition)
+  int64_t samples = 0;             // samples in the idle window, over all the job's GPUs
+  int64_t max_activity_milli = 0;  // highest reading in that window (<= threshold by definition)
   int gpus = 0;
   int idle_gpus = 0;
   int64_t idle_threshold_milli = 0;
@@ -36,7 +36,7 @@ struct ReclaimRecord {
   std::string user;
   ReclaimAction action = ReclaimAction::kWarn;
   bool dry_run = false;
-  Status result;                  // what JobActions returned
+  Status result;  // what JobActions returned
   std::string reason;
   ReclaimEvidence evidence;
 };
@@ -61,9 +61,9 @@ class IdleReclaimer {
 
  private:
   struct GpuIdle {
-    WallTime idle_since{};   // first sample of the current idle run
+    WallTime idle_since{};  // first sample of the current idle run
     WallTime last_sample{};
-    int64_t samples = 0;     // samples in the current idle run
+    int64_t samples = 0;  // samples in the current idle run
     int64_t max_milli = 0;
     bool idle = false;
   };

@@ -7,9 +7,12 @@ namespace stoker::efficiency {
 const char* TierName(Tier t) { return t == Tier::kGuaranteed ? "guaranteed" : "preemptible"; }
 
 void StaticJobDirectory::Upsert(JobInfo j) {
-  auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const JobInfo& x) { return x.id == j.id; });
-  if (it != jobs_.end()) *it = std::move(j);
-  else jobs_.push_back(std::move(j));
+  auto it =
+      std::find_if(jobs_.begin(), jobs_.end(), [&](const JobInfo& x) { return x.id == j.id; });
+  if (it != jobs_.end())
+    *it = std::move(j);
+  else
+    jobs_.push_back(std::move(j));
 }
 
 void StaticJobDirectory::Remove(const std::string& id) {

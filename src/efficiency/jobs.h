@@ -18,14 +18,14 @@ struct JobInfo {
   std::string id;
   std::string user;
   std::string team;
-  std::string job_class;       // scheduler class / QOS / partition
+  std::string job_class;  // scheduler class / QOS / partition
   bool interactive = false;
-  bool preemptible = false;    // best-effort tier
-  bool movable = false;        // may be migrated at once (checkpointable)
+  bool preemptible = false;  // best-effort tier
+  bool movable = false;      // may be migrated at once (checkpointable)
   bool memory_bound = false;
   WallTime start{};
   std::vector<std::string> gpus;  // GPU keys (UUIDs)
-  std::string gpu_model;       // e.g. "H100"
+  std::string gpu_model;          // e.g. "H100"
 };
 
 class JobDirectory {

@@ -7,10 +7,14 @@ namespace stoker::efficiency {
 
 const char* LedgerKindName(LedgerKind k) {
   switch (k) {
-    case LedgerKind::kGrant: return "grant";
-    case LedgerKind::kCharge: return "charge";
-    case LedgerKind::kIdleCharge: return "idle_charge";
-    case LedgerKind::kRefund: return "refund";
+    case LedgerKind::kGrant:
+      return "grant";
+    case LedgerKind::kCharge:
+      return "charge";
+    case LedgerKind::kIdleCharge:
+      return "idle_charge";
+    case LedgerKind::kRefund:
+      return "refund";
   }
   return "?";
 }
@@ -18,7 +22,8 @@ const char* LedgerKindName(LedgerKind k) {
 namespace {
 
 Result<LedgerKind> ParseKind(const std::string& s) {
-  for (LedgerKind k : {LedgerKind::kGrant, LedgerKind::kCharge, LedgerKind::kIdleCharge, LedgerKind::kRefund}) {
+  for (LedgerKind k :
+       {LedgerKind::kGrant, LedgerKind::kCharge, LedgerKind::kIdleCharge, LedgerKind::kRefund}) {
     if (s == LedgerKindName(k)) return k;
   }
   return InvalidArgument("kind: unknown ledger kind '" + s + "'");
@@ -54,7 +59,8 @@ Result<LedgerEntry> LedgerEntryFromJson(const std::string& text, const std::stri
     e.kind = *kind;
     e.micro_credits = j.at("micro_credits").get<int64_t>();
     e.job = j.value("job", "");
-    e.tier = j.value("tier", "guaranteed") == "preemptible" ? Tier::kPreemptible : Tier::kGuaranteed;
+    e.tier =
+        j.value("tier", "guaranteed") == "preemptible" ? Tier::kPreemptible : Tier::kGuaranteed;
     e.gpu_model = j.value("gpu_model", "");
     e.milli_gpu_seconds = j.value("milli_gpu_seconds", int64_t{0});
     e.reclaimed = j.value("reclaimed", false);
@@ -83,10 +89,12 @@ Result<std::vector<LedgerEntry>> JsonlLedgerStore::LoadAll() {
   while (std::getline(in, line)) {
     ++n;
     if (line.empty()) continue;
-    STOKER_ASSIGN_OR_RETURN(LedgerEntry e, LedgerEntryFromJson(line, path_ + ":" + std::to_string(n)));
+    STOKER_ASSIGN_OR_RETURN(LedgerEntry e,
+                            LedgerEntryFromJson(line, path_ + ":" + std::to_string(n)));
     if (e.seq != static_cast<int64_t>(out.size()) + 1) {
-      return InvalidArgument(path_ + ":" + std::to_string(n) + ": seq: expected " + std::to_string(out.size() + 1) +
-                             ", got " + std::to_string(e.seq) + " (ledger is append-only)");
+      return InvalidArgument(path_ + ":" + std::to_string(n) + ": seq: expected " +
+                             std::to_string(out.size() + 1) + ", got " + std::to_string(e.seq) +
+                             " (ledger is append-only)");
     }
     out.push_back(std::move(e));
   }
@@ -116,7 +124,8 @@ Status ComputeMarket::Append(LedgerEntry e) {
   return Status::Ok();
 }
 
-Status ComputeMarket::Grant(const std::string& team, int64_t micro, WallTime at, const std::string& note) {
+Status ComputeMarket::Grant(const std::string& team, int64_t micro, WallTime at,
+                            const std::string& note) {
   if (team.empty()) return InvalidArgument("grant: team: empty");
   if (micro <= 0) return InvalidArgument("grant: amount must be positive");
   LedgerEntry e;
@@ -143,7 +152,8 @@ int64_t ComputeMarket::PricePerGpuHour(const std::string& model, Tier tier, bool
     auto it = table.find("*");
     if (it != table.end()) price = it->second;
   }
-  if (tier == Tier::kPreemptible && reclaimed) price = price * (100 - cfg_.reclaimed_discount_pct) / 100;
+  if (tier == Tier::kPreemptible && reclaimed)
+    price = price * (100 - cfg_.reclaimed_discount_pct) / 100;
   return price;
 }
 
@@ -156,7 +166,8 @@ Result<LedgerEntry> ComputeMarket::Charge(const UsageCharge& u) {
   constexpr int64_t kMilliGpuSecondsPerGpuHour = 3'600'000;
   const int64_t whole = u.milli_gpu_seconds / kMilliGpuSecondsPerGpuHour;
   const int64_t rest = u.milli_gpu_seconds % kMilliGpuSecondsPerGpuHour;
-  const int64_t cost = price * whole + (price * rest + kMilliGpuSecondsPerGpuHour / 2) / kMilliGpuSecondsPerGpuHour;
+  const int64_t cost =
+      price * whole + (price * rest + kMilliGpuSecondsPerGpuHour / 2) / kMilliGpuSecondsPerGpuHour;
   LedgerEntry e;
   e.at = u.at;
   e.team = u.team;

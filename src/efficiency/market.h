@@ -21,16 +21,16 @@ enum class LedgerKind : uint8_t { kGrant, kCharge, kIdleCharge, kRefund };
 const char* LedgerKindName(LedgerKind k);
 
 struct LedgerEntry {
-  int64_t seq = 0;              // 1, 2, ... in append order
+  int64_t seq = 0;  // 1, 2, ... in append order
   WallTime at{};
   std::string team;
   LedgerKind kind = LedgerKind::kCharge;
-  int64_t micro_credits = 0;    // + grants/refunds, - charges
+  int64_t micro_credits = 0;  // + grants/refunds, - charges
   std::string job;
   Tier tier = Tier::kGuaranteed;
   std::string gpu_model;
   int64_t milli_gpu_seconds = 0;  // usage charged (0 for grants)
-  bool reclaimed = false;       // usage on capacity reclaimed from idle jobs
+  bool reclaimed = false;         // usage on capacity reclaimed from idle jobs
   std::string note;
 };
 
@@ -90,15 +90,20 @@ class ComputeMarket {
   // Grants the configured budgets to teams that have no ledger entries yet.
   Status GrantInitialBudgets(WallTime at);
 
-  Status Grant(const std::string& team, int64_t micro_credits, WallTime at, const std::string& note);
+  Status Grant(const std::string& team, int64_t micro_credits, WallTime at,
+               const std::string& note);
   // Price in micro-credits per GPU-hour for the model and tier (reclaimed discount applied).
   int64_t PricePerGpuHour(const std::string& gpu_model, Tier tier, bool reclaimed) const;
   Result<LedgerEntry> Charge(const UsageCharge& u);
 
   int64_t Balance(const std::string& team) const;
   // Guaranteed while the team has credit; preemptible only once it is spent.
-  Tier AllowedTier(const std::string& team) const { return Balance(team) > 0 ? Tier::kGuaranteed : Tier::kPreemptible; }
-  bool MayRun(const std::string& team, Tier tier) const { return tier == Tier::kPreemptible || AllowedTier(team) == Tier::kGuaranteed; }
+  Tier AllowedTier(const std::string& team) const {
+    return Balance(team) > 0 ? Tier::kGuaranteed : Tier::kPreemptible;
+  }
+  bool MayRun(const std::string& team, Tier tier) const {
+    return tier == Tier::kPreemptible || AllowedTier(team) == Tier::kGuaranteed;
+  }
   const std::vector<LedgerEntry>& entries() const { return entries_; }
 
  private:

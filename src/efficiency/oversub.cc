@@ -67,8 +67,9 @@ PreemptionPlan PlanPreemption(const OversubscriptionPolicy& p, const std::vector
       plan.victims.push_back({v->job, options[i].gpu->gpu, now + p.grace});
     }
   }
-  plan.reason = plan.victims.empty() ? "fits without preemption"
-                                     : std::to_string(plan.victims.size()) + " preemptible job(s) preempted";
+  plan.reason = plan.victims.empty()
+                    ? "fits without preemption"
+                    : std::to_string(plan.victims.size()) + " preemptible job(s) preempted";
   return plan;
 }
 

@@ -16,14 +16,14 @@ namespace stoker::efficiency {
 struct GpuShare {
   std::string job;
   Tier tier = Tier::kGuaranteed;
-  int64_t milli = 1000;        // share of the GPU the job holds
+  int64_t milli = 1000;  // share of the GPU the job holds
   WallTime started{};
 };
 
 struct GpuLoad {
   std::string gpu;
   std::vector<GpuShare> shares;
-  bool reclaimed = false;      // freed by idle reclaim: offered to the preemptible tier
+  bool reclaimed = false;  // freed by idle reclaim: offered to the preemptible tier
   bool healthy = true;
 };
 
@@ -36,12 +36,12 @@ bool AdmitPreemptible(const OversubscriptionPolicy& p, const GpuLoad& g, int64_t
 struct Preemption {
   std::string job;
   std::string gpu;
-  WallTime deadline{};         // now + grace: the job checkpoints or is killed then
+  WallTime deadline{};  // now + grace: the job checkpoints or is killed then
 };
 
 struct PreemptionPlan {
   bool feasible = false;
-  std::vector<std::string> gpus;      // GPUs the guaranteed job gets
+  std::vector<std::string> gpus;  // GPUs the guaranteed job gets
   std::vector<Preemption> victims;
   std::string reason;
 };

@@ -83,7 +83,8 @@ Status ParseJob(const json& j, JobRecord& r) {
   if (auto it = j.find("gpus"); it != j.end()) {
     if (!it->is_array()) return InvalidArgument("gpus: expected a list of GPU UUIDs");
     for (size_t i = 0; i < it->size(); ++i) {
-      if (!(*it)[i].is_string()) return InvalidArgument("gpus[" + std::to_string(i) + "]: expected a string");
+      if (!(*it)[i].is_string())
+        return InvalidArgument("gpus[" + std::to_string(i) + "]: expected a string");
       r.info.gpus.push_back((*it)[i].get<std::string>());
     }
   }

@@ -15,14 +15,17 @@ GpuSample ToGpuSample(const RecordedSample& r) {
   s.id.uuid = r.gpu;
   s.id.name = r.model;
   s.timestamp = r.t;
-  if (r.util_pct) s.util_gpu_pct = Field<uint32_t>::Of(static_cast<uint32_t>(std::lround(*r.util_pct)));
+  if (r.util_pct)
+    s.util_gpu_pct = Field<uint32_t>::Of(static_cast<uint32_t>(std::lround(*r.util_pct)));
   if (r.sm_active) s.gpm.sm_active = Field<double>::Of(*r.sm_active);
   if (r.tensor_active) s.gpm.tensor_active = Field<double>::Of(*r.tensor_active);
   if (r.dram_bw) s.gpm.dram_bw_util = Field<double>::Of(*r.dram_bw);
   if (r.mem_used) s.memory_used_bytes = Field<uint64_t>::Of(*r.mem_used);
   if (r.mem_total) s.memory_total_bytes = Field<uint64_t>::Of(*r.mem_total);
-  if (r.power_w) s.power_mw = Field<uint32_t>::Of(static_cast<uint32_t>(std::lround(*r.power_w * 1000)));
-  if (r.temp_c) s.temperature_c = Field<uint32_t>::Of(static_cast<uint32_t>(std::lround(*r.temp_c)));
+  if (r.power_w)
+    s.power_mw = Field<uint32_t>::Of(static_cast<uint32_t>(std::lround(*r.power_w * 1000)));
+  if (r.temp_c)
+    s.temperature_c = Field<uint32_t>::Of(static_cast<uint32_t>(std::lround(*r.temp_c)));
   if (!r.job.empty()) {
     GpuProcess p;
     p.job.kind = JobRef::Kind::kStoker;
@@ -85,8 +88,10 @@ AlertReplay ReplayAlerts(const RecordSet& records, const EfficiencyConfig& cfg,
   std::map<std::string, std::pair<double, int>> job_acc;  // job -> (max activity, gpus)
   auto flush = [&](WallTime t) {
     for (const auto& [job, v] : job_acc) {
-      engine.ObserveJob(job, t, {{"activity", v.first}, {"idle", v.first == 0 ? 1.0 : 0.0},
-                                 {"gpus", static_cast<double>(v.second)}});
+      engine.ObserveJob(job, t,
+                        {{"activity", v.first},
+                         {"idle", v.first == 0 ? 1.0 : 0.0},
+                         {"gpus", static_cast<double>(v.second)}});
     }
     job_acc.clear();
     engine.Evaluate(t, &out.errors);
@@ -146,8 +151,12 @@ std::vector<ReclaimRecord> ReplayReclaim(const RecordSet& records, const Efficie
     if (r.job.empty()) continue;
     if (!dir.Find(r.job)) {
       JobInfo info;
-      if (auto it = known.find(r.job); it != known.end()) info = it->second;
-      else { info.id = r.job; info.start = r.t; }
+      if (auto it = known.find(r.job); it != known.end())
+        info = it->second;
+      else {
+        info.id = r.job;
+        info.start = r.t;
+      }
       dir.Upsert(info);
     }
     const GpuSample s = ToGpuSample(r);

@@ -9,11 +9,16 @@ namespace stoker::efficiency {
 
 const char* ZoneName(Zone z) {
   switch (z) {
-    case Zone::kUnknown: return "unknown";
-    case Zone::kBronze: return "bronze";
-    case Zone::kSilver: return "silver";
-    case Zone::kGold: return "gold";
-    case Zone::kHot: return "hot";
+    case Zone::kUnknown:
+      return "unknown";
+    case Zone::kBronze:
+      return "bronze";
+    case Zone::kSilver:
+      return "silver";
+    case Zone::kGold:
+      return "gold";
+    case Zone::kHot:
+      return "hot";
   }
   return "?";
 }
@@ -104,9 +109,12 @@ std::vector<ZoneTransition> ZoneTracker::TakeTransitions() {
 
 const char* ShareModeName(ShareMode m) {
   switch (m) {
-    case ShareMode::kTimeSlicing: return "time-slicing";
-    case ShareMode::kMps: return "mps";
-    case ShareMode::kMig: return "mig";
+    case ShareMode::kTimeSlicing:
+      return "time-slicing";
+    case ShareMode::kMps:
+      return "mps";
+    case ShareMode::kMig:
+      return "mig";
   }
   return "?";
 }
@@ -147,7 +155,12 @@ ConsolidationPlan PlanConsolidation(std::vector<JobLoad> jobs, const ZoneConfig&
     std::sort(list.begin(), list.end(), [](const JobLoad& a, const JobLoad& b) {
       return a.mean_milli != b.mean_milli ? a.mean_milli > b.mean_milli : a.job < b.job;
     });
-    struct Bin { std::vector<const JobLoad*> jobs; int64_t milli = 0; uint64_t mem = 0; uint64_t cap = 0; };
+    struct Bin {
+      std::vector<const JobLoad*> jobs;
+      int64_t milli = 0;
+      uint64_t mem = 0;
+      uint64_t cap = 0;
+    };
     std::vector<Bin> bins;
     for (const auto& j : list) {
       const uint64_t cap = j.gpu_memory_bytes / 10 * 9;  // keep 10 % headroom
@@ -184,7 +197,8 @@ ConsolidationPlan PlanConsolidation(std::vector<JobLoad> jobs, const ZoneConfig&
         } else {
           slices += p->slices;
           const uint64_t gb = j->gpu_memory_bytes * p->memory_eighths / 8 / 1'000'000'000;
-          layout += (layout.empty() ? "" : "+") + std::string(p->name) + "." + std::to_string(gb) + "gb";
+          layout +=
+              (layout.empty() ? "" : "+") + std::string(p->name) + "." + std::to_string(gb) + "gb";
         }
       }
       if (all_mig && slices <= 7) {

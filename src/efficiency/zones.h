@@ -22,9 +22,9 @@ const char* ZoneName(Zone z);
 Zone Classify(const ZoneConfig& cfg, int64_t mean_milli);
 
 struct ZoneStatus {
-  std::string key;           // GPU key or job id
+  std::string key;  // GPU key or job id
   Zone zone = Zone::kUnknown;
-  int64_t mean_milli = 0;    // mean activity over the window
+  int64_t mean_milli = 0;  // mean activity over the window
   int64_t peak_milli = 0;
   int64_t samples = 0;
   int64_t zero_samples = 0;
@@ -71,7 +71,8 @@ class ZoneTracker {
     ActivityMetric metric = ActivityMetric::kAuto;
   };
   ZoneStatus StatusOf(const std::string& key, const Track& t) const;
-  void Update(const std::string& key, bool is_job, Track& t, WallTime at, int64_t v, ActivityMetric m);
+  void Update(const std::string& key, bool is_job, Track& t, WallTime at, int64_t v,
+              ActivityMetric m);
 
   ZoneConfig cfg_;
   std::unordered_map<std::string, Track> gpus_;
@@ -87,22 +88,22 @@ const char* ShareModeName(ShareMode m);
 struct JobLoad {
   std::string job;
   std::string user;
-  std::string gpu_model;     // e.g. "H100"
+  std::string gpu_model;  // e.g. "H100"
   int gpus = 1;
-  int64_t mean_milli = 0;    // mean activity
+  int64_t mean_milli = 0;  // mean activity
   uint64_t memory_peak_bytes = 0;
   uint64_t gpu_memory_bytes = 0;  // the GPU's total memory
   bool mig_capable = false;
-  bool movable = false;      // may be migrated now (checkpointable); else applied at next start
+  bool movable = false;  // may be migrated now (checkpointable); else applied at next start
 };
 
 struct PackGroup {
   std::vector<std::string> jobs;
   ShareMode mode = ShareMode::kTimeSlicing;
-  std::string mig_layout;        // for kMig, e.g. "3g.40gb+2g.20gb+2g.20gb"
+  std::string mig_layout;  // for kMig, e.g. "3g.40gb+2g.20gb+2g.20gb"
   int64_t combined_milli = 0;
   uint64_t combined_memory_bytes = 0;
-  bool apply_now = false;        // every job in the group is movable
+  bool apply_now = false;  // every job in the group is movable
   int gpus_freed = 0;
   std::string reason;
 };

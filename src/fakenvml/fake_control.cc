@@ -20,9 +20,12 @@ bool Lookup(void* handle, const char* name, Fn* out) {
 std::string FakeLibraryBuildPath(FakeVariant variant) {
   const std::string dir = STOKER_FAKENVML_BUILD_DIR;
   switch (variant) {
-    case FakeVariant::kFull: return dir + "/libstoker-fakenvml.so";
-    case FakeVariant::kLegacy: return dir + "/libstoker-fakenvml-legacy.so";
-    case FakeVariant::kR535: return dir + "/libstoker-fakenvml-r535.so";
+    case FakeVariant::kFull:
+      return dir + "/libstoker-fakenvml.so";
+    case FakeVariant::kLegacy:
+      return dir + "/libstoker-fakenvml-legacy.so";
+    case FakeVariant::kR535:
+      return dir + "/libstoker-fakenvml-r535.so";
   }
   return dir + "/libstoker-fakenvml.so";
 }
@@ -40,7 +43,8 @@ Result<std::unique_ptr<FakeNvmlControl>> FakeNvmlControl::Open(const std::string
       !Lookup(handle, "stokerFakeNvmlSetTime", &c->set_time_) ||
       !Lookup(handle, "stokerFakeNvmlAdvance", &c->advance_) ||
       !Lookup(handle, "stokerFakeNvmlNow", &c->now_)) {
-    return FailedPrecondition("'" + path + "' is not the Stoker fake NVML (no stokerFakeNvml* hooks)");
+    return FailedPrecondition("'" + path +
+                              "' is not the Stoker fake NVML (no stokerFakeNvml* hooks)");
   }
   return c;
 }

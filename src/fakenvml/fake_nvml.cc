@@ -59,7 +59,7 @@ struct FakeGpmSample {
 
 struct FakeEventSet {
   std::vector<unsigned long long> registered;  // event mask per GPU
-  double cursor = 0;                          // events at or before this time were queued
+  double cursor = 0;                           // events at or before this time were queued
   std::deque<nvmlEventData_t> pending;
 };
 
@@ -155,18 +155,16 @@ nvmlReturn_t Enter(State& s, nvmlDevice_t device, const char* fn, FakeHandle** o
   return NVML_SUCCESS;
 }
 
-#define ENTER(fn_name)                                        \
-  State& s = S();                                             \
-  std::lock_guard<std::mutex> lock(s.mu);                     \
-  FakeHandle* h = nullptr;                                    \
-  double now = 0;                                             \
-  if (nvmlReturn_t rc_ = Enter(s, device, fn_name, &h, &now); \
-      rc_ != NVML_SUCCESS)                                    \
-    return rc_;                                               \
-  const Scenario& sc = *s.sc;                                 \
-  const GpuSpec& g = sc.gpus[h->gpu];                         \
-  const double lt = LoopTime(sc, now);                        \
-  (void)lt;                                                   \
+#define ENTER(fn_name)                                                                         \
+  State& s = S();                                                                              \
+  std::lock_guard<std::mutex> lock(s.mu);                                                      \
+  FakeHandle* h = nullptr;                                                                     \
+  double now = 0;                                                                              \
+  if (nvmlReturn_t rc_ = Enter(s, device, fn_name, &h, &now); rc_ != NVML_SUCCESS) return rc_; \
+  const Scenario& sc = *s.sc;                                                                  \
+  const GpuSpec& g = sc.gpus[h->gpu];                                                          \
+  const double lt = LoopTime(sc, now);                                                         \
+  (void)lt;                                                                                    \
   (void)g
 
 nvmlReturn_t CopyString(const std::string& v, char* buf, unsigned len) {
@@ -206,8 +204,8 @@ double ProcessMemMiB(const std::vector<const ProcessSpec*>& procs, double lt) {
 double Util(const GpuSpec& g, double lt) { return g.util.AtOr(lt, 0); }
 
 // Memory in bytes: total, reserved, used (allocated, excluding reserved).
-void Memory(const Scenario& sc, const FakeHandle& h, double lt, uint64_t* total,
-            uint64_t* reserved, uint64_t* used) {
+void Memory(const Scenario& sc, const FakeHandle& h, double lt, uint64_t* total, uint64_t* reserved,
+            uint64_t* used) {
   const GpuSpec& g = sc.gpus[h.gpu];
   if (h.mig >= 0) {
     const MigInstanceSpec& mi = g.mig_instances[static_cast<size_t>(h.mig)];
@@ -218,9 +216,8 @@ void Memory(const Scenario& sc, const FakeHandle& h, double lt, uint64_t* total,
   }
   *total = g.memory_total_mib * kMiB;
   *reserved = g.memory_reserved_mib * kMiB;
-  const double used_mib = g.mem_used_mib.empty()
-                              ? ProcessMemMiB(VisibleProcesses(sc, h, lt), lt)
-                              : g.mem_used_mib.At(lt);
+  const double used_mib = g.mem_used_mib.empty() ? ProcessMemMiB(VisibleProcesses(sc, h, lt), lt)
+                                                 : g.mem_used_mib.At(lt);
   *used = static_cast<uint64_t>(used_mib * kMiB);
 }
 
@@ -271,30 +268,43 @@ double EnergyJ(const Scenario& sc, const GpuSpec& g, double t) {
 }
 
 // GPM timeline value (percent) for the GPU or one of its MIG instances; nullopt = unknown id.
-[[maybe_unused]] std::optional<double> GpmValue(const GpuSpec& g, int mig, unsigned metric, double lt) {
+[[maybe_unused]] std::optional<double> GpmValue(const GpuSpec& g, int mig, unsigned metric,
+                                                double lt) {
   if (mig >= 0) {
     const MigInstanceSpec& mi = g.mig_instances[static_cast<size_t>(mig)];
     switch (metric) {
-      case STOKER_NVML_GPM_METRIC_SM_UTIL: return mi.sm_active.AtOr(lt, 0);
+      case STOKER_NVML_GPM_METRIC_SM_UTIL:
+        return mi.sm_active.AtOr(lt, 0);
       case STOKER_NVML_GPM_METRIC_SM_OCCUPANCY:
         return mi.sm_occupancy.AtOr(lt, mi.sm_active.AtOr(lt, 0) * 0.5);
-      case STOKER_NVML_GPM_METRIC_ANY_TENSOR_UTIL: return mi.tensor_active.AtOr(lt, 0);
-      case STOKER_NVML_GPM_METRIC_DRAM_BW_UTIL: return mi.dram_bw.AtOr(lt, 0);
-      default: return std::nullopt;
+      case STOKER_NVML_GPM_METRIC_ANY_TENSOR_UTIL:
+        return mi.tensor_active.AtOr(lt, 0);
+      case STOKER_NVML_GPM_METRIC_DRAM_BW_UTIL:
+        return mi.dram_bw.AtOr(lt, 0);
+      default:
+        return std::nullopt;
     }
   }
   const double util = Util(g, lt);
   const double sm_active = g.sm_active.AtOr(lt, util * 0.85);
   switch (metric) {
-    case 1: return util;  // GRAPHICS_UTIL
-    case STOKER_NVML_GPM_METRIC_SM_UTIL: return sm_active;
-    case STOKER_NVML_GPM_METRIC_SM_OCCUPANCY: return g.sm_occupancy.AtOr(lt, sm_active * 0.5);
-    case STOKER_NVML_GPM_METRIC_ANY_TENSOR_UTIL: return g.tensor_active.AtOr(lt, 0);
-    case STOKER_NVML_GPM_METRIC_DRAM_BW_UTIL: return g.dram_bw.AtOr(lt, util * 0.3);
+    case 1:
+      return util;  // GRAPHICS_UTIL
+    case STOKER_NVML_GPM_METRIC_SM_UTIL:
+      return sm_active;
+    case STOKER_NVML_GPM_METRIC_SM_OCCUPANCY:
+      return g.sm_occupancy.AtOr(lt, sm_active * 0.5);
+    case STOKER_NVML_GPM_METRIC_ANY_TENSOR_UTIL:
+      return g.tensor_active.AtOr(lt, 0);
+    case STOKER_NVML_GPM_METRIC_DRAM_BW_UTIL:
+      return g.dram_bw.AtOr(lt, util * 0.3);
     // MiB/s from the scenario's KB/s (KiB) timelines, as nvmlDeviceGetPcieThroughput reports.
-    case STOKER_NVML_GPM_METRIC_PCIE_TX_PER_SEC: return g.pcie_tx_kbps.AtOr(lt, util * 5000) / 1024;
-    case STOKER_NVML_GPM_METRIC_PCIE_RX_PER_SEC: return g.pcie_rx_kbps.AtOr(lt, util * 8000) / 1024;
-    default: return std::nullopt;
+    case STOKER_NVML_GPM_METRIC_PCIE_TX_PER_SEC:
+      return g.pcie_tx_kbps.AtOr(lt, util * 5000) / 1024;
+    case STOKER_NVML_GPM_METRIC_PCIE_RX_PER_SEC:
+      return g.pcie_rx_kbps.AtOr(lt, util * 8000) / 1024;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -444,8 +454,8 @@ nvmlReturn_t ReasonsImpl(nvmlDevice_t device, unsigned long long* reasons, const
   ENTER(fn);
   if (reasons == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   if (h->mig >= 0) return NVML_ERROR_NOT_SUPPORTED;
-  *reasons = static_cast<unsigned long long>(
-      g.clock_event_reasons.AtOr(lt, Util(g, lt) < 1 ? 0x1 : 0x0));
+  *reasons =
+      static_cast<unsigned long long>(g.clock_event_reasons.AtOr(lt, Util(g, lt) < 1 ? 0x1 : 0x0));
   return NVML_SUCCESS;
 }
 
@@ -457,8 +467,7 @@ nvmlReturn_t WaitImpl(nvmlEventSet_t set, nvmlEventData_t* data, unsigned timeou
     return NVML_ERROR_INVALID_ARGUMENT;
   }
   auto* es = reinterpret_cast<FakeEventSet*>(set);
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     if (s.init_count == 0 || s.valid_event_sets.count(set) == 0) {
       return NVML_ERROR_UNINITIALIZED;
@@ -476,7 +485,8 @@ nvmlReturn_t WaitImpl(nvmlEventSet_t set, nvmlEventData_t* data, unsigned timeou
   }
 }
 
-[[maybe_unused]] nvmlReturn_t GpmSampleImpl(nvmlDevice_t device, int mig_gi, nvmlGpmSample_t sample) {
+[[maybe_unused]] nvmlReturn_t GpmSampleImpl(nvmlDevice_t device, int mig_gi,
+                                            nvmlGpmSample_t sample) {
   ENTER("nvmlGpmSampleGet");
   if (sample == nullptr || s.valid_gpm.count(sample) == 0) return NVML_ERROR_INVALID_ARGUMENT;
   if (g.architecture < NVML_DEVICE_ARCH_HOPPER) return NVML_ERROR_NOT_SUPPORTED;
@@ -507,8 +517,7 @@ using namespace stoker::fakenvml;  // NOLINT: the exported C functions below imp
 
 // ---- Scripting ---------------------------------------------------------------------------
 
-FAKE_EXPORT int stokerFakeNvmlSetScenarioObject(const void* scenario,
-                                                unsigned long long abi_tag) {
+FAKE_EXPORT int stokerFakeNvmlSetScenarioObject(const void* scenario, unsigned long long abi_tag) {
   if (scenario == nullptr || abi_tag != kScenarioAbiTag) return 1;
   State& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
@@ -523,8 +532,9 @@ FAKE_EXPORT int stokerFakeNvmlSetScenario(const char* text, const char* source_n
   (void)text;
   (void)source_name;
   if (err != nullptr && err_len > 0) {
-    std::snprintf(err, err_len, "this fake NVML was built without YAML support (portable build); "
-                                "use stokerFakeNvmlSetScenarioObject");
+    std::snprintf(err, err_len,
+                  "this fake NVML was built without YAML support (portable build); "
+                  "use stokerFakeNvmlSetScenarioObject");
   }
   return 1;
 #else
@@ -596,17 +606,28 @@ FAKE_EXPORT nvmlReturn_t nvmlShutdown(void) {
 
 FAKE_EXPORT const char* nvmlErrorString(nvmlReturn_t rc) {
   switch (rc) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
-    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-    case NVML_ERROR_NOT_FOUND: return "Not Found";
-    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded (fake: no scenario)";
-    case NVML_ERROR_TIMEOUT: return "Timeout";
-    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
-    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
-    default: return "Unknown Error";
+    case NVML_SUCCESS:
+      return "Success";
+    case NVML_ERROR_UNINITIALIZED:
+      return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED:
+      return "Not Supported";
+    case NVML_ERROR_NOT_FOUND:
+      return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+      return "Insufficient Size";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      return "Driver Not Loaded (fake: no scenario)";
+    case NVML_ERROR_TIMEOUT:
+      return "Timeout";
+    case NVML_ERROR_GPU_IS_LOST:
+      return "GPU is lost";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH:
+      return "Argument version mismatch";
+    default:
+      return "Unknown Error";
   }
 }
 
@@ -644,7 +665,9 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned* count) {
   *count = static_cast<unsigned>(s.sc->gpus.size());
   return NVML_SUCCESS;
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned* count) { return nvmlDeviceGetCount_v2(count); }
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned* count) {
+  return nvmlDeviceGetCount_v2(count);
+}
 
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned index, nvmlDevice_t* device) {
   return HandleByIndexImpl(index, device);
@@ -754,8 +777,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMem
 }
 #endif
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensor,
-                                                  unsigned* temp) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensor, unsigned* temp) {
   return TemperatureImpl(device, sensor, temp, "nvmlDeviceGetTemperature");
 }
 
@@ -767,7 +789,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device,
     return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
   }
   unsigned v = 0;
-  const nvmlReturn_t rc = TemperatureImpl(device, temp->sensorType, &v, "nvmlDeviceGetTemperatureV");
+  const nvmlReturn_t rc =
+      TemperatureImpl(device, temp->sensorType, &v, "nvmlDeviceGetTemperatureV");
   if (rc == NVML_SUCCESS) temp->temperature = static_cast<int>(v);
   return rc;
 }
@@ -816,8 +839,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, u
   if (type == NVML_CLOCK_SM || type == NVML_CLOCK_GRAPHICS) {
     if (g.sm_clock_max_mhz == 0) return NVML_ERROR_NOT_SUPPORTED;
     const double idle = std::min(345.0, static_cast<double>(g.sm_clock_max_mhz));
-    *mhz = static_cast<unsigned>(std::lround(
-        g.sm_clock_mhz.AtOr(lt, Util(g, lt) > 0 ? g.sm_clock_max_mhz : idle)));
+    *mhz = static_cast<unsigned>(
+        std::lround(g.sm_clock_mhz.AtOr(lt, Util(g, lt) > 0 ? g.sm_clock_max_mhz : idle)));
     return NVML_SUCCESS;
   }
   if (type == NVML_CLOCK_MEM) {
@@ -858,8 +881,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int er
   ENTER("nvmlDeviceGetTotalEccErrors");
   if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   if (h->mig >= 0) return NVML_ERROR_NOT_SUPPORTED;
-  const uint64_t v = error_type == NVML_MEMORY_ERROR_TYPE_CORRECTED ? g.ecc_corrected
-                                                                    : g.ecc_uncorrected;
+  const uint64_t v =
+      error_type == NVML_MEMORY_ERROR_TYPE_CORRECTED ? g.ecc_corrected : g.ecc_uncorrected;
   *count = counter_type == NVML_VOLATILE_ECC ? 0 : v;
   return NVML_SUCCESS;
 }
@@ -981,8 +1004,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, uns
 
 // ---- Processes -------------------------------------------------------------------------------
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device,
-                                                              unsigned* count, void* infos) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned* count,
+                                                              void* infos) {
   return ProcessesImpl(device, count, infos, sizeof(nvmlProcessInfo_v1_t),
                        "nvmlDeviceGetComputeRunningProcesses");
 }
@@ -1021,9 +1044,9 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t devi
     return NVML_SUCCESS;
   }
   unsigned count = list->procArray == nullptr ? 0 : list->numProcArrayEntries;
-  const nvmlReturn_t rc = ProcessesImpl(device, &count, list->procArray,
-                                        sizeof(nvmlProcessDetail_v1_t),
-                                        "nvmlDeviceGetRunningProcessDetailList");
+  const nvmlReturn_t rc =
+      ProcessesImpl(device, &count, list->procArray, sizeof(nvmlProcessDetail_v1_t),
+                    "nvmlDeviceGetRunningProcessDetailList");
   list->numProcArrayEntries = count;
   return rc;
 }

@@ -19,8 +19,7 @@ typedef int (*stokerFakeNvmlSetScenario_fn)(const char* text, const char* source
 // Same, from a stoker::fakenvml::Scenario already parsed by the host (built from the same tree;
 // `abi_tag` must equal kScenarioAbiTag). This is how `--simulate` configures the embedded copy,
 // which portable builds compile without yaml-cpp. Returns 0 on success.
-typedef int (*stokerFakeNvmlSetScenarioObject_fn)(const void* scenario,
-                                                  unsigned long long abi_tag);
+typedef int (*stokerFakeNvmlSetScenarioObject_fn)(const void* scenario, unsigned long long abi_tag);
 // Switches to manual time and sets scenario time (seconds since init) / advances it.
 typedef void (*stokerFakeNvmlSetTime_fn)(double seconds);
 typedef void (*stokerFakeNvmlAdvance_fn)(double seconds);

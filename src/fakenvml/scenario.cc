@@ -167,8 +167,8 @@ class Parser {
 
   // A timeline is a number (constant), a list of [t, value] pairs (linear), or a mapping
   // {interp: step|linear, points: [[t, value], ...]}.
-  Status ParseTimeline(const YAML::Node& map, const std::string& path, const char* key,
-                       double min, double max, Timeline* out) const {
+  Status ParseTimeline(const YAML::Node& map, const std::string& path, const char* key, double min,
+                       double max, Timeline* out) const {
     const YAML::Node n = map[key];
     if (!n.IsDefined() || n.IsNull()) return Status::Ok();
     const std::string field = Join(path, key);
@@ -247,15 +247,16 @@ class Parser {
       if (mi.uuid.rfind("MIG-", 0) != 0) {
         return Error(in["uuid"], Join(p, "uuid"), "MIG UUIDs start with 'MIG-'");
       }
-      STOKER_RETURN_IF_ERROR(Integer(in, p, "memory_mib", &mi.memory_total_mib, false,
-                                     uint64_t{1}, uint64_t{1} << 24));
+      STOKER_RETURN_IF_ERROR(Integer(in, p, "memory_mib", &mi.memory_total_mib, false, uint64_t{1},
+                                     uint64_t{1} << 24));
       STOKER_RETURN_IF_ERROR(ParseTimeline(in, p, "sm_active", 0, 100, &mi.sm_active));
       STOKER_RETURN_IF_ERROR(ParseTimeline(in, p, "sm_occupancy", 0, 100, &mi.sm_occupancy));
       STOKER_RETURN_IF_ERROR(ParseTimeline(in, p, "tensor_active", 0, 100, &mi.tensor_active));
       STOKER_RETURN_IF_ERROR(ParseTimeline(in, p, "dram_bw", 0, 100, &mi.dram_bw));
       if (!ids.insert({mi.gpu_instance_id, mi.compute_instance_id}).second) {
-        return Error(in, p, "duplicate (gi, ci) = (" + std::to_string(mi.gpu_instance_id) + ", " +
-                                std::to_string(mi.compute_instance_id) + ")");
+        return Error(in, p,
+                     "duplicate (gi, ci) = (" + std::to_string(mi.gpu_instance_id) + ", " +
+                         std::to_string(mi.compute_instance_id) + ")");
       }
       slices += mi.slices;
       memory += mi.memory_total_mib;
@@ -269,16 +270,44 @@ class Parser {
   }
 
   Status ParseGpu(const YAML::Node& n, const std::string& p, GpuSpec* g) const {
-    STOKER_RETURN_IF_ERROR(CheckKeys(
-        n, p,
-        {"model", "uuid", "pci_bus_id", "minor", "architecture", "memory_total_mib",
-         "memory_reserved_mib", "power_limit_w", "sm_clock_max_mhz", "mem_clock_max_mhz",
-         "nvlink_count", "ecc_corrected", "ecc_uncorrected", "remapped_rows_correctable",
-         "remapped_rows_uncorrectable", "remapping_pending", "remapping_failed", "energy_base_mj",
-         "mig", "util", "mem_util", "mem_used_mib", "temperature_c", "power_w", "sm_clock_mhz",
-         "mem_clock_mhz", "sm_active", "sm_occupancy", "tensor_active", "dram_bw", "pcie_tx_kbps",
-         "pcie_rx_kbps", "nvlink_tx_mibps", "nvlink_rx_mibps", "clock_event_reasons", "lost",
-         "unsupported"}));
+    STOKER_RETURN_IF_ERROR(CheckKeys(n, p,
+                                     {"model",
+                                      "uuid",
+                                      "pci_bus_id",
+                                      "minor",
+                                      "architecture",
+                                      "memory_total_mib",
+                                      "memory_reserved_mib",
+                                      "power_limit_w",
+                                      "sm_clock_max_mhz",
+                                      "mem_clock_max_mhz",
+                                      "nvlink_count",
+                                      "ecc_corrected",
+                                      "ecc_uncorrected",
+                                      "remapped_rows_correctable",
+                                      "remapped_rows_uncorrectable",
+                                      "remapping_pending",
+                                      "remapping_failed",
+                                      "energy_base_mj",
+                                      "mig",
+                                      "util",
+                                      "mem_util",
+                                      "mem_used_mib",
+                                      "temperature_c",
+                                      "power_w",
+                                      "sm_clock_mhz",
+                                      "mem_clock_mhz",
+                                      "sm_active",
+                                      "sm_occupancy",
+                                      "tensor_active",
+                                      "dram_bw",
+                                      "pcie_tx_kbps",
+                                      "pcie_rx_kbps",
+                                      "nvlink_tx_mibps",
+                                      "nvlink_rx_mibps",
+                                      "clock_event_reasons",
+                                      "lost",
+                                      "unsupported"}));
     STOKER_RETURN_IF_ERROR(String(n, p, "model", &g->model, true));
     STOKER_RETURN_IF_ERROR(String(n, p, "uuid", &g->uuid, true));
     if (g->uuid.rfind("GPU-", 0) != 0) {
@@ -299,8 +328,7 @@ class Parser {
     STOKER_RETURN_IF_ERROR(Integer(n, p, "nvlink_count", &g->nvlink_count, false, 0u, 18u));
     STOKER_RETURN_IF_ERROR(Integer(n, p, "ecc_corrected", &g->ecc_corrected));
     STOKER_RETURN_IF_ERROR(Integer(n, p, "ecc_uncorrected", &g->ecc_uncorrected));
-    STOKER_RETURN_IF_ERROR(
-        Integer(n, p, "remapped_rows_correctable", &g->remapped_correctable));
+    STOKER_RETURN_IF_ERROR(Integer(n, p, "remapped_rows_correctable", &g->remapped_correctable));
     STOKER_RETURN_IF_ERROR(
         Integer(n, p, "remapped_rows_uncorrectable", &g->remapped_uncorrectable));
     STOKER_RETURN_IF_ERROR(Bool(n, p, "remapping_pending", &g->remapping_pending));
@@ -384,23 +412,23 @@ class Parser {
       STOKER_RETURN_IF_ERROR(Integer(n, p, "gi", &pr->gpu_instance_id, true));
       pr->compute_instance_id = 0;
       STOKER_RETURN_IF_ERROR(Integer(n, p, "ci", &pr->compute_instance_id));
-      const bool found = std::any_of(
-          gpu.mig_instances.begin(), gpu.mig_instances.end(), [&](const MigInstanceSpec& m) {
-            return m.gpu_instance_id == pr->gpu_instance_id &&
-                   m.compute_instance_id == pr->compute_instance_id;
-          });
+      const bool found = std::any_of(gpu.mig_instances.begin(), gpu.mig_instances.end(),
+                                     [&](const MigInstanceSpec& m) {
+                                       return m.gpu_instance_id == pr->gpu_instance_id &&
+                                              m.compute_instance_id == pr->compute_instance_id;
+                                     });
       if (!found) {
         return Error(n["gi"], Join(p, "gi"),
-                     "GPU " + std::to_string(pr->gpu) + " has no MIG instance gi=" +
-                         std::to_string(pr->gpu_instance_id) +
+                     "GPU " + std::to_string(pr->gpu) +
+                         " has no MIG instance gi=" + std::to_string(pr->gpu_instance_id) +
                          " ci=" + std::to_string(pr->compute_instance_id));
       }
     } else if (gpu.mig_enabled) {
-      return Error(n, Join(p, "gi"), "GPU " + std::to_string(pr->gpu) +
-                                         " is in MIG mode: processes must name their gi");
+      return Error(
+          n, Join(p, "gi"),
+          "GPU " + std::to_string(pr->gpu) + " is in MIG mode: processes must name their gi");
     }
-    STOKER_RETURN_IF_ERROR(
-        ParseTimeline(n, p, "used_memory_mib", 0, 1e12, &pr->used_memory_mib));
+    STOKER_RETURN_IF_ERROR(ParseTimeline(n, p, "used_memory_mib", 0, 1e12, &pr->used_memory_mib));
     if (pr->used_memory_mib.Max() > static_cast<double>(gpu.memory_total_mib)) {
       return Error(n["used_memory_mib"], Join(p, "used_memory_mib"),
                    "process memory exceeds the GPU's memory_total_mib");
@@ -443,10 +471,10 @@ class Parser {
   Result<Scenario> Parse(std::string_view text) const {
     const YAML::Node root = YAML::Load(std::string(text));
     if (!root.IsMap()) return Error(root, "", "a scenario is a mapping with a 'gpus' list");
-    STOKER_RETURN_IF_ERROR(CheckKeys(root, "",
-                                     {"name", "description", "hostname", "driver_version",
-                                      "nvml_version", "loop_seconds", "gpus", "processes",
-                                      "events"}));
+    STOKER_RETURN_IF_ERROR(
+        CheckKeys(root, "",
+                  {"name", "description", "hostname", "driver_version", "nvml_version",
+                   "loop_seconds", "gpus", "processes", "events"}));
     Scenario sc;
     sc.source = source_;
     STOKER_RETURN_IF_ERROR(String(root, "", "name", &sc.name, true));

@@ -40,7 +40,7 @@ struct MigInstanceSpec {
   uint32_t slices = 0;  // from the profile
   uint32_t gpu_instance_id = 0;
   uint32_t compute_instance_id = 0;
-  std::string uuid;     // "MIG-..."
+  std::string uuid;  // "MIG-..."
   uint64_t memory_total_mib = 0;
   // Percent 0..100 (GPM metrics for this slice).
   Timeline sm_active, sm_occupancy, tensor_active, dram_bw;
@@ -52,9 +52,9 @@ struct LostWindow {
 };
 
 struct GpuSpec {
-  std::string model;        // "NVIDIA H100 80GB HBM3"
-  std::string uuid;         // "GPU-..."
-  std::string pci_bus_id;   // "00000000:18:00.0"
+  std::string model;       // "NVIDIA H100 80GB HBM3"
+  std::string uuid;        // "GPU-..."
+  std::string pci_bus_id;  // "00000000:18:00.0"
   uint32_t minor = 0;
   uint32_t architecture = 9;  // nvmlDeviceArchitecture_t
   uint64_t memory_total_mib = 0;
@@ -91,8 +91,9 @@ struct ProcessSpec {
   uint32_t gpu_instance_id = kNoInstance;
   uint32_t compute_instance_id = kNoInstance;
   Timeline used_memory_mib;
-  Timeline sm_util;   // per-process SM utilisation; empty = no samples
-  std::string cgroup; // "/system.slice/stoker-job-42.scope", "/slurm/uid_1000/job_1234/step_0", ...
+  Timeline sm_util;  // per-process SM utilisation; empty = no samples
+  std::string
+      cgroup;  // "/system.slice/stoker-job-42.scope", "/slurm/uid_1000/job_1234/step_0", ...
   std::string user;
   uint32_t uid = 0;
   double start = 0;
@@ -127,7 +128,7 @@ struct Scenario {
 inline constexpr uint64_t kScenarioAbiTag =
     (uint64_t{sizeof(Scenario)} << 48) ^ (uint64_t{sizeof(GpuSpec)} << 32) ^
     (uint64_t{sizeof(ProcessSpec)} << 16) ^ (uint64_t{sizeof(MigInstanceSpec)} << 8) ^
-    uint64_t{sizeof(EventSpec)} ^ (uint64_t{sizeof(Timeline)} << 56);
+    uint64_t { sizeof(EventSpec) } ^ (uint64_t{sizeof(Timeline)} << 56);
 
 // Parses and validates a scenario. Errors read "<source>:<line>:<column>: <field>: <what>".
 Result<Scenario> ParseScenario(std::string_view text, std::string_view source_name);

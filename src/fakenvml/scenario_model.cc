@@ -16,8 +16,9 @@ double Timeline::At(double t) const {
   if (t <= points.front().first) return points.front().second;
   if (t >= points.back().first) return points.back().second;
   // First point with time > t; the segment is [it-1, it].
-  auto it = std::upper_bound(points.begin(), points.end(), t,
-                             [](double v, const std::pair<double, double>& p) { return v < p.first; });
+  auto it =
+      std::upper_bound(points.begin(), points.end(), t,
+                       [](double v, const std::pair<double, double>& p) { return v < p.first; });
   const auto& b = *it;
   const auto& a = *(it - 1);
   if (interp == Interp::kStep || b.first == a.first) return a.second;
@@ -62,11 +63,11 @@ namespace {
 
 // Profiles of A100 40/80 GB, A30, H100 80/94 GB, H200 and B200 (MIG user guide tables).
 constexpr std::string_view kKnownProfiles[] = {
-    "1g.5gb",   "1g.5gb+me", "1g.10gb", "1g.10gb+me", "1g.12gb",  "1g.12gb+me", "1g.18gb",
-    "1g.18gb+me", "1g.20gb", "1g.23gb",  "1g.24gb",  "1g.35gb",  "1g.45gb",    "2g.10gb",
-    "2g.12gb",  "2g.20gb",   "2g.24gb",  "2g.35gb",  "2g.45gb",  "3g.20gb",    "3g.40gb",
-    "3g.47gb",  "3g.71gb",   "3g.90gb",  "4g.20gb",  "4g.40gb",  "4g.47gb",    "4g.71gb",
-    "4g.90gb",  "4g.24gb",   "7g.40gb",  "7g.80gb",  "7g.94gb",  "7g.141gb",   "7g.180gb",
+    "1g.5gb",     "1g.5gb+me", "1g.10gb", "1g.10gb+me", "1g.12gb", "1g.12gb+me", "1g.18gb",
+    "1g.18gb+me", "1g.20gb",   "1g.23gb", "1g.24gb",    "1g.35gb", "1g.45gb",    "2g.10gb",
+    "2g.12gb",    "2g.20gb",   "2g.24gb", "2g.35gb",    "2g.45gb", "3g.20gb",    "3g.40gb",
+    "3g.47gb",    "3g.71gb",   "3g.90gb", "4g.20gb",    "4g.40gb", "4g.47gb",    "4g.71gb",
+    "4g.90gb",    "4g.24gb",   "7g.40gb", "7g.80gb",    "7g.94gb", "7g.141gb",   "7g.180gb",
 };
 
 }  // namespace

@@ -210,8 +210,8 @@ std::optional<Duration> RouteCall::QueryDuration(const std::string& name) const 
 void Router::Add(Route route) {
   for (const Route& r : routes_) {
     if (r.method == route.method && r.pattern == route.pattern) {
-      std::fprintf(stderr, "route %s %s added twice\n", route.method.c_str(),
-                   route.pattern.c_str());
+      (void)std::fprintf(stderr, "route %s %s added twice\n", route.method.c_str(),
+                         route.pattern.c_str());
       std::abort();
     }
   }
@@ -315,7 +315,7 @@ json Router::OpenApiOperations() const {
     }
     for (const QueryParam& q : r.query) params.push_back(q.OpenApi());
     std::vector<std::string> roles;
-    for (Role role : r.roles) roles.push_back(RoleName(role));
+    for (Role role : r.roles) roles.emplace_back(RoleName(role));
     std::string method = r.method;
     for (char& c : method) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     json op = {{"summary", r.summary},
@@ -365,7 +365,7 @@ Response ErrorResponse(const Status& s) {
   if (s.code() == StatusCode::kInvalidArgument) {
     // Messages are "<field>: <what>"; expose the field for clients.
     const size_t colon = s.message().find(": ");
-    if (colon != std::string::npos && colon < 128) e["field"] = s.message().substr(0, colon);
+    if (colon < 128) e["field"] = s.message().substr(0, colon);  // npos is never < 128
   }
   return JsonResponse(HttpStatus(s.code()), {{"error", e}});
 }

@@ -55,8 +55,8 @@ struct ServerOptions {
   int threads = 32;
   int io_threads = 2;           // threads that read and write the sockets
   int max_connections = 20000;  // beyond this a new connection is closed at once
-  size_t max_header_bytes = 16 * 1024;
-  size_t max_body_bytes = 4 << 20;
+  size_t max_header_bytes = size_t{16} * 1024;
+  size_t max_body_bytes = size_t{4} << 20;
   std::chrono::seconds request_timeout{30};
   std::chrono::seconds idle_timeout{75};
 };

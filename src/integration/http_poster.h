@@ -13,7 +13,8 @@ class HttplibPoster final : public HttpPoster {
  public:
   explicit HttplibPoster(Duration timeout = std::chrono::seconds(5)) : timeout_(timeout) {}
   // `url` = "http://host:port/path". Non-2xx answers and connection failures are kUnavailable.
-  Status Post(const std::string& url, const std::string& body, const std::string& content_type) override;
+  Status Post(const std::string& url, const std::string& body,
+              const std::string& content_type) override;
 
  private:
   Duration timeout_;

@@ -173,7 +173,7 @@ typedef struct {
   unsigned int scopeId;  // NVLink: the link id
   long long timestamp;
   long long latencyUsec;
-  int valueType;         // nvmlValueType_t
+  int valueType;  // nvmlValueType_t
   nvmlReturn_t nvmlReturn;
   nvmlValue_t value;
 } nvmlFieldValue_t;

@@ -20,11 +20,16 @@ constexpr int kSizeRetries = 4;
 template <typename T>
 Field<T> ToField(nvmlReturn_t rc, T value, bool* lost) {
   switch (rc) {
-    case NVML_SUCCESS: return Field<T>::Of(value);
+    case NVML_SUCCESS:
+      return Field<T>::Of(value);
     case NVML_ERROR_NOT_SUPPORTED:
-    case NVML_ERROR_FUNCTION_NOT_FOUND: return Field<T>::Unsupported();
-    case NVML_ERROR_GPU_IS_LOST: *lost = true; return Field<T>::Error(rc);
-    default: return Field<T>::Error(rc);
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+      return Field<T>::Unsupported();
+    case NVML_ERROR_GPU_IS_LOST:
+      *lost = true;
+      return Field<T>::Error(rc);
+    default:
+      return Field<T>::Error(rc);
   }
 }
 
@@ -141,17 +146,16 @@ bool NvmlGpuSource::ReadIdentity(uint32_t index, Device& d) {
   return true;
 }
 
-bool NvmlGpuSource::ReadMemory(nvmlDevice_t dev, Field<uint64_t>* total,
-                               Field<uint64_t>* reserved, Field<uint64_t>* used,
-                               Field<uint64_t>* free_bytes) {
+bool NvmlGpuSource::ReadMemory(nvmlDevice_t dev, Field<uint64_t>* total, Field<uint64_t>* reserved,
+                               Field<uint64_t>* used, Field<uint64_t>* free_bytes) {
   bool lost = false;
   if (fn_.device_get_memory_info_v2 != nullptr) {
     nvmlMemory_v2_t m{};
     m.version = STOKER_NVML_MEMORY_V2_VERSION;
     const nvmlReturn_t rc = fn_.device_get_memory_info_v2(dev, &m);
-    const bool fall_back = (rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH ||
-                            rc == NVML_ERROR_FUNCTION_NOT_FOUND) &&
-                           fn_.device_get_memory_info != nullptr;
+    const bool fall_back =
+        (rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH || rc == NVML_ERROR_FUNCTION_NOT_FOUND) &&
+        fn_.device_get_memory_info != nullptr;
     if (!fall_back) {
       *total = ToField<uint64_t>(rc, m.total, &lost);
       *reserved = ToField<uint64_t>(rc, m.reserved, &lost);
@@ -223,7 +227,8 @@ bool NvmlGpuSource::ReadBasics(Device& d, GpuSample* out) {
   auto clock = [&](nvmlDeviceGetClockInfo_fn fn, int type) {
     if (fn == nullptr) return Field<uint32_t>::Unsupported();
     unsigned mhz = 0;
-    const nvmlReturn_t rc = fn(dev, type, &mhz);  // before reading mhz: argument order is unspecified
+    const nvmlReturn_t rc =
+        fn(dev, type, &mhz);  // before reading mhz: argument order is unspecified
     return ToField<uint32_t>(rc, mhz, &lost);
   };
   out->sm_clock_mhz = clock(fn_.device_get_clock_info, NVML_CLOCK_SM);
@@ -325,9 +330,8 @@ bool NvmlGpuSource::ReadNvLink(Device& d, GpuSample* out) {
   return !lost;
 }
 
-bool NvmlGpuSource::ReadGpm(Device& d, nvmlDevice_t dev, int mig_gi, GpmPair& pair,
-                            GpmMetrics* out, Field<uint32_t>* pcie_tx,
-                            Field<uint32_t>* pcie_rx) {
+bool NvmlGpuSource::ReadGpm(Device& d, nvmlDevice_t dev, int mig_gi, GpmPair& pair, GpmMetrics* out,
+                            Field<uint32_t>* pcie_tx, Field<uint32_t>* pcie_rx) {
   if (d.gpm_supported != 1) {
     out->sm_active = out->sm_occupancy = out->tensor_active = out->dram_bw_util =
         Field<double>::Unsupported();
@@ -525,8 +529,8 @@ bool NvmlGpuSource::ReadProcessUtilization(Device& d, bool mig_enabled,
     return true;
   }
   unsigned count = 0;
-  nvmlReturn_t rc = fn_.device_get_process_utilization(d.handle, nullptr, &count,
-                                                       d.last_process_util_ts);
+  nvmlReturn_t rc =
+      fn_.device_get_process_utilization(d.handle, nullptr, &count, d.last_process_util_ts);
   for (int attempt = 0; attempt < kSizeRetries && rc == NVML_ERROR_INSUFFICIENT_SIZE; ++attempt) {
     count = std::min(count + 8, kMaxProcessEntries);
     d.util_samples.assign(count, nvmlProcessUtilizationSample_t{});
@@ -671,11 +675,11 @@ Result<std::vector<GpuEvent>> NvmlGpuSource::WaitEvents(Duration timeout) {
     nvmlDevice_t h = nullptr;
     if (fn_.device_get_handle_by_index(i, &h) != NVML_SUCCESS) continue;
     event_handles_[i] = h;
-    nvmlReturn_t rc = fn_.device_register_events(
-        h,
-        STOKER_NVML_EVENT_XID_CRITICAL | STOKER_NVML_EVENT_SINGLE_BIT_ECC |
-            STOKER_NVML_EVENT_DOUBLE_BIT_ECC,
-        event_set_);
+    nvmlReturn_t rc = fn_.device_register_events(h,
+                                                 STOKER_NVML_EVENT_XID_CRITICAL |
+                                                     STOKER_NVML_EVENT_SINGLE_BIT_ECC |
+                                                     STOKER_NVML_EVENT_DOUBLE_BIT_ECC,
+                                                 event_set_);
     if (rc == NVML_ERROR_NOT_SUPPORTED) {
       rc = fn_.device_register_events(h, STOKER_NVML_EVENT_XID_CRITICAL, event_set_);
     }
@@ -703,13 +707,27 @@ Result<std::vector<GpuEvent>> NvmlGpuSource::WaitEvents(Duration timeout) {
     }
     GpuEvent ev;
     switch (data.eventType) {
-      case STOKER_NVML_EVENT_XID_CRITICAL: ev.type = GpuEvent::Type::kXid; break;
-      case STOKER_NVML_EVENT_SINGLE_BIT_ECC: ev.type = GpuEvent::Type::kSingleBitEcc; break;
-      case STOKER_NVML_EVENT_DOUBLE_BIT_ECC: ev.type = GpuEvent::Type::kDoubleBitEcc; break;
-      case STOKER_NVML_EVENT_PSTATE: ev.type = GpuEvent::Type::kPState; break;
-      case STOKER_NVML_EVENT_CLOCK: ev.type = GpuEvent::Type::kClock; break;
-      case STOKER_NVML_EVENT_POWER_SOURCE: ev.type = GpuEvent::Type::kPowerSource; break;
-      default: ev.type = GpuEvent::Type::kOther; break;
+      case STOKER_NVML_EVENT_XID_CRITICAL:
+        ev.type = GpuEvent::Type::kXid;
+        break;
+      case STOKER_NVML_EVENT_SINGLE_BIT_ECC:
+        ev.type = GpuEvent::Type::kSingleBitEcc;
+        break;
+      case STOKER_NVML_EVENT_DOUBLE_BIT_ECC:
+        ev.type = GpuEvent::Type::kDoubleBitEcc;
+        break;
+      case STOKER_NVML_EVENT_PSTATE:
+        ev.type = GpuEvent::Type::kPState;
+        break;
+      case STOKER_NVML_EVENT_CLOCK:
+        ev.type = GpuEvent::Type::kClock;
+        break;
+      case STOKER_NVML_EVENT_POWER_SOURCE:
+        ev.type = GpuEvent::Type::kPowerSource;
+        break;
+      default:
+        ev.type = GpuEvent::Type::kOther;
+        break;
     }
     ev.xid = ev.type == GpuEvent::Type::kXid ? data.eventData : 0;
     ev.gpu_instance_id = data.gpuInstanceId;
@@ -756,11 +774,11 @@ Result<std::unique_ptr<GpuSource>> OpenNvmlGpuSourceWith(const std::string& path
   unsigned count = 0;
   const nvmlReturn_t rc = lib->fn().device_get_count(&count);
   if (rc != NVML_SUCCESS) {
-    return Unavailable("NVML library '" + path + "': nvmlDeviceGetCount_v2 failed: " +
-                       lib->ErrorText(rc));
+    return Unavailable("NVML library '" + path +
+                       "': nvmlDeviceGetCount_v2 failed: " + lib->ErrorText(rc));
   }
-  std::unique_ptr<GpuSource> source = std::make_unique<NvmlGpuSource>(
-      std::move(lib), count, simulated, std::move(description));
+  std::unique_ptr<GpuSource> source =
+      std::make_unique<NvmlGpuSource>(std::move(lib), count, simulated, std::move(description));
   return source;
 }
 

@@ -45,10 +45,10 @@ class NvmlGpuSource final : public GpuSource {
     int gpm_supported = -1;  // -1 unknown, 0 no, 1 yes
     GpmPair gpm;
     std::map<uint64_t, GpmPair> mig_gpm;  // key: gi << 32 | ci
-    int nvlink_count = -1;               // -1 unknown, 0 unsupported
+    int nvlink_count = -1;                // -1 unknown, 0 unsupported
     unsigned long long last_process_util_ts = 0;
     std::vector<uint64_t> process_buffer;  // uint64_t: 8-byte aligned entries
-    unsigned process_capacity = 32;  // entries; grows on INSUFFICIENT_SIZE
+    unsigned process_capacity = 32;        // entries; grows on INSUFFICIENT_SIZE
     std::vector<nvmlProcessUtilizationSample_t> util_samples;
     std::unique_ptr<nvmlGpmMetricsGet_t> gpm_request;  // 13 KiB, allocated on first use
   };

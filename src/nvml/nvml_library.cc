@@ -42,50 +42,89 @@ std::string CallString(nvmlSystemGetString_fn fn) {
 
 const char* ReturnCodeName(int code) {
   switch (code) {
-    case NVML_SUCCESS: return "NVML_SUCCESS";
-    case NVML_ERROR_UNINITIALIZED: return "NVML_ERROR_UNINITIALIZED";
-    case NVML_ERROR_INVALID_ARGUMENT: return "NVML_ERROR_INVALID_ARGUMENT";
-    case NVML_ERROR_NOT_SUPPORTED: return "NVML_ERROR_NOT_SUPPORTED";
-    case NVML_ERROR_NO_PERMISSION: return "NVML_ERROR_NO_PERMISSION";
-    case NVML_ERROR_ALREADY_INITIALIZED: return "NVML_ERROR_ALREADY_INITIALIZED";
-    case NVML_ERROR_NOT_FOUND: return "NVML_ERROR_NOT_FOUND";
-    case NVML_ERROR_INSUFFICIENT_SIZE: return "NVML_ERROR_INSUFFICIENT_SIZE";
-    case NVML_ERROR_INSUFFICIENT_POWER: return "NVML_ERROR_INSUFFICIENT_POWER";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "NVML_ERROR_DRIVER_NOT_LOADED";
-    case NVML_ERROR_TIMEOUT: return "NVML_ERROR_TIMEOUT";
-    case NVML_ERROR_IRQ_ISSUE: return "NVML_ERROR_IRQ_ISSUE";
-    case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML_ERROR_LIBRARY_NOT_FOUND";
-    case NVML_ERROR_FUNCTION_NOT_FOUND: return "NVML_ERROR_FUNCTION_NOT_FOUND";
-    case NVML_ERROR_CORRUPTED_INFOROM: return "NVML_ERROR_CORRUPTED_INFOROM";
-    case NVML_ERROR_GPU_IS_LOST: return "NVML_ERROR_GPU_IS_LOST";
-    case NVML_ERROR_RESET_REQUIRED: return "NVML_ERROR_RESET_REQUIRED";
-    case NVML_ERROR_OPERATING_SYSTEM: return "NVML_ERROR_OPERATING_SYSTEM";
-    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "NVML_ERROR_LIB_RM_VERSION_MISMATCH";
-    case NVML_ERROR_IN_USE: return "NVML_ERROR_IN_USE";
-    case NVML_ERROR_MEMORY: return "NVML_ERROR_MEMORY";
-    case NVML_ERROR_NO_DATA: return "NVML_ERROR_NO_DATA";
-    case NVML_ERROR_VGPU_ECC_NOT_SUPPORTED: return "NVML_ERROR_VGPU_ECC_NOT_SUPPORTED";
-    case NVML_ERROR_INSUFFICIENT_RESOURCES: return "NVML_ERROR_INSUFFICIENT_RESOURCES";
-    case NVML_ERROR_FREQ_NOT_SUPPORTED: return "NVML_ERROR_FREQ_NOT_SUPPORTED";
-    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "NVML_ERROR_ARGUMENT_VERSION_MISMATCH";
-    case NVML_ERROR_DEPRECATED: return "NVML_ERROR_DEPRECATED";
-    case NVML_ERROR_NOT_READY: return "NVML_ERROR_NOT_READY";
-    case NVML_ERROR_GPU_NOT_FOUND: return "NVML_ERROR_GPU_NOT_FOUND";
-    case NVML_ERROR_INVALID_STATE: return "NVML_ERROR_INVALID_STATE";
-    case NVML_ERROR_RESET_TYPE_NOT_SUPPORTED: return "NVML_ERROR_RESET_TYPE_NOT_SUPPORTED";
-    case NVML_ERROR_UNKNOWN: return "NVML_ERROR_UNKNOWN";
-    default: return "NVML_ERROR_(unrecognised code)";
+    case NVML_SUCCESS:
+      return "NVML_SUCCESS";
+    case NVML_ERROR_UNINITIALIZED:
+      return "NVML_ERROR_UNINITIALIZED";
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return "NVML_ERROR_INVALID_ARGUMENT";
+    case NVML_ERROR_NOT_SUPPORTED:
+      return "NVML_ERROR_NOT_SUPPORTED";
+    case NVML_ERROR_NO_PERMISSION:
+      return "NVML_ERROR_NO_PERMISSION";
+    case NVML_ERROR_ALREADY_INITIALIZED:
+      return "NVML_ERROR_ALREADY_INITIALIZED";
+    case NVML_ERROR_NOT_FOUND:
+      return "NVML_ERROR_NOT_FOUND";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+      return "NVML_ERROR_INSUFFICIENT_SIZE";
+    case NVML_ERROR_INSUFFICIENT_POWER:
+      return "NVML_ERROR_INSUFFICIENT_POWER";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      return "NVML_ERROR_DRIVER_NOT_LOADED";
+    case NVML_ERROR_TIMEOUT:
+      return "NVML_ERROR_TIMEOUT";
+    case NVML_ERROR_IRQ_ISSUE:
+      return "NVML_ERROR_IRQ_ISSUE";
+    case NVML_ERROR_LIBRARY_NOT_FOUND:
+      return "NVML_ERROR_LIBRARY_NOT_FOUND";
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+      return "NVML_ERROR_FUNCTION_NOT_FOUND";
+    case NVML_ERROR_CORRUPTED_INFOROM:
+      return "NVML_ERROR_CORRUPTED_INFOROM";
+    case NVML_ERROR_GPU_IS_LOST:
+      return "NVML_ERROR_GPU_IS_LOST";
+    case NVML_ERROR_RESET_REQUIRED:
+      return "NVML_ERROR_RESET_REQUIRED";
+    case NVML_ERROR_OPERATING_SYSTEM:
+      return "NVML_ERROR_OPERATING_SYSTEM";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+      return "NVML_ERROR_LIB_RM_VERSION_MISMATCH";
+    case NVML_ERROR_IN_USE:
+      return "NVML_ERROR_IN_USE";
+    case NVML_ERROR_MEMORY:
+      return "NVML_ERROR_MEMORY";
+    case NVML_ERROR_NO_DATA:
+      return "NVML_ERROR_NO_DATA";
+    case NVML_ERROR_VGPU_ECC_NOT_SUPPORTED:
+      return "NVML_ERROR_VGPU_ECC_NOT_SUPPORTED";
+    case NVML_ERROR_INSUFFICIENT_RESOURCES:
+      return "NVML_ERROR_INSUFFICIENT_RESOURCES";
+    case NVML_ERROR_FREQ_NOT_SUPPORTED:
+      return "NVML_ERROR_FREQ_NOT_SUPPORTED";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH:
+      return "NVML_ERROR_ARGUMENT_VERSION_MISMATCH";
+    case NVML_ERROR_DEPRECATED:
+      return "NVML_ERROR_DEPRECATED";
+    case NVML_ERROR_NOT_READY:
+      return "NVML_ERROR_NOT_READY";
+    case NVML_ERROR_GPU_NOT_FOUND:
+      return "NVML_ERROR_GPU_NOT_FOUND";
+    case NVML_ERROR_INVALID_STATE:
+      return "NVML_ERROR_INVALID_STATE";
+    case NVML_ERROR_RESET_TYPE_NOT_SUPPORTED:
+      return "NVML_ERROR_RESET_TYPE_NOT_SUPPORTED";
+    case NVML_ERROR_UNKNOWN:
+      return "NVML_ERROR_UNKNOWN";
+    default:
+      return "NVML_ERROR_(unrecognised code)";
   }
 }
 
 const char* ProcessListApiName(ProcessListApi api) {
   switch (api) {
-    case ProcessListApi::kNone: return "none";
-    case ProcessListApi::kDetailList: return "nvmlDeviceGetRunningProcessDetailList";
-    case ProcessListApi::kV3Wide: return "nvmlDeviceGetComputeRunningProcesses_v3 (32-byte)";
-    case ProcessListApi::kV3: return "nvmlDeviceGetComputeRunningProcesses_v3";
-    case ProcessListApi::kV2: return "nvmlDeviceGetComputeRunningProcesses_v2";
-    case ProcessListApi::kV1: return "nvmlDeviceGetComputeRunningProcesses";
+    case ProcessListApi::kNone:
+      return "none";
+    case ProcessListApi::kDetailList:
+      return "nvmlDeviceGetRunningProcessDetailList";
+    case ProcessListApi::kV3Wide:
+      return "nvmlDeviceGetComputeRunningProcesses_v3 (32-byte)";
+    case ProcessListApi::kV3:
+      return "nvmlDeviceGetComputeRunningProcesses_v3";
+    case ProcessListApi::kV2:
+      return "nvmlDeviceGetComputeRunningProcesses_v2";
+    case ProcessListApi::kV1:
+      return "nvmlDeviceGetComputeRunningProcesses";
   }
   return "?";
 }
@@ -93,11 +132,15 @@ const char* ProcessListApiName(ProcessListApi api) {
 size_t ProcessEntryStride(ProcessListApi api) {
   switch (api) {
     case ProcessListApi::kDetailList:
-    case ProcessListApi::kV3Wide: return sizeof(nvmlProcessDetail_v1_t);
+    case ProcessListApi::kV3Wide:
+      return sizeof(nvmlProcessDetail_v1_t);
     case ProcessListApi::kV3:
-    case ProcessListApi::kV2: return sizeof(nvmlProcessInfo_v2_t);
-    case ProcessListApi::kV1: return sizeof(nvmlProcessInfo_v1_t);
-    case ProcessListApi::kNone: return 0;
+    case ProcessListApi::kV2:
+      return sizeof(nvmlProcessInfo_v2_t);
+    case ProcessListApi::kV1:
+      return sizeof(nvmlProcessInfo_v1_t);
+    case ProcessListApi::kNone:
+      return 0;
   }
   return 0;
 }
@@ -109,8 +152,8 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Open(const std::string& path,
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* err = dlerror();
-    return Unavailable("cannot load NVML library '" + path + "': " +
-                       (err != nullptr ? err : "unknown dlopen error") +
+    return Unavailable("cannot load NVML library '" + path +
+                       "': " + (err != nullptr ? err : "unknown dlopen error") +
                        " (is the NVIDIA driver installed? use --nvml-lib to point at it)");
   }
   std::unique_ptr<NvmlLibrary> lib(new NvmlLibrary());
@@ -163,8 +206,7 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Open(const std::string& path,
   Resolve(handle, {"nvmlDeviceGetPowerUsage"}, &f.device_get_power_usage);
   Resolve(handle, {"nvmlDeviceGetEnforcedPowerLimit"}, &f.device_get_enforced_power_limit);
   Resolve(handle, {"nvmlDeviceGetPowerManagementLimit"}, &f.device_get_power_management_limit);
-  Resolve(handle, {"nvmlDeviceGetTotalEnergyConsumption"},
-          &f.device_get_total_energy_consumption);
+  Resolve(handle, {"nvmlDeviceGetTotalEnergyConsumption"}, &f.device_get_total_energy_consumption);
   Resolve(handle, {"nvmlDeviceGetClockInfo"}, &f.device_get_clock_info);
   Resolve(handle, {"nvmlDeviceGetMaxClockInfo"}, &f.device_get_max_clock_info);
   std::string reasons_name;
@@ -228,8 +270,8 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Open(const std::string& path,
 
   const nvmlReturn_t rc = f.init();
   if (rc != NVML_SUCCESS) {
-    return Unavailable("NVML library '" + path + "': " + init_name + " failed: " +
-                       lib->ErrorText(rc));
+    return Unavailable("NVML library '" + path + "': " + init_name +
+                       " failed: " + lib->ErrorText(rc));
   }
   lib->initialized_ = true;
   lib->driver_version_ = CallString(f.system_get_driver_version);

@@ -15,12 +15,12 @@ namespace stoker::nvml {
 
 // How running-process entries are laid out by the resolved process-list symbol (§2.11.1).
 enum class ProcessListApi : uint8_t {
-  kNone,          // no process list symbol at all
-  kDetailList,    // nvmlDeviceGetRunningProcessDetailList (versioned, safe)
-  kV3Wide,        // _v3 writing 32-byte entries (535.43-535.86 / 535.104 drivers)
-  kV3,            // _v3 writing 24-byte entries
-  kV2,            // _v2, 24-byte entries
-  kV1,            // plain, 16-byte entries
+  kNone,        // no process list symbol at all
+  kDetailList,  // nvmlDeviceGetRunningProcessDetailList (versioned, safe)
+  kV3Wide,      // _v3 writing 32-byte entries (535.43-535.86 / 535.104 drivers)
+  kV3,          // _v3 writing 24-byte entries
+  kV2,          // _v2, 24-byte entries
+  kV1,          // plain, 16-byte entries
 };
 const char* ProcessListApiName(ProcessListApi api);
 size_t ProcessEntryStride(ProcessListApi api);

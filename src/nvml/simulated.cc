@@ -65,7 +65,8 @@ Result<int> LibraryFd(std::string_view bytes) {
 std::vector<BuiltinScenario> BuiltinScenarios() {
   std::vector<BuiltinScenario> out;
   for (const fakenvml::EmbeddedScenario& e : fakenvml::EmbeddedScenarios()) {
-    Result<fakenvml::Scenario> sc = fakenvml::ParseScenario(e.text, "builtin:" + std::string(e.name));
+    Result<fakenvml::Scenario> sc =
+        fakenvml::ParseScenario(e.text, "builtin:" + std::string(e.name));
     out.push_back({std::string(e.name),
                    sc.ok() ? sc->description : "(invalid: " + sc.status().message() + ")"});
   }
@@ -114,10 +115,10 @@ Result<std::unique_ptr<GpuSource>> OpenSimulatedGpuSource(const std::string& nam
     }
     return Status::Ok();
   };
-  const std::string description =
-      "simulated node '" + sc.hostname + "' (scenario " + sc.name + " from " + text.source + ", " +
-      std::to_string(sc.gpus.size()) + " GPUs; fake NVML " + sc.nvml_version + ", driver " +
-      sc.driver_version + ", " + origin + ")";
+  const std::string description = "simulated node '" + sc.hostname + "' (scenario " + sc.name +
+                                  " from " + text.source + ", " + std::to_string(sc.gpus.size()) +
+                                  " GPUs; fake NVML " + sc.nvml_version + ", driver " +
+                                  sc.driver_version + ", " + origin + ")";
   return OpenNvmlGpuSourceWith(path, before_init, true, description, raw_fd);
 }
 

@@ -9,7 +9,9 @@ namespace {
 
 constexpr int64_t kMaxNodeScore = 100;  // Kubernetes framework.MaxNodeScore
 
-double MaxCpu(const ClusterState& c) { return static_cast<double>(std::max<int64_t>(1, c.max_node_cpu_milli())); }
+double MaxCpu(const ClusterState& c) {
+  return static_cast<double>(std::max<int64_t>(1, c.max_node_cpu_milli()));
+}
 double MaxGpu(const ClusterState& c) {
   return static_cast<double>(std::max<int64_t>(1, int64_t{c.max_node_gpus()} * kMilliPerGpu));
 }
@@ -28,8 +30,8 @@ class RandomPolicy final : public ScoringPolicy {
     if (!r.IsGpuShare() && !r.IsMig()) return DefaultGpuChoice(r, n, gpus);
     int k = 0;
     for (int g = 0; g < n.num_gpus; ++g) {
-      const bool ok = r.IsMig() ? n.gpu_free_slices[g] >= MigSlices(r.mig)
-                                : n.gpu_free_milli[g] >= r.gpu_milli;
+      const bool ok =
+          r.IsMig() ? n.gpu_free_slices[g] >= MigSlices(r.mig) : n.gpu_free_milli[g] >= r.gpu_milli;
       if (ok && rng().Uniform(static_cast<uint64_t>(++k)) == 0) gpus[0] = static_cast<uint8_t>(g);
     }
     return k > 0;
@@ -41,7 +43,8 @@ class RandomPolicy final : public ScoringPolicy {
 // int(100 * (1 - dot/2)): the node with the smallest dot product wins. GPU: best fit.
 class DotProdPolicy final : public ScoringPolicy {
  public:
-  explicit DotProdPolicy(uint64_t seed) : ScoringPolicy("dotprod", TieBreak::kLowestNodeId, seed, true) {}
+  explicit DotProdPolicy(uint64_t seed)
+      : ScoringPolicy("dotprod", TieBreak::kLowestNodeId, seed, true) {}
 
  protected:
   bool ScoreNode(const Request& r, const ClusterState& c, int32_t node, int64_t* score,
@@ -49,8 +52,10 @@ class DotProdPolicy final : public ScoringPolicy {
     const NodeState& n = c.node(node);
     if (!DefaultGpuChoice(r, n, gpus)) return false;
     const double mc = MaxCpu(c), mg = MaxGpu(c);
-    const double dot = (static_cast<double>(n.free_cpu_milli) / mc) * (static_cast<double>(r.cpu_milli) / mc) +
-                       (static_cast<double>(n.free_gpu_milli) / mg) * (static_cast<double>(r.TotalGpuMilli()) / mg);
+    const double dot =
+        (static_cast<double>(n.free_cpu_milli) / mc) * (static_cast<double>(r.cpu_milli) / mc) +
+        (static_cast<double>(n.free_gpu_milli) / mg) *
+            (static_cast<double>(r.TotalGpuMilli()) / mg);
     *score = static_cast<int64_t>(static_cast<double>(kMaxNodeScore) * (1.0 - dot / 2.0));
     return true;
   }
@@ -77,7 +82,8 @@ class ClusteringPolicy final : public ScoringPolicy {
     int classes = 0;
     for (uint16_t count : n.class_pods) classes += count > 0 ? 1 : 0;
     const int64_t max_gpu = int64_t{c.max_node_gpus()} * kMilliPerGpu;
-    const int64_t base = kMaxNodeScore / 4 * (max_gpu - n.free_gpu_milli) / std::max<int64_t>(1, max_gpu);
+    const int64_t base =
+        kMaxNodeScore / 4 * (max_gpu - n.free_gpu_milli) / std::max<int64_t>(1, max_gpu);
     int64_t tier;
     if (n.class_pods[cls] > 0) {
       tier = classes == 1 ? 3 : 2;
@@ -94,7 +100,8 @@ class ClusteringPolicy final : public ScoringPolicy {
 // (smaller first). CPU-only requests score 0 everywhere. GPU: best fit.
 class PackingPolicy final : public ScoringPolicy {
  public:
-  explicit PackingPolicy(uint64_t seed) : ScoringPolicy("packing", TieBreak::kLowestNodeId, seed, true) {}
+  explicit PackingPolicy(uint64_t seed)
+      : ScoringPolicy("packing", TieBreak::kLowestNodeId, seed, true) {}
 
  protected:
   bool ScoreNode(const Request& r, const ClusterState& c, int32_t node, int64_t* score,
@@ -113,8 +120,9 @@ class PackingPolicy final : public ScoringPolicy {
     // GPUs in ascending order of free milli (stable): the first fitting ones are used.
     uint8_t order[kMaxGpusPerNode];
     for (int g = 0; g < n.num_gpus; ++g) order[g] = static_cast<uint8_t>(g);
-    std::stable_sort(order, order + n.num_gpus,
-                     [&](uint8_t a, uint8_t b) { return n.gpu_free_milli[a] < n.gpu_free_milli[b]; });
+    std::stable_sort(order, order + n.num_gpus, [&](uint8_t a, uint8_t b) {
+      return n.gpu_free_milli[a] < n.gpu_free_milli[b];
+    });
     const int32_t need_milli = r.IsMig() ? MigSlicesToMilli(MigSlices(r.mig)) : r.gpu_milli;
     int want = r.num_gpu, free_used = 0;
     int64_t free_pct_sum = 0;
@@ -140,7 +148,8 @@ class PackingPolicy final : public ScoringPolicy {
 // largest node)): the least leftover wins. GPU: best fit.
 class BestFitPolicy final : public ScoringPolicy {
  public:
-  explicit BestFitPolicy(uint64_t seed) : ScoringPolicy("bestfit", TieBreak::kLowestNodeId, seed, true) {}
+  explicit BestFitPolicy(uint64_t seed)
+      : ScoringPolicy("bestfit", TieBreak::kLowestNodeId, seed, true) {}
 
  protected:
   bool ScoreNode(const Request& r, const ClusterState& c, int32_t node, int64_t* score,

@@ -54,11 +54,12 @@ std::optional<PlacementResult> CheckFeasible(const Request& r, const ClusterStat
     return PlacementResult{PlacementStatus::kInfeasible, {}, valid.message()};
   }
   if (!cluster.AnyNodeCouldEverFit(r)) {
-    return PlacementResult{PlacementStatus::kInfeasible, {},
+    return PlacementResult{PlacementStatus::kInfeasible,
+                           {},
                            "no node in the cluster could ever host this request (CPU " +
                                std::to_string(r.cpu_milli) + "m, memory " +
-                               std::to_string(r.memory_mib) + " MiB, " +
-                               std::to_string(r.num_gpu) + " GPU(s), model constraint)"};
+                               std::to_string(r.memory_mib) + " MiB, " + std::to_string(r.num_gpu) +
+                               " GPU(s), model constraint)"};
   }
   return std::nullopt;
 }

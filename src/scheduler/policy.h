@@ -18,9 +18,9 @@
 namespace stoker::scheduler {
 
 enum class PlacementStatus {
-  kPlaced,          // `placement` is valid; the caller applies it with ClusterState::Allocate
-  kNoCapacityNow,   // feasible in principle, no room now: queue and retry
-  kInfeasible,      // no node could ever satisfy it: report, do not queue
+  kPlaced,         // `placement` is valid; the caller applies it with ClusterState::Allocate
+  kNoCapacityNow,  // feasible in principle, no room now: queue and retry
+  kInfeasible,     // no node could ever satisfy it: report, do not queue
 };
 
 struct PlacementResult {
@@ -64,7 +64,7 @@ struct PolicyConfig {
   uint64_t seed = 42;  // all random choices (random policy, published tie-breaking)
   // weighted: per job class; unknown classes use default_weights.
   std::map<std::string, ClassWeights, std::less<>> class_weights = {{"recsys", {3, 7}},
-                                                                     {"cv", {5, 5}}};
+                                                                    {"cv", {5, 5}}};
   ClassWeights default_weights{5, 5};
   // fgd: the offline typical-shape distribution (published protocol: from the whole pod list).
   // When absent, fgd learns it online from Observe(), like fgd-online.

@@ -14,14 +14,10 @@ struct Entry {
 
 // The whole list. Order: published baselines, then Stoker's.
 constexpr Entry kPolicies[] = {
-    {"random", &MakeRandomPolicy},
-    {"dotprod", &MakeDotProdPolicy},
-    {"clustering", &MakeClusteringPolicy},
-    {"packing", &MakePackingPolicy},
-    {"bestfit", &MakeBestFitPolicy},
-    {"fgd", &MakeFgdPolicy},
-    {"fgd-online", &MakeFgdOnlinePolicy},
-    {"weighted", &MakeWeightedPolicy},
+    {"random", &MakeRandomPolicy},         {"dotprod", &MakeDotProdPolicy},
+    {"clustering", &MakeClusteringPolicy}, {"packing", &MakePackingPolicy},
+    {"bestfit", &MakeBestFitPolicy},       {"fgd", &MakeFgdPolicy},
+    {"fgd-online", &MakeFgdOnlinePolicy},  {"weighted", &MakeWeightedPolicy},
     {"stoker", &MakeStokerPolicy},
 };
 

@@ -101,7 +101,8 @@ Status ValidateRequest(const Request& r) {
     return Status::Ok();
   }
   if (r.gpu_milli <= 0 || r.gpu_milli > kMilliPerGpu) {
-    return InvalidArgument("gpu_milli: must be 1..1000 per GPU, got " + std::to_string(r.gpu_milli));
+    return InvalidArgument("gpu_milli: must be 1..1000 per GPU, got " +
+                           std::to_string(r.gpu_milli));
   }
   if (r.gpu_milli < kMilliPerGpu && r.num_gpu != 1) {
     return InvalidArgument("gpu_milli: a fractional GPU (" + std::to_string(r.gpu_milli) +

@@ -14,8 +14,8 @@
 namespace stoker::scheduler {
 
 inline constexpr int32_t kMilliPerGpu = 1000;
-inline constexpr int kMaxGpusPerNode = 8;  // also the largest whole-GPU request
-inline constexpr int kMaxGpuModels = 64;   // GpuModelMask has one bit per model
+inline constexpr int kMaxGpusPerNode = 8;   // also the largest whole-GPU request
+inline constexpr int kMaxGpuModels = 64;    // GpuModelMask has one bit per model
 inline constexpr int kMigSlicesPerGpu = 7;  // A100/H100/H200: 7 compute slices
 
 using GpuModelId = uint8_t;
@@ -32,7 +32,8 @@ class GpuModelTable {
   std::optional<GpuModelId> Find(std::string_view name) const;
   const std::string& Name(GpuModelId id) const { return names_[id]; }
   int size() const { return static_cast<int>(names_.size()); }
-  // "V100M16|V100M32" -> mask of those models. Empty text -> 0 (any). NotFound names the unknown model.
+  // "V100M16|V100M32" -> mask of those models. Empty text -> 0 (any). NotFound names the unknown
+  // model.
   Result<GpuModelMask> ParseMask(std::string_view pipe_list) const;
   static GpuModelMask Bit(GpuModelId id) { return GpuModelMask{1} << id; }
 
@@ -59,12 +60,12 @@ struct Request {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   int32_t num_gpu = 0;
-  int32_t gpu_milli = 0;           // per GPU
-  int64_t gpu_memory_mib = 0;      // per GPU; 0 = no constraint
+  int32_t gpu_milli = 0;            // per GPU
+  int64_t gpu_memory_mib = 0;       // per GPU; 0 = no constraint
   GpuModelMask allowed_models = 0;  // 0 = any model
   MigProfile mig = MigProfile::kNone;
-  std::string job_class;           // e.g. "recsys", "cv"; used by the weighted policy
-  bool best_effort = false;        // may use the oversubscribed CPU/memory share
+  std::string job_class;     // e.g. "recsys", "cv"; used by the weighted policy
+  bool best_effort = false;  // may use the oversubscribed CPU/memory share
 
   static Request CpuOnly(int64_t cpu_milli, int64_t memory_mib);
   static Request WholeGpus(int32_t n, int64_t cpu_milli, int64_t memory_mib);

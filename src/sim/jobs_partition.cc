@@ -30,11 +30,13 @@ Result<std::vector<GroupCluster>> ParseGroupClusters(std::istream& in, std::stri
     g.group = line.substr(0, comma);
     const std::string n = line.substr(comma + 1);
     const auto [ptr, ec] = std::from_chars(n.data(), n.data() + n.size(), g.nodes);
-    if (g.group.empty() || ec != std::errc() || ptr != n.data() + n.size() || g.nodes <= 0 || g.nodes > 100000) {
+    if (g.group.empty() || ec != std::errc() || ptr != n.data() + n.size() || g.nodes <= 0 ||
+        g.nodes > 100000) {
       return InvalidArgument(where + ": nodes: expected a positive integer, got '" + n + "'");
     }
     for (const auto& prev : out) {
-      if (prev.group == g.group) return InvalidArgument(where + ": group '" + g.group + "' listed twice");
+      if (prev.group == g.group)
+        return InvalidArgument(where + ": group '" + g.group + "' listed twice");
     }
     out.push_back(std::move(g));
   }
@@ -48,8 +50,9 @@ Result<std::vector<GroupCluster>> LoadGroupClusters(const std::string& path) {
   return ParseGroupClusters(in, path);
 }
 
-Result<GroupedRun> RunPerGroup(const Trace& trace, const std::vector<GroupCluster>& groups, int gpus_per_node,
-                               std::string_view queue_policy, const JobsSimOptions& base) {
+Result<GroupedRun> RunPerGroup(const Trace& trace, const std::vector<GroupCluster>& groups,
+                               int gpus_per_node, std::string_view queue_policy,
+                               const JobsSimOptions& base) {
   std::map<std::string, std::vector<JobSpec>, std::less<>> by_group;
   for (const auto& g : groups) by_group[g.group];
   GroupedRun run;

@@ -26,12 +26,13 @@ Result<std::vector<GroupCluster>> LoadGroupClusters(const std::string& path);
 struct GroupedRun {
   std::vector<std::unique_ptr<JobsSim>> sims;  // one per group with jobs, in file order
   std::vector<std::string> groups;
-  int64_t dropped_jobs = 0;                    // jobs of groups without a cluster
+  int64_t dropped_jobs = 0;  // jobs of groups without a cluster
 };
 
 // Splits `trace` by TraceJob::group, runs each group's jobs on `nodes x gpus_per_node` with the
 // named queue policy and `base` options (its cluster is replaced per group), all to completion.
-Result<GroupedRun> RunPerGroup(const Trace& trace, const std::vector<GroupCluster>& groups, int gpus_per_node,
-                               std::string_view queue_policy, const JobsSimOptions& base);
+Result<GroupedRun> RunPerGroup(const Trace& trace, const std::vector<GroupCluster>& groups,
+                               int gpus_per_node, std::string_view queue_policy,
+                               const JobsSimOptions& base);
 
 }  // namespace stoker::sim

@@ -18,6 +18,7 @@ void WriteReportJson(const JobsSimReport& report, std::ostream& out);
 // waiting_s,preemptions. Infeasible jobs have empty start/finish columns.
 void WriteJobsCsv(const std::vector<const JobsSim*>& sims, std::ostream& out);
 // Two panels: allocated GPUs over time, and the CDF of job completion times (log-scale x).
-void WriteSvgPlot(const std::vector<const JobsSim*>& sims, const JobsSimReport& report, std::ostream& out);
+void WriteSvgPlot(const std::vector<const JobsSim*>& sims, const JobsSimReport& report,
+                  std::ostream& out);
 
 }  // namespace stoker::sim

@@ -39,12 +39,13 @@ Status ParseField(const std::vector<std::string_view>& f, size_t i, std::string_
                   int64_t max, int64_t* out) {
   if (i >= f.size() || f[i].empty()) return InvalidArgument(std::string(name) + ": missing");
   std::string_view s = f[i];
-  if (s.front() == '-') return InvalidArgument(std::string(name) + ": negative value '" + std::string(s) + "'");
+  if (s.front() == '-')
+    return InvalidArgument(std::string(name) + ": negative value '" + std::string(s) + "'");
   int64_t v = 0;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec == std::errc::result_out_of_range || (ec == std::errc() && v > max)) {
-    return InvalidArgument(std::string(name) + ": value '" + std::string(s) + "' out of range (max " +
-                           std::to_string(max) + ")");
+    return InvalidArgument(std::string(name) + ": value '" + std::string(s) +
+                           "' out of range (max " + std::to_string(max) + ")");
   }
   if (ec != std::errc() || ptr != s.data() + s.size()) {
     return InvalidArgument(std::string(name) + ": not an integer: '" + std::string(s) + "'");
@@ -98,25 +99,27 @@ constexpr int64_t kMaxMemoryMib = int64_t{1} << 40;
 Result<ClusterState> ParseOpenbNodes(std::string_view text, std::string_view source,
                                      bool skip_bad_rows, int64_t* skipped) {
   ClusterState cluster;
-  Status s = ForEachRow(text, source, "sn,cpu_milli,memory_mib,gpu,model", skip_bad_rows, skipped,
-                        [&](const std::vector<std::string_view>& f) -> Status {
-    if (f.size() < 5) return InvalidArgument("expected 5 fields, got " + std::to_string(f.size()));
-    if (f[0].empty()) return InvalidArgument("sn: missing");
-    NodeSpec spec;
-    spec.name = std::string(f[0]);
-    int64_t gpus = 0;
-    STOKER_RETURN_IF_ERROR(ParseField(f, 1, "cpu_milli", kMaxCpuMilli, &spec.cpu_milli));
-    STOKER_RETURN_IF_ERROR(ParseField(f, 2, "memory_mib", kMaxMemoryMib, &spec.memory_mib));
-    STOKER_RETURN_IF_ERROR(ParseField(f, 3, "gpu", scheduler::kMaxGpusPerNode, &gpus));
-    spec.num_gpus = static_cast<int32_t>(gpus);
-    if (gpus > 0) {
-      if (f[4].empty()) return InvalidArgument("model: missing for a node with GPUs");
-      auto id = cluster.models().Intern(f[4]);
-      if (!id.ok()) return id.status().WithContext("model");
-      spec.gpu_model = *id;
-    }
-    return cluster.AddNode(spec).status();
-  });
+  Status s = ForEachRow(
+      text, source, "sn,cpu_milli,memory_mib,gpu,model", skip_bad_rows, skipped,
+      [&](const std::vector<std::string_view>& f) -> Status {
+        if (f.size() < 5)
+          return InvalidArgument("expected 5 fields, got " + std::to_string(f.size()));
+        if (f[0].empty()) return InvalidArgument("sn: missing");
+        NodeSpec spec;
+        spec.name = std::string(f[0]);
+        int64_t gpus = 0;
+        STOKER_RETURN_IF_ERROR(ParseField(f, 1, "cpu_milli", kMaxCpuMilli, &spec.cpu_milli));
+        STOKER_RETURN_IF_ERROR(ParseField(f, 2, "memory_mib", kMaxMemoryMib, &spec.memory_mib));
+        STOKER_RETURN_IF_ERROR(ParseField(f, 3, "gpu", scheduler::kMaxGpusPerNode, &gpus));
+        spec.num_gpus = static_cast<int32_t>(gpus);
+        if (gpus > 0) {
+          if (f[4].empty()) return InvalidArgument("model: missing for a node with GPUs");
+          auto id = cluster.models().Intern(f[4]);
+          if (!id.ok()) return id.status().WithContext("model");
+          spec.gpu_model = *id;
+        }
+        return cluster.AddNode(spec).status();
+      });
   if (!s.ok()) return s;
   return cluster;
 }
@@ -130,31 +133,34 @@ Result<PodList> ParseOpenbPods(std::string_view text, std::string_view source,
                                const GpuModelTable& models, bool skip_bad_rows) {
   PodList list;
   list.workload = WorkloadNameFromPath(source);
-  Status s = ForEachRow(text, source, "name,cpu_milli,memory_mib,num_gpu,gpu_milli", skip_bad_rows,
-                        &list.skipped_rows, [&](const std::vector<std::string_view>& f) -> Status {
-    if (f.size() < 6) return InvalidArgument("expected at least 6 fields, got " + std::to_string(f.size()));
-    Request r;
-    int64_t num_gpu = 0, gpu_milli = 0;
-    STOKER_RETURN_IF_ERROR(ParseField(f, 1, "cpu_milli", kMaxCpuMilli, &r.cpu_milli));
-    STOKER_RETURN_IF_ERROR(ParseField(f, 2, "memory_mib", kMaxMemoryMib, &r.memory_mib));
-    STOKER_RETURN_IF_ERROR(ParseField(f, 3, "num_gpu", 1 << 20, &num_gpu));
-    STOKER_RETURN_IF_ERROR(ParseField(f, 4, "gpu_milli", scheduler::kMilliPerGpu, &gpu_milli));
-    r.num_gpu = static_cast<int32_t>(num_gpu);
-    r.gpu_milli = static_cast<int32_t>(gpu_milli);
-    if (r.num_gpu == 0) r.gpu_milli = 0;  // CPU-only
-    auto mask = models.ParseMask(f[5]);
-    if (!mask.ok()) return mask.status().WithContext("gpu_spec");
-    r.allowed_models = *mask;
-    r.best_effort = f.size() > 6 && f[6] == "BE";
-    STOKER_RETURN_IF_ERROR(scheduler::ValidateRequest(r));
-    list.pods.push_back(std::move(r));
-    return Status::Ok();
-  });
+  Status s = ForEachRow(
+      text, source, "name,cpu_milli,memory_mib,num_gpu,gpu_milli", skip_bad_rows,
+      &list.skipped_rows, [&](const std::vector<std::string_view>& f) -> Status {
+        if (f.size() < 6)
+          return InvalidArgument("expected at least 6 fields, got " + std::to_string(f.size()));
+        Request r;
+        int64_t num_gpu = 0, gpu_milli = 0;
+        STOKER_RETURN_IF_ERROR(ParseField(f, 1, "cpu_milli", kMaxCpuMilli, &r.cpu_milli));
+        STOKER_RETURN_IF_ERROR(ParseField(f, 2, "memory_mib", kMaxMemoryMib, &r.memory_mib));
+        STOKER_RETURN_IF_ERROR(ParseField(f, 3, "num_gpu", 1 << 20, &num_gpu));
+        STOKER_RETURN_IF_ERROR(ParseField(f, 4, "gpu_milli", scheduler::kMilliPerGpu, &gpu_milli));
+        r.num_gpu = static_cast<int32_t>(num_gpu);
+        r.gpu_milli = static_cast<int32_t>(gpu_milli);
+        if (r.num_gpu == 0) r.gpu_milli = 0;  // CPU-only
+        auto mask = models.ParseMask(f[5]);
+        if (!mask.ok()) return mask.status().WithContext("gpu_spec");
+        r.allowed_models = *mask;
+        r.best_effort = f.size() > 6 && f[6] == "BE";
+        STOKER_RETURN_IF_ERROR(scheduler::ValidateRequest(r));
+        list.pods.push_back(std::move(r));
+        return Status::Ok();
+      });
   if (!s.ok()) return s;
   return list;
 }
 
-Result<PodList> LoadOpenbPods(const std::string& path, const GpuModelTable& models, bool skip_bad_rows) {
+Result<PodList> LoadOpenbPods(const std::string& path, const GpuModelTable& models,
+                              bool skip_bad_rows) {
   STOKER_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   return ParseOpenbPods(text, path, models, skip_bad_rows);
 }

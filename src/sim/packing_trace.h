@@ -25,8 +25,8 @@ Result<scheduler::ClusterState> ParseOpenbNodes(std::string_view text, std::stri
                                                 bool skip_bad_rows, int64_t* skipped);
 
 struct PodList {
-  std::string workload;                     // "default" for openb_pod_list_default.csv
-  std::vector<scheduler::Request> pods;     // in file order
+  std::string workload;                  // "default" for openb_pod_list_default.csv
+  std::vector<scheduler::Request> pods;  // in file order
   int64_t skipped_rows = 0;
 };
 

@@ -29,7 +29,8 @@ std::vector<std::string_view> SplitCsv(std::string_view line) {
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -75,8 +76,8 @@ Result<int64_t> ParseTimestamp(std::string_view text, std::string_view field) {
     return InvalidArgument(std::string(field) + ": expected 'YYYY-MM-DD HH:MM:SS', got '" +
                            std::string(text) + "'");
   };
-  if (text.size() != 19 || text[4] != '-' || text[7] != '-' || (text[10] != ' ' && text[10] != 'T') ||
-      text[13] != ':' || text[16] != ':') {
+  if (text.size() != 19 || text[4] != '-' || text[7] != '-' ||
+      (text[10] != ' ' && text[10] != 'T') || text[13] != ':' || text[16] != ':') {
     return bad();
   }
   auto num = [&](size_t pos, size_t len, int64_t& out) {
@@ -138,25 +139,30 @@ Result<TraceJob> ParseRow(TraceFormat format, const Columns& cols,
   switch (format) {
     case TraceFormat::kItp: {
       job.id = std::string(Trim(f[cols.Index("job_id")]));
-      STOKER_ASSIGN_OR_RETURN(job.submit_ms,
-                              ParseSecondsToMs(f[cols.Index("submission_time")], "submission_time"));
-      STOKER_ASSIGN_OR_RETURN(job.duration_ms, ParseSecondsToMs(f[cols.Index("duration")], "duration"));
+      STOKER_ASSIGN_OR_RETURN(
+          job.submit_ms, ParseSecondsToMs(f[cols.Index("submission_time")], "submission_time"));
+      STOKER_ASSIGN_OR_RETURN(job.duration_ms,
+                              ParseSecondsToMs(f[cols.Index("duration")], "duration"));
       STOKER_ASSIGN_OR_RETURN(gpus, ParseInt(f[cols.Index("num_gpu")], "num_gpu"));
       break;
     }
     case TraceFormat::kPhilly: {
       job.id = std::to_string(line);
-      STOKER_ASSIGN_OR_RETURN(const int64_t ts, ParseTimestamp(f[cols.Index("timestamp")], "timestamp"));
+      STOKER_ASSIGN_OR_RETURN(const int64_t ts,
+                              ParseTimestamp(f[cols.Index("timestamp")], "timestamp"));
       job.submit_ms = ts * 1000;
-      STOKER_ASSIGN_OR_RETURN(job.duration_ms, ParseSecondsToMs(f[cols.Index("duration")], "duration"));
+      STOKER_ASSIGN_OR_RETURN(job.duration_ms,
+                              ParseSecondsToMs(f[cols.Index("duration")], "duration"));
       STOKER_ASSIGN_OR_RETURN(gpus, ParseInt(f[cols.Index("num_gpus")], "num_gpus"));
       job.group = std::string(Trim(f[cols.Index("cluster")]));
       break;
     }
     case TraceFormat::kTiresias: {
       job.id = std::string(Trim(f[cols.Index("job_id")]));
-      STOKER_ASSIGN_OR_RETURN(job.submit_ms, ParseSecondsToMs(f[cols.Index("submit_time")], "submit_time"));
-      STOKER_ASSIGN_OR_RETURN(job.duration_ms, ParseSecondsToMs(f[cols.Index("duration")], "duration"));
+      STOKER_ASSIGN_OR_RETURN(job.submit_ms,
+                              ParseSecondsToMs(f[cols.Index("submit_time")], "submit_time"));
+      STOKER_ASSIGN_OR_RETURN(job.duration_ms,
+                              ParseSecondsToMs(f[cols.Index("duration")], "duration"));
       STOKER_ASSIGN_OR_RETURN(gpus, ParseInt(f[cols.Index("num_gpu")], "num_gpu"));
       if (const int m = cols.Index("model_name"); m >= 0) job.group = std::string(Trim(f[m]));
       break;
@@ -198,7 +204,8 @@ std::string_view TraceFormatName(TraceFormat format) {
 Result<ClusterShape> ParseClusterShape(std::string_view text) {
   const size_t x = text.find_first_of("xX");
   auto bad = [&] {
-    return InvalidArgument("cluster: expected NODESxGPUS (e.g. 64x8), got '" + std::string(text) + "'");
+    return InvalidArgument("cluster: expected NODESxGPUS (e.g. 64x8), got '" + std::string(text) +
+                           "'");
   };
   if (x == std::string_view::npos) return bad();
   auto nodes = ParseInt(text.substr(0, x), "nodes");
@@ -263,10 +270,12 @@ Result<int64_t> ParseUtcDateTime(std::string_view text) {
   return ParseTimestamp(full, "time");
 }
 
-Result<int64_t> FilterTraceWindow(Trace& trace, std::optional<int64_t> since_s, std::optional<int64_t> until_s) {
+Result<int64_t> FilterTraceWindow(Trace& trace, std::optional<int64_t> since_s,
+                                  std::optional<int64_t> until_s) {
   if (!since_s && !until_s) return int64_t{0};
   if (trace.epoch_offset_s == 0) {
-    return InvalidArgument(trace.source + ": time window needs absolute timestamps (philly format)");
+    return InvalidArgument(trace.source +
+                           ": time window needs absolute timestamps (philly format)");
   }
   const size_t before = trace.jobs.size();
   std::erase_if(trace.jobs, [&](const TraceJob& j) {
@@ -292,7 +301,8 @@ Result<ClusterShape> ParseTiresiasClusterSpec(std::istream& in, std::string_view
   const char* names[3] = {"num_switch", "num_node_p_switch", "num_gpu_p_node"};
   for (int i = 0; i < 3; ++i) {
     const int idx = cols.Index(names[i]);
-    if (idx < 0) return InvalidArgument(std::string(name) + ":1: missing column '" + names[i] + "'");
+    if (idx < 0)
+      return InvalidArgument(std::string(name) + ":1: missing column '" + names[i] + "'");
     auto parsed = ParseInt(fields[idx], names[i]);
     if (!parsed.ok()) return parsed.status().WithContext(std::string(name) + ":2");
     if (*parsed <= 0 || *parsed > 100000) {
@@ -303,7 +313,8 @@ Result<ClusterShape> ParseTiresiasClusterSpec(std::istream& in, std::string_view
   return ClusterShape{static_cast<int>(v[0] * v[1]), static_cast<int>(v[2])};
 }
 
-Result<Trace> LoadTrace(const std::string& path, TraceFormat format, const TraceLoadOptions& options) {
+Result<Trace> LoadTrace(const std::string& path, TraceFormat format,
+                        const TraceLoadOptions& options) {
   std::ifstream in(path);
   if (!in) return NotFound(path + ": cannot open trace file");
   STOKER_ASSIGN_OR_RETURN(Trace trace, ParseTrace(in, path, format, options));

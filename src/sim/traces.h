@@ -26,14 +26,14 @@ Result<TraceFormat> ParseTraceFormat(std::string_view name);
 std::string_view TraceFormatName(TraceFormat format);
 
 struct TraceJob {
-  std::string id;          // trace job id (ITP uuid, Tiresias number, Philly row number)
-  SimMs submit_ms = 0;     // relative to the earliest submission in the trace
-  SimMs duration_ms = 0;   // run time on `gpus` GPUs, as recorded
-  int gpus = 0;            // requested GPUs (the maximum for an elastic job)
-  int min_gpus = 0;        // elastic jobs: smallest useful allocation; == gpus when rigid
-  int priority = 0;        // larger runs first under the priority queue policy
-  std::string group;       // Philly virtual cluster, Tiresias model name; empty when unknown
-  uint64_t line = 0;       // 1-based line in the source file (for messages)
+  std::string id;         // trace job id (ITP uuid, Tiresias number, Philly row number)
+  SimMs submit_ms = 0;    // relative to the earliest submission in the trace
+  SimMs duration_ms = 0;  // run time on `gpus` GPUs, as recorded
+  int gpus = 0;           // requested GPUs (the maximum for an elastic job)
+  int min_gpus = 0;       // elastic jobs: smallest useful allocation; == gpus when rigid
+  int priority = 0;       // larger runs first under the priority queue policy
+  std::string group;      // Philly virtual cluster, Tiresias model name; empty when unknown
+  uint64_t line = 0;      // 1-based line in the source file (for messages)
 };
 
 // A homogeneous cluster shape, e.g. 64 nodes x 8 GPUs.
@@ -47,11 +47,11 @@ struct ClusterShape {
 Result<ClusterShape> ParseClusterShape(std::string_view text);
 
 struct Trace {
-  std::string source;                  // file name (or stream name) the jobs came from
-  std::vector<TraceJob> jobs;          // sorted by (submit_ms, line)
-  int64_t skipped_rows = 0;            // bad rows dropped under skip_bad_rows
+  std::string source;                   // file name (or stream name) the jobs came from
+  std::vector<TraceJob> jobs;           // sorted by (submit_ms, line)
+  int64_t skipped_rows = 0;             // bad rows dropped under skip_bad_rows
   std::optional<ClusterShape> cluster;  // from tiresias cluster_spec.csv when present
-  int64_t epoch_offset_s = 0;          // absolute time of submit_ms == 0 (Philly), else 0
+  int64_t epoch_offset_s = 0;           // absolute time of submit_ms == 0 (Philly), else 0
 };
 
 struct TraceLoadOptions {
@@ -76,7 +76,8 @@ Result<int64_t> ParseUtcDateTime(std::string_view text);
 // Keeps the jobs submitted within [since_s, until_s] (Unix seconds, inclusive; Philly only, whose
 // Trace::epoch_offset_s anchors the relative times). Submission times stay relative to the
 // original first job. Returns the number of jobs dropped.
-Result<int64_t> FilterTraceWindow(Trace& trace, std::optional<int64_t> since_s, std::optional<int64_t> until_s);
+Result<int64_t> FilterTraceWindow(Trace& trace, std::optional<int64_t> since_s,
+                                  std::optional<int64_t> until_s);
 
 // Parses a Tiresias cluster_spec.csv stream.
 Result<ClusterShape> ParseTiresiasClusterSpec(std::istream& in, std::string_view name);

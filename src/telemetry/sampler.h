@@ -72,8 +72,8 @@ class Sampler {
  private:
   struct Slot {
     mutable std::mutex mu;
-    GpuState state;       // guarded by mu
-    GpuSample scratch;    // only touched by the slot's sampler (outside mu)
+    GpuState state;     // guarded by mu
+    GpuSample scratch;  // only touched by the slot's sampler (outside mu)
   };
 
   void RunGpu(uint32_t index);

@@ -1,9 +1,9 @@
 // The `stoker` binary: `stoker smi` and `stoker agent` against the built-in fake-NVML scenarios.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
-#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,10 +12,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 extern char** environ;
 
@@ -93,8 +92,8 @@ TEST(AgentCliTest, AgentServesFaultyNodeMetrics) {
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  std::vector<std::string> args = {kStoker, "agent", "--simulate", "faulty-node", "--listen",
-                                   "127.0.0.1:0", "--interval", "200ms"};
+  std::vector<std::string> args = {kStoker,    "agent",       "--simulate", "faulty-node",
+                                   "--listen", "127.0.0.1:0", "--interval", "200ms"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -117,8 +117,9 @@ TEST(AgentE2ETest, FaultyNodeShowsLostGpuXidsAndUnsupportedPower) {
   EXPECT_EQ(snap.gpus[1].last_xid, 79u);
 
   const std::string body = Scrape(sampler, "gpu-a100-03");
-  EXPECT_TRUE(Contains(body, "pci_bus_id=\"00000000:0F:00.0\",model=\"NVIDIA A100-SXM4-80GB\","
-                             "hostname=\"gpu-a100-03\",state=\"lost\"} 1\n"))
+  EXPECT_TRUE(Contains(body,
+                       "pci_bus_id=\"00000000:0F:00.0\",model=\"NVIDIA A100-SXM4-80GB\","
+                       "hostname=\"gpu-a100-03\",state=\"lost\"} 1\n"))
       << body;
   EXPECT_TRUE(Contains(body, ",xid=\"79\",grade=\"red\"} 1\n"));
   EXPECT_FALSE(Contains(body, "stoker_gpu_power_watts{gpu=\"3\""));

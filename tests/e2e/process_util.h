@@ -33,8 +33,8 @@ inline int FreePort() {
 }
 
 // Starts `argv` with extra environment, stdout+stderr to `log`. Returns the pid.
-inline pid_t Spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-                   const std::string& log) {
+inline pid_t Spawn(const std::vector<std::string>& argv,
+                   const std::map<std::string, std::string>& env, const std::string& log) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);

@@ -244,7 +244,8 @@ TEST_F(UpTest, SeveralUpOnOneMachineDoNotBreakEachOthersCli) {
     }
   } ra{a}, rb{b};
   auto nodes_of = [&](const std::string& data_dir) {
-    const std::string prefix = data_dir.empty() ? "" : "STOKER_DATA_DIR=" + dir_ + "/" + data_dir + " ";
+    const std::string prefix =
+        data_dir.empty() ? "" : "STOKER_DATA_DIR=" + dir_ + "/" + data_dir + " ";
     return e2e::Run(env_prefix_ + prefix + STOKER_BIN + " nodes --json 2>&1");
   };
   for (int i = 0; i < 300; ++i) {

@@ -1,8 +1,9 @@
+#include "efficiency/alerts.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "efficiency/alerts.h"
 #include "efficiency/xid.h"
 #include "test_util.h"
 

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "efficiency/config.h"
+
+#include <gtest/gtest.h>
 
 namespace stoker::efficiency {
 namespace {

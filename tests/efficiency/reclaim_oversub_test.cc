@@ -13,7 +13,9 @@ using testing::T0;
 class FakeActions : public JobActions {
  public:
   Status Warn(const JobInfo& j, const std::string&) override { return Record("warn " + j.id); }
-  Status Requeue(const JobInfo& j, const std::string&) override { return Record("requeue " + j.id); }
+  Status Requeue(const JobInfo& j, const std::string&) override {
+    return Record("requeue " + j.id);
+  }
   Status Cancel(const JobInfo& j, const std::string&) override { return Record("cancel " + j.id); }
   Status Record(std::string s) {
     calls.push_back(std::move(s));
@@ -35,7 +37,8 @@ JobInfo Job(std::string id, std::vector<std::string> gpus) {
 template <typename F>
 void Feed(IdleReclaimer& r, const JobInfo& j, int from_min, int to_min, F activity) {
   for (int s = from_min * 60; s < to_min * 60; s += 30) {
-    for (const auto& g : j.gpus) r.Observe(j.id, g, T0() + std::chrono::seconds(s), activity(g, s / 60));
+    for (const auto& g : j.gpus)
+      r.Observe(j.id, g, T0() + std::chrono::seconds(s), activity(g, s / 60));
   }
 }
 
@@ -69,20 +72,23 @@ TEST(IdleReclaimTest, OneBusyGpuOrOneActiveSampleKeepsTheJob) {
   FakeActions act;
   IdleReclaimer r(IdleReclaimPolicy{}, dir, act);
   // g1 busy throughout: not all GPUs idle.
-  Feed(r, *dir.Find("j1"), 0, 130, [](const std::string& g, int) { return g == "g1" ? 50'000 : 0; });
+  Feed(r, *dir.Find("j1"), 0, 130,
+       [](const std::string& g, int) { return g == "g1" ? 50'000 : 0; });
   EXPECT_TRUE(r.Evaluate(T0() + 130min).empty());
   // Fraction 0.5: one idle GPU of two is enough.
   IdleReclaimPolicy half;
   half.min_idle_gpu_fraction = 0.5;
   IdleReclaimer r2(half, dir, act);
-  Feed(r2, *dir.Find("j1"), 0, 61, [](const std::string& g, int) { return g == "g1" ? 50'000 : 0; });
+  Feed(r2, *dir.Find("j1"), 0, 61,
+       [](const std::string& g, int) { return g == "g1" ? 50'000 : 0; });
   EXPECT_EQ(r2.Evaluate(T0() + 61min).size(), 1u);
   // A single active sample at minute 50 restarts the idle window.
   dir.Upsert(Job("j2", {"g2"}));
   IdleReclaimer r3(IdleReclaimPolicy{}, dir, act);
   Feed(r3, *dir.Find("j2"), 0, 100, [](auto&, int m) { return m == 50 ? 1'000 : 0; });
   EXPECT_TRUE(r3.Evaluate(T0() + 100min).empty());
-  EXPECT_EQ(r3.IdleFor(*dir.Find("j2"), T0() + 100min), 48min + 30s);  // idle from 51:00 to the last sample at 99:30
+  EXPECT_EQ(r3.IdleFor(*dir.Find("j2"), T0() + 100min),
+            48min + 30s);  // idle from 51:00 to the last sample at 99:30
 }
 
 TEST(IdleReclaimTest, GapsInSamplesAreNotEvidence) {
@@ -129,7 +135,9 @@ TEST(IdleReclaimTest, ExemptionsDryRunAndCancelPolicy) {
   EXPECT_TRUE(act.calls.empty());  // dry run touches nothing
 }
 
-GpuLoad Gpu(std::string id, std::vector<GpuShare> shares) { return {std::move(id), std::move(shares), false, true}; }
+GpuLoad Gpu(std::string id, std::vector<GpuShare> shares) {
+  return {std::move(id), std::move(shares), false, true};
+}
 
 TEST(OversubTest, AdmitsPreemptibleUpToTheRatio) {
   OversubscriptionPolicy p;

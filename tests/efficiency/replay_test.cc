@@ -1,8 +1,9 @@
+#include "efficiency/replay.h"
+
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "efficiency/replay.h"
 #include "test_util.h"
 
 namespace stoker::efficiency {
@@ -19,7 +20,9 @@ RecordSet Fixture() {
   for (int s = 0; s < 3 * 3600; s += 30) {
     auto line = [&](const char* gpu, const char* job, int util) {
       o << R"({"type":"sample","t":)" << t0 + s << R"(,"gpu":")" << gpu << R"(","job":")" << job
-        << R"(","model":"NVIDIA A100-SXM4-80GB","util":)" << util << R"(,"mem_used":5000000000,"mem_total":80000000000})" << "\n";
+        << R"(","model":"NVIDIA A100-SXM4-80GB","util":)" << util
+        << R"(,"mem_used":5000000000,"mem_total":80000000000})"
+        << "\n";
     };
     line("GPU-a", "idle", 0);
     line("GPU-b", "busy", 80);

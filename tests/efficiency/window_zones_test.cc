@@ -109,7 +109,8 @@ TEST(ZoneTrackerTest, UnknownUntilMinimumCoverage) {
   EXPECT_EQ(z.Gpu("GPU-a").zone, Zone::kGold);
 }
 
-JobLoad Load(std::string id, std::string user, int64_t milli, uint64_t mem_gb, bool mig, bool movable) {
+JobLoad Load(std::string id, std::string user, int64_t milli, uint64_t mem_gb, bool mig,
+             bool movable) {
   JobLoad j;
   j.job = std::move(id);
   j.user = std::move(user);
@@ -125,8 +126,8 @@ JobLoad Load(std::string id, std::string user, int64_t milli, uint64_t mem_gb, b
 TEST(ConsolidationTest, PacksLowJobsUnderTheGoldCeilingAndPicksTheMode) {
   ZoneConfig c;
   std::vector<JobLoad> jobs = {
-      Load("a", "u1", 40'000, 10, false, true), Load("b", "u1", 30'000, 10, false, true),
-      Load("c", "u1", 15'000, 10, false, true),  // a+b+c = 85 % fits; one GPU, two freed
+      Load("a", "u1", 40'000, 10, false, true),    Load("b", "u1", 30'000, 10, false, true),
+      Load("c", "u1", 15'000, 10, false, true),     // a+b+c = 85 % fits; one GPU, two freed
       Load("gold", "u1", 80'000, 10, false, true),  // gold: not a candidate
       Load("idle", "u1", 0, 10, false, true),       // idle: reclaim, not pack
   };

@@ -107,7 +107,8 @@ TEST(ScenarioErrorTest, MigInstancesWithoutMig) {
 }
 
 TEST(ScenarioErrorTest, MemoryUsedAboveTotal) {
-  const std::string msg = ErrorOf(std::string(kMinimal) + "    mem_used_mib: [[0, 10], [5, 90000]]\n");
+  const std::string msg =
+      ErrorOf(std::string(kMinimal) + "    mem_used_mib: [[0, 10], [5, 90000]]\n");
   EXPECT_THAT(msg, HasSubstr("bad.yaml:7:"));
   EXPECT_THAT(msg, HasSubstr("gpus[0].mem_used_mib"));
   EXPECT_THAT(msg, HasSubstr("exceeds memory_total_mib"));

@@ -313,9 +313,9 @@ TEST(NvmlGpuSourceTest, LegacyLibraryFallsBackToV1MemoryAndPlainProcessList) {
   // v1 memory: `used` includes reserved, and reserved itself is unknown.
   EXPECT_EQ(s.memory_used_bytes, Field<uint64_t>::Of((6000 + 400) * kMiB));
   EXPECT_EQ(s.memory_reserved_bytes.state(), FieldState::kUnsupported);
-  EXPECT_EQ(s.temperature_c, Field<uint32_t>::Of(55));         // plain GetTemperature
-  EXPECT_EQ(s.clock_event_reasons, Field<uint64_t>::Of(4));     // throttle-reasons name
-  EXPECT_EQ(s.pcie_tx_kbps, Field<uint32_t>::Of(50 * 5000));   // no GPM: throughput call
+  EXPECT_EQ(s.temperature_c, Field<uint32_t>::Of(55));        // plain GetTemperature
+  EXPECT_EQ(s.clock_event_reasons, Field<uint64_t>::Of(4));   // throttle-reasons name
+  EXPECT_EQ(s.pcie_tx_kbps, Field<uint32_t>::Of(50 * 5000));  // no GPM: throughput call
   node.control->SetTime(3);
   ASSERT_TRUE(node.source->Sample(0, &s).ok());
   EXPECT_EQ(s.gpm.sm_active.state(), FieldState::kUnsupported);  // no GPM symbols at all
@@ -353,8 +353,9 @@ gpus:
 processes:
 )";
   for (int i = 0; i < 150; ++i) {
-    yaml += "  - {pid: " + std::to_string(1000 + i) + ", gpu: 0, used_memory_mib: " +
-            std::to_string(100 + i) + ", sm_util: " + std::to_string(i % 100) + "}\n";
+    yaml += "  - {pid: " + std::to_string(1000 + i) +
+            ", gpu: 0, used_memory_mib: " + std::to_string(100 + i) +
+            ", sm_util: " + std::to_string(i % 100) + "}\n";
   }
   for (FakeVariant v : {FakeVariant::kFull, FakeVariant::kLegacy, FakeVariant::kR535}) {
     Node node = OpenNode(yaml, v);
@@ -420,8 +421,7 @@ TEST(NvmlGpuSourceTest, ConcurrentSamplingOfDifferentGpus) {
     threads.emplace_back([&, i] {
       GpuSample s;
       for (int n = 0; n < 200; ++n) {
-        if (node.source->Sample(i, &s).ok() && s.health == GpuHealth::kOk &&
-            s.id.index == i) {
+        if (node.source->Sample(i, &s).ok() && s.health == GpuHealth::kOk && s.id.index == i) {
           ++ok[i];
         }
       }

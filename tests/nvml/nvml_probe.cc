@@ -30,9 +30,12 @@ std::string Str(const Field<T>& f) {
       } else {
         return std::to_string(f.value());
       }
-    case FieldState::kUnset: return "unset";
-    case FieldState::kUnsupported: return "unsupported";
-    case FieldState::kError: return "error(" + std::to_string(f.error_code()) + ")";
+    case FieldState::kUnset:
+      return "unset";
+    case FieldState::kUnsupported:
+      return "unsupported";
+    case FieldState::kError:
+      return "error(" + std::to_string(f.error_code()) + ")";
   }
   return "?";
 }
@@ -131,8 +134,9 @@ int main(int argc, char** argv) {
       int rc = 0;
       const auto c0 = std::chrono::steady_clock::now();
       for (int k = 0; k < reps; ++k) rc = call();
-      const double us = std::chrono::duration<double, std::micro>(
-                            std::chrono::steady_clock::now() - c0).count() / reps;
+      const double us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - c0).count() /
+          reps;
       std::printf("call %-44s %10.1f us rc=%d\n", name, us, rc);
     };
     unsigned u = 0;
@@ -140,21 +144,66 @@ int main(int argc, char** argv) {
     nvmlUtilization_t util{};
     nvmlMemory_v2_t mem{};
     mem.version = STOKER_NVML_MEMORY_V2_VERSION;
-    if (f.device_get_utilization_rates) time_call("nvmlDeviceGetUtilizationRates", [&] { return f.device_get_utilization_rates(dev, &util); });
-    if (f.device_get_memory_info_v2) time_call("nvmlDeviceGetMemoryInfo_v2", [&] { return f.device_get_memory_info_v2(dev, &mem); });
-    if (f.device_get_temperature_v) time_call("nvmlDeviceGetTemperatureV", [&] { nvmlTemperature_v1_t t{STOKER_NVML_TEMPERATURE_V1_VERSION, 0, 0}; return f.device_get_temperature_v(dev, &t); });
-    if (f.device_get_power_usage) time_call("nvmlDeviceGetPowerUsage", [&] { return f.device_get_power_usage(dev, &u); });
-    if (f.device_get_total_energy_consumption) time_call("nvmlDeviceGetTotalEnergyConsumption", [&] { return f.device_get_total_energy_consumption(dev, &ull); });
-    if (f.device_get_clock_info) time_call("nvmlDeviceGetClockInfo(SM)", [&] { return f.device_get_clock_info(dev, NVML_CLOCK_SM, &u); });
-    if (f.device_get_clock_event_reasons) time_call("nvmlDeviceGetCurrentClocksEventReasons", [&] { return f.device_get_clock_event_reasons(dev, &ull); });
-    if (f.device_get_total_ecc_errors) time_call("nvmlDeviceGetTotalEccErrors", [&] { return f.device_get_total_ecc_errors(dev, 0, 1, &ull); });
-    if (f.device_get_remapped_rows) time_call("nvmlDeviceGetRemappedRows", [&] { unsigned a, b, c, d; return f.device_get_remapped_rows(dev, &a, &b, &c, &d); });
-    if (f.device_get_pcie_throughput) time_call("nvmlDeviceGetPcieThroughput(TX)", [&] { return f.device_get_pcie_throughput(dev, 0, &u); });
-    if (f.device_get_field_values) time_call("nvmlDeviceGetFieldValues(91)", [&] { nvmlFieldValue_t fv{}; fv.fieldId = 91; return f.device_get_field_values(dev, 1, &fv); });
-    if (f.device_get_mig_mode) time_call("nvmlDeviceGetMigMode", [&] { unsigned a, b; return f.device_get_mig_mode(dev, &a, &b); });
-    if (f.device_get_running_process_detail_list) time_call("nvmlDeviceGetRunningProcessDetailList", [&] { nvmlProcessDetail_v1_t arr[64]; nvmlProcessDetailList_v1_t l{STOKER_NVML_PROCESS_DETAIL_LIST_V1_VERSION, 0, 64, arr}; return f.device_get_running_process_detail_list(dev, &l); });
-    if (f.device_get_process_utilization) time_call("nvmlDeviceGetProcessUtilization", [&] { unsigned n = 0; return f.device_get_process_utilization(dev, nullptr, &n, 0); });
-    if (f.system_get_process_name) time_call("nvmlSystemGetProcessName", [&] { char name[256]; return f.system_get_process_name(1, name, sizeof(name)); });
+    if (f.device_get_utilization_rates)
+      time_call("nvmlDeviceGetUtilizationRates",
+                [&] { return f.device_get_utilization_rates(dev, &util); });
+    if (f.device_get_memory_info_v2)
+      time_call("nvmlDeviceGetMemoryInfo_v2",
+                [&] { return f.device_get_memory_info_v2(dev, &mem); });
+    if (f.device_get_temperature_v)
+      time_call("nvmlDeviceGetTemperatureV", [&] {
+        nvmlTemperature_v1_t t{STOKER_NVML_TEMPERATURE_V1_VERSION, 0, 0};
+        return f.device_get_temperature_v(dev, &t);
+      });
+    if (f.device_get_power_usage)
+      time_call("nvmlDeviceGetPowerUsage", [&] { return f.device_get_power_usage(dev, &u); });
+    if (f.device_get_total_energy_consumption)
+      time_call("nvmlDeviceGetTotalEnergyConsumption",
+                [&] { return f.device_get_total_energy_consumption(dev, &ull); });
+    if (f.device_get_clock_info)
+      time_call("nvmlDeviceGetClockInfo(SM)",
+                [&] { return f.device_get_clock_info(dev, NVML_CLOCK_SM, &u); });
+    if (f.device_get_clock_event_reasons)
+      time_call("nvmlDeviceGetCurrentClocksEventReasons",
+                [&] { return f.device_get_clock_event_reasons(dev, &ull); });
+    if (f.device_get_total_ecc_errors)
+      time_call("nvmlDeviceGetTotalEccErrors",
+                [&] { return f.device_get_total_ecc_errors(dev, 0, 1, &ull); });
+    if (f.device_get_remapped_rows)
+      time_call("nvmlDeviceGetRemappedRows", [&] {
+        unsigned a, b, c, d;
+        return f.device_get_remapped_rows(dev, &a, &b, &c, &d);
+      });
+    if (f.device_get_pcie_throughput)
+      time_call("nvmlDeviceGetPcieThroughput(TX)",
+                [&] { return f.device_get_pcie_throughput(dev, 0, &u); });
+    if (f.device_get_field_values)
+      time_call("nvmlDeviceGetFieldValues(91)", [&] {
+        nvmlFieldValue_t fv{};
+        fv.fieldId = 91;
+        return f.device_get_field_values(dev, 1, &fv);
+      });
+    if (f.device_get_mig_mode)
+      time_call("nvmlDeviceGetMigMode", [&] {
+        unsigned a, b;
+        return f.device_get_mig_mode(dev, &a, &b);
+      });
+    if (f.device_get_running_process_detail_list)
+      time_call("nvmlDeviceGetRunningProcessDetailList", [&] {
+        nvmlProcessDetail_v1_t arr[64];
+        nvmlProcessDetailList_v1_t l{STOKER_NVML_PROCESS_DETAIL_LIST_V1_VERSION, 0, 64, arr};
+        return f.device_get_running_process_detail_list(dev, &l);
+      });
+    if (f.device_get_process_utilization)
+      time_call("nvmlDeviceGetProcessUtilization", [&] {
+        unsigned n = 0;
+        return f.device_get_process_utilization(dev, nullptr, &n, 0);
+      });
+    if (f.system_get_process_name)
+      time_call("nvmlSystemGetProcessName", [&] {
+        char name[256];
+        return f.system_get_process_name(1, name, sizeof(name));
+      });
     if (f.gpm_sample_get) {
       nvmlGpmSample_t a = nullptr;
       f.gpm_sample_alloc(&a);

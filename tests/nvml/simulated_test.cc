@@ -1,14 +1,14 @@
 // The --simulate path: the embedded fake library, written to a memfd and dlopen()ed.
 #include "nvml/simulated.h"
 
-#include "fakenvml/fake_control.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+
+#include "fakenvml/fake_control.h"
 
 namespace stoker::nvml {
 namespace {

@@ -38,7 +38,9 @@ TEST(BaselinesTest, PackersPreferThePartlyUsedNode) {
   // node; a 3-GPU request joins its class.
   EXPECT_EQ(NodeFor("clustering", r), 1);
   ClusterState c = HalfUsed();
-  ASSERT_TRUE(c.Allocate(MakePlacement(Request::WholeGpus(1, 1000, 1), 1, std::array<uint8_t, 1>{0}.data())).ok());
+  ASSERT_TRUE(
+      c.Allocate(MakePlacement(Request::WholeGpus(1, 1000, 1), 1, std::array<uint8_t, 1>{0}.data()))
+          .ok());
   auto clustering = std::move(CreatePlacementPolicy("clustering", {}).value());
   PlacementResult res = clustering->Place(Request::WholeGpus(1, 1000, 1), c);
   ASSERT_TRUE(res.placed());

@@ -78,7 +78,7 @@ TEST(ClusterStateTest, RefusesOverAllocationAtomically) {
   two.gpus[0] = {1, 1000, 0};
   two.gpus[1] = {0, 1000, 0};  // GPU 0 has only 200 left
   EXPECT_FALSE(c.Allocate(two).ok());
-  EXPECT_EQ(c.node(1).gpu_free_milli[1], 1000);  // untouched
+  EXPECT_EQ(c.node(1).gpu_free_milli[1], 1000);            // untouched
   EXPECT_FALSE(c.Allocate(Share(1, 1, 100, 40000)).ok());  // CPU
   EXPECT_FALSE(c.Allocate(Share(7, 0, 100, 0)).ok());      // no such node
 }

@@ -14,8 +14,10 @@ ClusterState SmallCluster() {
   GpuModelId g2 = *c.models().Intern("G2");
   GpuModelId t4 = *c.models().Intern("T4");
   c.models().Intern("UNUSED").value();
-  for (int i = 0; i < 4; ++i) EXPECT_TRUE(c.AddNode({"g2-" + std::to_string(i), 96000, 393216, 8, g2, 0, false}).ok());
-  for (int i = 0; i < 4; ++i) EXPECT_TRUE(c.AddNode({"t4-" + std::to_string(i), 64000, 262144, 2, t4, 0, false}).ok());
+  for (int i = 0; i < 4; ++i)
+    EXPECT_TRUE(c.AddNode({"g2-" + std::to_string(i), 96000, 393216, 8, g2, 0, false}).ok());
+  for (int i = 0; i < 4; ++i)
+    EXPECT_TRUE(c.AddNode({"t4-" + std::to_string(i), 64000, 262144, 2, t4, 0, false}).ok());
   EXPECT_TRUE(c.AddNode({"cpu", 32000, 131072, 0, 0, 0, false}).ok());
   return c;
 }
@@ -23,11 +25,16 @@ ClusterState SmallCluster() {
 Request RandomRequest(Rng& rng) {
   const int64_t cpu = 1000 * static_cast<int64_t>(1 + rng.Uniform(16));
   switch (rng.Uniform(5)) {
-    case 0: return Request::CpuOnly(cpu, 1024);
-    case 1: return Request::GpuShare(static_cast<int32_t>(100 + 50 * rng.Uniform(18)), cpu, 1024);
-    case 2: return Request::WholeGpus(1, cpu, 1024);
-    case 3: return Request::WholeGpus(2, cpu, 1024);
-    default: return Request::WholeGpus(rng.Uniform(2) ? 4 : 8, cpu, 1024);
+    case 0:
+      return Request::CpuOnly(cpu, 1024);
+    case 1:
+      return Request::GpuShare(static_cast<int32_t>(100 + 50 * rng.Uniform(18)), cpu, 1024);
+    case 2:
+      return Request::WholeGpus(1, cpu, 1024);
+    case 3:
+      return Request::WholeGpus(2, cpu, 1024);
+    default:
+      return Request::WholeGpus(rng.Uniform(2) ? 4 : 8, cpu, 1024);
   }
 }
 
@@ -89,7 +96,8 @@ TEST_P(PolicyConformanceTest, FillsClusterWithValidPlacementsAndReleasesExactly)
   for (const Placement& p : placed) ASSERT_TRUE(c.Release(p).ok());
   EXPECT_EQ(c.allocated_gpu_milli(), 0);
   EXPECT_EQ(c.allocated_cpu_milli(), 0);
-  for (int32_t n = 0; n < c.num_nodes(); ++n) EXPECT_EQ(c.node(n).full_free_gpus, c.spec(n).num_gpus);
+  for (int32_t n = 0; n < c.num_nodes(); ++n)
+    EXPECT_EQ(c.node(n).full_free_gpus, c.spec(n).num_gpus);
 }
 
 TEST_P(PolicyConformanceTest, HonoursGpuModelConstraint) {
@@ -141,10 +149,10 @@ TEST_P(PolicyConformanceTest, NoCapacityWhenFull) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPolicies, PolicyConformanceTest,
-                         ::testing::ValuesIn(PlacementPolicyNames()),
-                         [](const auto& info) {
+                         ::testing::ValuesIn(PlacementPolicyNames()), [](const auto& info) {
                            std::string n = info.param;
-                           for (char& ch : n) if (ch == '-') ch = '_';
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
                            return n;
                          });
 

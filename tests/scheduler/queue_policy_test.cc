@@ -1,9 +1,10 @@
+#include "scheduler/queue/queue_policy.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "scheduler/queue/job_queue.h"
-#include "scheduler/queue/queue_policy.h"
 
 namespace stoker::queue {
 namespace {
@@ -29,7 +30,8 @@ std::vector<JobId> Order(const QueuePolicy& p, std::vector<JobView> jobs) {
 
 TEST(QueuePolicy, FifoOrdersBySubmission) {
   FifoPolicy p;
-  EXPECT_EQ(Order(p, {Job(1, 30, 1), Job(2, 10, 100), Job(3, 20, 5)}), (std::vector<JobId>{2, 3, 1}));
+  EXPECT_EQ(Order(p, {Job(1, 30, 1), Job(2, 10, 100), Job(3, 20, 5)}),
+            (std::vector<JobId>{2, 3, 1}));
   EXPECT_FALSE(p.preemptive());
 }
 
@@ -106,7 +108,8 @@ TEST(PlanPreemption, ShorterWaitingJobDisplacesLongestRunning) {
   JobQueue waiting(p);
   waiting.Push(Job(10, 5, 20, 4));
   // 8 GPUs, both in use: job 1 (remaining 100) and job 2 (remaining 50).
-  std::vector<RunningEntry> running = {{p.Key(Job(1, 0, 100, 4)), 1, 4}, {p.Key(Job(2, 0, 50, 4)), 2, 4}};
+  std::vector<RunningEntry> running = {{p.Key(Job(1, 0, 100, 4)), 1, 4},
+                                       {p.Key(Job(2, 0, 50, 4)), 2, 4}};
   PreemptionPlan plan = PlanPreemption(running, waiting, 8);
   EXPECT_EQ(plan.preempt, (std::vector<JobId>{1}));
   EXPECT_EQ(plan.start, (std::vector<JobId>{10}));
@@ -116,7 +119,8 @@ TEST(PlanPreemption, NoPreemptionWhenWaitingJobsRankLower) {
   SrtfPolicy p;
   JobQueue waiting(p);
   waiting.Push(Job(10, 5, 500, 4));
-  std::vector<RunningEntry> running = {{p.Key(Job(1, 0, 100, 4)), 1, 4}, {p.Key(Job(2, 0, 50, 4)), 2, 4}};
+  std::vector<RunningEntry> running = {{p.Key(Job(1, 0, 100, 4)), 1, 4},
+                                       {p.Key(Job(2, 0, 50, 4)), 2, 4}};
   PreemptionPlan plan = PlanPreemption(running, waiting, 8);
   EXPECT_TRUE(plan.preempt.empty());
   EXPECT_TRUE(plan.start.empty());

@@ -51,12 +51,19 @@ TEST_F(ApiTest, AuthorizationMatrix) {
   const std::string admin = f_.admin_token, user = f_.alice_token, agent = f_.agent_token;
   const std::string bogus = "stk_0000";
   // Everything except health/openapi needs a valid token.
-  for (const auto& [m, p] : std::vector<std::pair<std::string, std::string>>{
-           {"POST", "/api/v1/jobs"}, {"GET", "/api/v1/jobs"}, {"GET", "/api/v1/jobs/1"},
-           {"POST", "/api/v1/jobs/1/cancel"}, {"GET", "/api/v1/nodes"},
-           {"POST", "/api/v1/nodes/register"}, {"POST", "/api/v1/nodes/n1/heartbeat"},
-           {"POST", "/api/v1/nodes/n1/drain"}, {"POST", "/api/v1/tokens"},
-           {"PUT", "/api/v1/policy"}, {"GET", "/api/v1/queue"}, {"GET", "/api/v1/allocations"}}) {
+  for (const auto& [m, p] :
+       std::vector<std::pair<std::string, std::string>>{{"POST", "/api/v1/jobs"},
+                                                        {"GET", "/api/v1/jobs"},
+                                                        {"GET", "/api/v1/jobs/1"},
+                                                        {"POST", "/api/v1/jobs/1/cancel"},
+                                                        {"GET", "/api/v1/nodes"},
+                                                        {"POST", "/api/v1/nodes/register"},
+                                                        {"POST", "/api/v1/nodes/n1/heartbeat"},
+                                                        {"POST", "/api/v1/nodes/n1/drain"},
+                                                        {"POST", "/api/v1/tokens"},
+                                                        {"PUT", "/api/v1/policy"},
+                                                        {"GET", "/api/v1/queue"},
+                                                        {"GET", "/api/v1/allocations"}}) {
     EXPECT_EQ(Status(m, p, ""), 401) << m << " " << p;
     EXPECT_EQ(Status(m, p, bogus), 401) << m << " " << p;
   }
@@ -125,10 +132,12 @@ TEST_F(ApiTest, ValidationErrorsAre400NamingTheField) {
   json e = json::parse(r.body)["error"];
   EXPECT_EQ(e["field"], "gpus");
   EXPECT_EQ(e["code"], "invalid_argument");
-  EXPECT_EQ(json::parse(Call("POST", "/api/v1/jobs", t, "{not json").body)["error"]["field"], "body");
+  EXPECT_EQ(json::parse(Call("POST", "/api/v1/jobs", t, "{not json").body)["error"]["field"],
+            "body");
   EXPECT_EQ(Status("POST", "/api/v1/jobs", t, "{not json"), 400);
-  EXPECT_EQ(json::parse(Call("POST", "/api/v1/jobs", t, R"({"command":"ls"})").body)["error"]["field"],
-            "command");
+  EXPECT_EQ(
+      json::parse(Call("POST", "/api/v1/jobs", t, R"({"command":"ls"})").body)["error"]["field"],
+      "command");
   ApiRequest bad_state{"GET", "/api/v1/jobs", {{"state", "sleeping"}}, "Bearer " + t, ""};
   EXPECT_EQ(json::parse(f_.api->Handle(bad_state).body)["error"]["field"], "state");
   EXPECT_EQ(Status("GET", "/api/v1/jobs/abc", t), 400);
@@ -138,11 +147,15 @@ TEST_F(ApiTest, ValidationErrorsAre400NamingTheField) {
   ApiResponse big = Call("POST", "/api/v1/jobs", t, std::string(kMaxRequestBody + 1, ' '));
   EXPECT_EQ(big.status, 413);
   const std::string admin = f_.admin_token;
-  EXPECT_EQ(json::parse(Call("POST", "/api/v1/nodes/register", admin, R"({"name":"a b"})").body)["error"]["field"],
+  EXPECT_EQ(json::parse(Call("POST", "/api/v1/nodes/register", admin, R"({"name":"a b"})")
+                            .body)["error"]["field"],
             "name");
-  EXPECT_EQ(json::parse(Call("PUT", "/api/v1/policy", admin, R"({"placement":"nope"})").body)["error"]["field"],
-            "placement");
-  EXPECT_EQ(json::parse(Call("POST", "/api/v1/tokens", admin, R"({"role":"god","name":"x"})").body)["error"]["field"],
+  EXPECT_EQ(
+      json::parse(
+          Call("PUT", "/api/v1/policy", admin, R"({"placement":"nope"})").body)["error"]["field"],
+      "placement");
+  EXPECT_EQ(json::parse(Call("POST", "/api/v1/tokens", admin, R"({"role":"god","name":"x"})")
+                            .body)["error"]["field"],
             "role");
 }
 
@@ -153,7 +166,8 @@ TEST_F(ApiTest, RejectedSubmissionsLeaveNoTrace) {
 }
 
 TEST_F(ApiTest, PolicyChangeIsDurableAndSurvivesRestart) {
-  ApiResponse r = Call("PUT", "/api/v1/policy", f_.admin_token, R"({"queue":"sjf","backfill":false})");
+  ApiResponse r =
+      Call("PUT", "/api/v1/policy", f_.admin_token, R"({"queue":"sjf","backfill":false})");
   ASSERT_EQ(r.status, 200) << r.body;
   const std::string placement = json::parse(r.body)["placement"].get<std::string>();
   // A rejected change leaves the stored policy alone.

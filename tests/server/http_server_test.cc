@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "support/descriptors.h"
 #include "client/api_client.h"
+#include "support/descriptors.h"
 #include "test_util.h"
 
 namespace stoker::server {

@@ -46,13 +46,15 @@ struct Fixture {
     api = std::make_unique<Api>(server.get());
   }
 
-  NodeInventory Node(const std::string& name, int gpus, const std::string& model = "NVIDIA H100 80GB HBM3") {
+  NodeInventory Node(const std::string& name, int gpus,
+                     const std::string& model = "NVIDIA H100 80GB HBM3") {
     NodeInventory n;
     n.name = name;
     n.cpu_milli = 64000;
     n.memory_mib = 512 * 1024;
     for (int i = 0; i < gpus; ++i) {
-      n.gpus.push_back(GpuInfo{static_cast<uint32_t>(i), "GPU-" + std::to_string(i), model, 81920, false, {}});
+      n.gpus.push_back(
+          GpuInfo{static_cast<uint32_t>(i), "GPU-" + std::to_string(i), model, 81920, false, {}});
     }
     return n;
   }

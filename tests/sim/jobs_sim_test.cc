@@ -1,3 +1,5 @@
+#include "sim/jobs_sim.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -6,7 +8,6 @@
 #include "scheduler/queue/queue_policy.h"
 #include "sim/jobs_partition.h"
 #include "sim/jobs_report.h"
-#include "sim/jobs_sim.h"
 #include "sim/traces.h"
 
 namespace stoker::sim {
@@ -82,8 +83,8 @@ std::unique_ptr<Run> Simulate(std::vector<JobSpec> jobs, std::unique_ptr<queue::
   return run;
 }
 
-std::unique_ptr<Run> Simulate(std::vector<JobSpec> jobs, const std::string& queue, ClusterShape cluster,
-                              BackfillMode backfill = BackfillMode::kNone) {
+std::unique_ptr<Run> Simulate(std::vector<JobSpec> jobs, const std::string& queue,
+                              ClusterShape cluster, BackfillMode backfill = BackfillMode::kNone) {
   auto policy = queue::CreateQueuePolicy(queue);
   EXPECT_TRUE(policy.ok());
   if (!policy.ok()) return nullptr;
@@ -145,7 +146,8 @@ TEST(JobsSim, LasDemotesAndPreemptsOldJobs) {
 }
 
 TEST(JobsSim, PriorityPreemptsLowerPriority) {
-  auto r = Simulate({J("low", 0, 100, 4, 0), J("high", 10, 10, 4, 5), J("mid", 11, 10, 4, 1)}, "priority", {1, 4});
+  auto r = Simulate({J("low", 0, 100, 4, 0), J("high", 10, 10, 4, 5), J("mid", 11, 10, 4, 1)},
+                    "priority", {1, 4});
   ASSERT_TRUE(r);
   EXPECT_EQ(StartOf(*r, 1), 10 * kS);
   EXPECT_EQ(StartOf(*r, 2), 20 * kS);
@@ -173,16 +175,17 @@ TEST(JobsSim, MultiNodeGangNeverSplitsAcrossTooFewNodes) {
 TEST(JobsSim, EasyBackfillStartsShortJobsWithoutDelayingTheHead) {
   // 1 node x 4 GPUs. A holds 3 GPUs until 100 s. Head H needs 4 (reserved for 100 s). S (1 GPU,
   // 50 s) ends before the reservation and backfills; L (1 GPU, 500 s) would delay H and waits.
-  auto r = Simulate({J("A", 0, 100, 3), J("H", 1, 10, 4), J("L", 2, 500, 1), J("S", 3, 50, 1)}, "fifo", {1, 4},
-                    BackfillMode::kEasy);
+  auto r = Simulate({J("A", 0, 100, 3), J("H", 1, 10, 4), J("L", 2, 500, 1), J("S", 3, 50, 1)},
+                    "fifo", {1, 4}, BackfillMode::kEasy);
   ASSERT_TRUE(r);
-  EXPECT_EQ(StartOf(*r, 3), 3 * kS);     // backfilled
-  EXPECT_EQ(StartOf(*r, 1), 100 * kS);   // head on time
-  EXPECT_EQ(StartOf(*r, 2), 110 * kS);   // the long one after the head
+  EXPECT_EQ(StartOf(*r, 3), 3 * kS);    // backfilled
+  EXPECT_EQ(StartOf(*r, 1), 100 * kS);  // head on time
+  EXPECT_EQ(StartOf(*r, 2), 110 * kS);  // the long one after the head
   ASSERT_TRUE(r->rec.reservations.count(1));
   EXPECT_EQ(r->rec.reservations[1], 100 * kS);
   // Without backfill S waits behind H.
-  auto strict = Simulate({J("A", 0, 100, 3), J("H", 1, 10, 4), J("L", 2, 500, 1), J("S", 3, 50, 1)}, "fifo", {1, 4});
+  auto strict = Simulate({J("A", 0, 100, 3), J("H", 1, 10, 4), J("L", 2, 500, 1), J("S", 3, 50, 1)},
+                         "fifo", {1, 4});
   ASSERT_TRUE(strict);
   EXPECT_GT(StartOf(*strict, 3), 100 * kS);
 }
@@ -191,8 +194,8 @@ TEST(JobsSim, EasyBackfillLongJobsOnSpareCapacity) {
   // 2 nodes x 4. A holds 4 GPUs of node 0 until 100 s; head H needs 6 GPUs (a whole node plus 2),
   // reserved at 100 s. L (2 GPUs, 1000 s) can run on node 1's spare GPUs beyond the reservation:
   // at 100 s node 0 is whole again and H still fits (4 on node 0 + 2 on node 1).
-  auto r = Simulate({J("A", 0, 100, 4), J("H", 1, 10, 6), J("L", 2, 1000, 2), J("L2", 3, 1000, 1)}, "fifo", {2, 4},
-                    BackfillMode::kEasy);
+  auto r = Simulate({J("A", 0, 100, 4), J("H", 1, 10, 6), J("L", 2, 1000, 2), J("L2", 3, 1000, 1)},
+                    "fifo", {2, 4}, BackfillMode::kEasy);
   ASSERT_TRUE(r);
   EXPECT_EQ(StartOf(*r, 2), 2 * kS);
   EXPECT_EQ(StartOf(*r, 1), 100 * kS);
@@ -242,7 +245,8 @@ TEST(JobsSim, RejectsBadInput) {
   bad.min_gpus = 3;
   EXPECT_FALSE(JobsSim::Create({bad}, std::make_unique<queue::FifoPolicy>(), opt).ok());
   opt.placement_policy = "no-such-policy";
-  EXPECT_EQ(JobsSim::Create({}, std::make_unique<queue::FifoPolicy>(), opt).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(JobsSim::Create({}, std::make_unique<queue::FifoPolicy>(), opt).status().code(),
+            StatusCode::kNotFound);
 }
 
 // The 60-job Tiresias example end to end under every queue policy, on its own cluster (16x4,
@@ -299,7 +303,9 @@ TEST(JobsReport, CsvJsonAndSvg) {
   ASSERT_TRUE(r);
   std::ostringstream csv, json, svg, text;
   WriteJobsCsv({r->sim.get()}, csv);
-  EXPECT_NE(csv.str().find("a,0.000,1,10.000,done,0.000,10.000,10.000,0.000,0.000,0"), std::string::npos) << csv.str();
+  EXPECT_NE(csv.str().find("a,0.000,1,10.000,done,0.000,10.000,10.000,0.000,0.000,0"),
+            std::string::npos)
+      << csv.str();
   EXPECT_NE(csv.str().find("huge,0.000,99,10.000,infeasible"), std::string::npos);
   WriteReportJson(r->report, json);
   EXPECT_NE(json.str().find("\"infeasible\": 1"), std::string::npos) << json.str();
@@ -314,12 +320,13 @@ TEST(JobsPartition, EachGroupRunsOnItsOwnCluster) {
   std::istringstream vc("vc,node num\nA,1\nB,2\n");
   auto groups = ParseGroupClusters(vc, "vc.csv");
   ASSERT_TRUE(groups.ok()) << groups.status().ToString();
-  std::istringstream csv("timestamp,duration,num_gpus,gpu_time,cluster\n"
-                         "2017-10-01 00:00:00,100,4,400,A\n"
-                         "2017-10-01 00:00:10,100,4,400,A\n"
-                         "2017-10-01 00:00:10,100,8,800,B\n"
-                         "2017-10-01 00:00:20,100,1,100,C\n"
-                         "2017-12-01 00:00:00,100,1,100,A\n");
+  std::istringstream csv(
+      "timestamp,duration,num_gpus,gpu_time,cluster\n"
+      "2017-10-01 00:00:00,100,4,400,A\n"
+      "2017-10-01 00:00:10,100,4,400,A\n"
+      "2017-10-01 00:00:10,100,8,800,B\n"
+      "2017-10-01 00:00:20,100,1,100,C\n"
+      "2017-12-01 00:00:00,100,1,100,A\n");
   auto trace = ParseTrace(csv, "p.csv", TraceFormat::kPhilly);
   ASSERT_TRUE(trace.ok());
   auto dropped = FilterTraceWindow(*trace, ParseUtcDateTime("2017-10-01").value(),

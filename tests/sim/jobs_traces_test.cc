@@ -15,10 +15,11 @@ Result<Trace> Parse(const std::string& text, TraceFormat f, TraceLoadOptions o =
 }
 
 TEST(TraceParse, ItpRowsAreSortedAndRebased) {
-  auto t = Parse("job_id,submission_time,duration,num_gpu\n"
-                 "b,200,50,8\n"
-                 "a,100,10,1\n",
-                 TraceFormat::kItp);
+  auto t = Parse(
+      "job_id,submission_time,duration,num_gpu\n"
+      "b,200,50,8\n"
+      "a,100,10,1\n",
+      TraceFormat::kItp);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   ASSERT_EQ(t->jobs.size(), 2u);
   EXPECT_EQ(t->jobs[0].id, "a");
@@ -32,11 +33,12 @@ TEST(TraceParse, ItpRowsAreSortedAndRebased) {
 }
 
 TEST(TraceParse, PhillyTimestampsAndFractionalDurations) {
-  auto t = Parse("timestamp,duration,num_gpus,gpu_time,cluster\n"
-                 "2017-10-09 07:01:55,66.5,1,66.5,11cb48\n"
-                 "2017-10-08 07:01:55,10.0,2,20.0,6214e9\n"
-                 "\n",
-                 TraceFormat::kPhilly);
+  auto t = Parse(
+      "timestamp,duration,num_gpus,gpu_time,cluster\n"
+      "2017-10-09 07:01:55,66.5,1,66.5,11cb48\n"
+      "2017-10-08 07:01:55,10.0,2,20.0,6214e9\n"
+      "\n",
+      TraceFormat::kPhilly);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   ASSERT_EQ(t->jobs.size(), 2u);
   EXPECT_EQ(t->jobs[0].group, "6214e9");
@@ -47,9 +49,10 @@ TEST(TraceParse, PhillyTimestampsAndFractionalDurations) {
 }
 
 TEST(TraceParse, TiresiasColumnsByName) {
-  auto t = Parse("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
-                 "0,4,30,606,vgg19,164,30\n",
-                 TraceFormat::kTiresias);
+  auto t = Parse(
+      "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+      "0,4,30,606,vgg19,164,30\n",
+      TraceFormat::kTiresias);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   ASSERT_EQ(t->jobs.size(), 1u);
   EXPECT_EQ(t->jobs[0].gpus, 4);
@@ -65,12 +68,14 @@ struct BadRow {
 class TraceBadRows : public ::testing::TestWithParam<BadRow> {};
 
 TEST_P(TraceBadRows, ErrorNamesFileLineAndField) {
-  const std::string text = "job_id,submission_time,duration,num_gpu\nok,1,2,1\n" + GetParam().row + "\n";
+  const std::string text =
+      "job_id,submission_time,duration,num_gpu\nok,1,2,1\n" + GetParam().row + "\n";
   auto t = Parse(text, TraceFormat::kItp);
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(t.status().message().find("t.csv:3"), std::string::npos) << t.status().message();
-  EXPECT_NE(t.status().message().find(GetParam().expect), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().message().find(GetParam().expect), std::string::npos)
+      << t.status().message();
 
   TraceLoadOptions skip;
   skip.skip_bad_rows = true;
@@ -80,20 +85,19 @@ TEST_P(TraceBadRows, ErrorNamesFileLineAndField) {
   EXPECT_EQ(s->jobs.size(), 1u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Rows, TraceBadRows,
-                         ::testing::Values(BadRow{"x,1,2", "expected 4 fields"},
-                                           BadRow{"x,abc,2,1", "submission_time"},
-                                           BadRow{"x,1,-5,1", "duration"},
-                                           BadRow{"x,1,0,1", "duration"},
-                                           BadRow{"x,1,2,0", "GPU count"},
-                                           BadRow{"x,1,2,1.5", "num_gpu"},
-                                           BadRow{"x,1,nan,1", "duration"},
-                                           BadRow{",1,2,1", "job_id"}));
+INSTANTIATE_TEST_SUITE_P(
+    Rows, TraceBadRows,
+    ::testing::Values(BadRow{"x,1,2", "expected 4 fields"}, BadRow{"x,abc,2,1", "submission_time"},
+                      BadRow{"x,1,-5,1", "duration"}, BadRow{"x,1,0,1", "duration"},
+                      BadRow{"x,1,2,0", "GPU count"}, BadRow{"x,1,2,1.5", "num_gpu"},
+                      BadRow{"x,1,nan,1", "duration"}, BadRow{",1,2,1", "job_id"}));
 
 TEST(TraceParse, BadPhillyTimestamp) {
-  auto t = Parse("timestamp,duration,num_gpus,gpu_time,cluster\n2017-13-09 07:01:55,1,1,1,a\n", TraceFormat::kPhilly);
+  auto t = Parse("timestamp,duration,num_gpus,gpu_time,cluster\n2017-13-09 07:01:55,1,1,1,a\n",
+                 TraceFormat::kPhilly);
   ASSERT_FALSE(t.ok());
-  EXPECT_NE(t.status().message().find("t.csv:2: timestamp"), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().message().find("t.csv:2: timestamp"), std::string::npos)
+      << t.status().message();
 }
 
 TEST(TraceParse, MissingHeaderColumn) {
@@ -106,7 +110,8 @@ TEST(TraceParse, MissingHeaderColumn) {
 TEST(TraceParse, LimitKeepsEarliestJobs) {
   TraceLoadOptions o;
   o.limit = 2;
-  auto t = Parse("job_id,submission_time,duration,num_gpu\nc,30,1,1\na,10,1,1\nb,20,1,1\n", TraceFormat::kItp, o);
+  auto t = Parse("job_id,submission_time,duration,num_gpu\nc,30,1,1\na,10,1,1\nb,20,1,1\n",
+                 TraceFormat::kItp, o);
   ASSERT_TRUE(t.ok());
   ASSERT_EQ(t->jobs.size(), 2u);
   EXPECT_EQ(t->jobs[0].id, "a");

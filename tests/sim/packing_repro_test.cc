@@ -1,18 +1,18 @@
 // Reproduction of the published static packing results (FGD paper, ATC'23): every baseline must
 // land within 0.5 percentage points of the published mean GPU allocation at every arrived step
-// 50..130 % (1 point for random and clustering), on `default` and one GPU-sharing workload (gpushare80).
-// Runs fewer seeds than the paper (4 instead of 10) to stay within CI time (about 30 s on two
-// cores); the 10-seed table for every workload is in docs/scheduling.md.
+// 50..130 % (1 point for random and clustering), on `default` and one GPU-sharing workload
+// (gpushare80). Runs fewer seeds than the paper (4 instead of 10) to stay within CI time (about 30
+// s on two cores); the 10-seed table for every workload is in docs/scheduling.md.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
 #include <thread>
-#include <atomic>
-#include <cmath>
 #include <vector>
 
 #include "scheduler/policy.h"
@@ -60,9 +60,12 @@ TEST_P(PackingReproTest, BaselinesMatchPublishedAllocation) {
   auto pods = LoadOpenbPods(kOpenb + "openb_pod_list_" + workload + ".csv", cluster->models());
   ASSERT_TRUE(pods.ok()) << pods.status().ToString();
   const scheduler::TypicalShapes typical = scheduler::ComputeTypicalShapes(pods->pods, 95);
-  const std::vector<Case> cases = {{"random", "01-Random", 1.0},     {"dotprod", "02-DotProd", 0.5},
-                                   {"clustering", "03-GpuClustering", 1.0}, {"packing", "04-GpuPacking", 0.5},
-                                   {"bestfit", "05-BestFit", 0.5},   {"fgd", "06-FGD", 0.5},
+  const std::vector<Case> cases = {{"random", "01-Random", 1.0},
+                                   {"dotprod", "02-DotProd", 0.5},
+                                   {"clustering", "03-GpuClustering", 1.0},
+                                   {"packing", "04-GpuPacking", 0.5},
+                                   {"bestfit", "05-BestFit", 0.5},
+                                   {"fgd", "06-FGD", 0.5},
                                    // Not a reproduction: Stoker's policy must allocate more than
                                    // the published FGD at 100 % and 130 % arrived.
                                    {"stoker", "06-FGD", -1.0}};
@@ -72,7 +75,8 @@ TEST_P(PackingReproTest, BaselinesMatchPublishedAllocation) {
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t j = next++; j < curves.size(); j = next++) {
-      auto r = RunPacking(*cluster, pods->pods, typical, {cases[j / seeds.size()].policy, seeds[j % seeds.size()], 1300});
+      auto r = RunPacking(*cluster, pods->pods, typical,
+                          {cases[j / seeds.size()].policy, seeds[j % seeds.size()], 1300});
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       curves[j] = *r;
     }
@@ -83,14 +87,16 @@ TEST_P(PackingReproTest, BaselinesMatchPublishedAllocation) {
     std::vector<PackingCurve> runs(curves.begin() + static_cast<long>(c * seeds.size()),
                                    curves.begin() + static_cast<long>((c + 1) * seeds.size()));
     PackingCurve mean = MeanCurve(runs);
-    const auto& pub = reference["openb_pod_list_" + workload + "/" + cases[c].published + "/gpu_alloc_pct"];
+    const auto& pub =
+        reference["openb_pod_list_" + workload + "/" + cases[c].published + "/gpu_alloc_pct"];
     ASSERT_EQ(pub.size(), 14u);
     std::string line = cases[c].policy + ":";
     if (cases[c].tolerance < 0) {
       for (int step : {100, 130}) {
         EXPECT_GT(mean.alloc_pct[step], pub[step / 10])
             << workload << " stoker at " << step << "% does not beat published FGD";
-        line += " " + std::to_string(step) + ":" + std::to_string(mean.alloc_pct[step] - pub[step / 10]);
+        line += " " + std::to_string(step) + ":" +
+                std::to_string(mean.alloc_pct[step] - pub[step / 10]);
       }
       std::printf("%s %s (vs published FGD)\n", workload.c_str(), line.c_str());
       continue;
@@ -102,8 +108,8 @@ TEST_P(PackingReproTest, BaselinesMatchPublishedAllocation) {
       std::snprintf(buf, sizeof buf, " %d:%+.2f", step, diff);
       line += buf;
       EXPECT_LE(std::abs(diff), cases[c].tolerance)
-          << workload << " " << cases[c].policy << " at " << step << "%: ours " << mean.alloc_pct[step]
-          << ", published " << pub[step / 10];
+          << workload << " " << cases[c].policy << " at " << step << "%: ours "
+          << mean.alloc_pct[step] << ", published " << pub[step / 10];
     }
     std::printf("%s %s\n", workload.c_str(), line.c_str());
   }

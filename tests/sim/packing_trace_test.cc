@@ -12,7 +12,8 @@ constexpr char kNodes[] =
     "n2,32000,131072,0,\n";
 
 constexpr char kPodHeader[] =
-    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n";
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_"
+    "time,scheduled_time\n";
 
 scheduler::ClusterState Cluster() {
   auto c = ParseOpenbNodes(kNodes, "nodes.csv", false, nullptr);
@@ -29,11 +30,14 @@ TEST(OpenbNodesTest, ParsesNodesAndModels) {
 }
 
 TEST(OpenbNodesTest, RejectsBadRowsWithFileAndLine) {
-  auto bad = ParseOpenbNodes("sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,9,P100\n", "nodes.csv", false, nullptr);
+  auto bad = ParseOpenbNodes("sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,9,P100\n",
+                             "nodes.csv", false, nullptr);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("nodes.csv:2"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("nodes.csv:2"), std::string::npos)
+      << bad.status().message();
   EXPECT_NE(bad.status().message().find("gpu"), std::string::npos);
-  auto no_model = ParseOpenbNodes("sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,\n", "n.csv", false, nullptr);
+  auto no_model = ParseOpenbNodes("sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,\n",
+                                  "n.csv", false, nullptr);
   EXPECT_FALSE(no_model.ok());
   auto header = ParseOpenbNodes("a,b\n", "n.csv", false, nullptr);
   EXPECT_FALSE(header.ok());
@@ -79,7 +83,8 @@ TEST(OpenbPodsTest, BadRowsNameFileLineAndField) {
     std::string text = std::string(kPodHeader) + "ok,1000,1,0,0,,LS\n" + b.row + "\n";
     auto pods = ParseOpenbPods(text, "pods.csv", c.models(), false);
     ASSERT_FALSE(pods.ok()) << b.row;
-    EXPECT_NE(pods.status().message().find("pods.csv:3"), std::string::npos) << pods.status().message();
+    EXPECT_NE(pods.status().message().find("pods.csv:3"), std::string::npos)
+        << pods.status().message();
     EXPECT_NE(pods.status().message().find(b.expect), std::string::npos) << pods.status().message();
     auto skipped = ParseOpenbPods(text, "pods.csv", c.models(), true);
     ASSERT_TRUE(skipped.ok());

@@ -115,8 +115,7 @@ class FakeGpuSource : public GpuSource {
   bool WaitForReads(uint32_t index, uint64_t n,
                     std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
     std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, timeout,
-                        [&] { return index < reads_.size() && reads_[index] >= n; });
+    return cv_.wait_for(lock, timeout, [&] { return index < reads_.size() && reads_[index] >= n; });
   }
 
   // Called at the start of every Sample(); a non-OK result is returned as the read's status.

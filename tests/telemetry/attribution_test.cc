@@ -85,7 +85,8 @@ TEST(ParseCgroupTest, KubernetesSystemdDriverContainerd) {
 
 TEST(ParseCgroupTest, KubernetesSystemdDriverGuaranteedDockerAndCrio) {
   auto a = ParseCgroupFile(
-      "0::/kubepods.slice/kubepods-pod0f2d3c4e_1234_4a5b_8c9d_0123456789ab.slice/docker-feed.scope\n");
+      "0::/kubepods.slice/kubepods-pod0f2d3c4e_1234_4a5b_8c9d_0123456789ab.slice/"
+      "docker-feed.scope\n");
   EXPECT_EQ(a.job.id, kPodUid);
   EXPECT_EQ(a.job.container, "feed");
   a = ParseCgroupFile(
@@ -95,16 +96,16 @@ TEST(ParseCgroupTest, KubernetesSystemdDriverGuaranteedDockerAndCrio) {
 }
 
 TEST(ParseCgroupTest, StokerWinsOverOtherMatches) {
-  const auto a = ParseCgroupFile(
-      "4:devices:/slurm/uid_1/job_5/step_0\n0::/system.slice/stoker-job-9.scope\n");
+  const auto a =
+      ParseCgroupFile("4:devices:/slurm/uid_1/job_5/step_0\n0::/system.slice/stoker-job-9.scope\n");
   EXPECT_EQ(a.job.kind, JobRef::Kind::kStoker);
   EXPECT_EQ(a.job.id, "9");
 }
 
 TEST(ParseCgroupTest, PlainSessionsAndGarbageHaveNoJob) {
-  for (const char* text : {"0::/user.slice/user-1000.slice/session-3.scope\n", "", "::::\n\n:",
-                           "no colons at all", "0::/kubepods/podshort/x\n",
-                           "0::/stoker-job-.scope\n", "0::/slurm/job_/step\n"}) {
+  for (const char* text :
+       {"0::/user.slice/user-1000.slice/session-3.scope\n", "", "::::\n\n:", "no colons at all",
+        "0::/kubepods/podshort/x\n", "0::/stoker-job-.scope\n", "0::/slurm/job_/step\n"}) {
     EXPECT_EQ(ParseCgroupFile(text).job.kind, JobRef::Kind::kNone) << text;
   }
 }
@@ -134,8 +135,8 @@ class FakeProcTest : public ::testing::Test {
     std::ofstream(dir / "comm") << comm << "\n";
     std::ofstream(dir / "cgroup") << cgroup;
     std::ofstream(dir / "environ", std::ios::binary) << environ;
-    std::ofstream(dir / "status") << "Name:\t" << comm << "\nUid:\t" << uid << "\t" << uid
-                                  << "\t" << uid << "\t" << uid << "\n";
+    std::ofstream(dir / "status") << "Name:\t" << comm << "\nUid:\t" << uid << "\t" << uid << "\t"
+                                  << uid << "\t" << uid << "\n";
   }
   std::filesystem::path root_;
 };

@@ -27,12 +27,12 @@ using TimeMs = int64_t;  // milliseconds (simulated or wall, the policy does not
 struct JobView {
   JobId id = 0;
   TimeMs submit_ms = 0;
-  TimeMs duration_ms = 0;        // total run time at `gpus` GPUs (known or estimated)
-  TimeMs remaining_ms = 0;       // what is left of it
-  int64_t attained_gpu_ms = 0;   // GPU-milliseconds of service received so far (Tiresias LAS)
-  int gpus = 0;                  // requested (max) GPUs
-  int min_gpus = 0;              // elastic minimum; == gpus for rigid jobs
-  int priority = 0;              // larger is more important
+  TimeMs duration_ms = 0;       // total run time at `gpus` GPUs (known or estimated)
+  TimeMs remaining_ms = 0;      // what is left of it
+  int64_t attained_gpu_ms = 0;  // GPU-milliseconds of service received so far (Tiresias LAS)
+  int gpus = 0;                 // requested (max) GPUs
+  int min_gpus = 0;             // elastic minimum; == gpus for rigid jobs
+  int priority = 0;             // larger is more important
   bool running = false;
 };
 
@@ -92,10 +92,13 @@ class LasPolicy final : public QueuePolicy {
  public:
   // Thresholds in GPU-seconds, strictly increasing and positive. The default two thresholds
   // (1 and 10 GPU-hours) give three queues.
-  static Result<std::unique_ptr<LasPolicy>> Create(std::vector<int64_t> thresholds_gpu_s = {3600, 36000});
+  static Result<std::unique_ptr<LasPolicy>> Create(std::vector<int64_t> thresholds_gpu_s = {3600,
+                                                                                            36000});
 
   std::string_view Name() const override { return "las"; }
-  QueueKey Key(const JobView& j) const override { return {QueueIndex(j.attained_gpu_ms), j.submit_ms, j.id}; }
+  QueueKey Key(const JobView& j) const override {
+    return {QueueIndex(j.attained_gpu_ms), j.submit_ms, j.id};
+  }
   bool preemptive() const override { return true; }
   std::optional<int64_t> NextKeyChangeGpuMs(const JobView& j) const override;
 
@@ -103,7 +106,8 @@ class LasPolicy final : public QueuePolicy {
   const std::vector<int64_t>& thresholds_gpu_ms() const { return thresholds_gpu_ms_; }
 
  private:
-  explicit LasPolicy(std::vector<int64_t> thresholds_gpu_ms) : thresholds_gpu_ms_(std::move(thresholds_gpu_ms)) {}
+  explicit LasPolicy(std::vector<int64_t> thresholds_gpu_ms)
+      : thresholds_gpu_ms_(std::move(thresholds_gpu_ms)) {}
   std::vector<int64_t> thresholds_gpu_ms_;
 };
 
@@ -112,7 +116,9 @@ class LasPolicy final : public QueuePolicy {
 class PriorityPolicy final : public QueuePolicy {
  public:
   std::string_view Name() const override { return "priority"; }
-  QueueKey Key(const JobView& j) const override { return {-static_cast<int64_t>(j.priority), j.submit_ms, j.id}; }
+  QueueKey Key(const JobView& j) const override {
+    return {-static_cast<int64_t>(j.priority), j.submit_ms, j.id};
+  }
   bool preemptive() const override { return true; }
 };
 

@@ -7,6 +7,7 @@ packages=(
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev libsqlite3-dev
   libcpp-httplib-dev libboost1.74-dev libsimdjson-dev libssl-dev zlib1g-dev libbrotli-dev
   prometheus prometheus-node-exporter prometheus-alertmanager curl openssl python3 procps
+  slurm-wlm slurmctld slurmd slurm-client munge
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -16,6 +17,16 @@ if ((${#missing[@]})); then
   SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
-  # Debian's prometheus packages try to start services; keep them from doing so in containers.
+  # Debian's prometheus, munge and slurm packages try to start services; keep them from doing
+  # so (the tests start their own daemons: scripts/slurm-cluster.sh): a policy-rc.d that denies
+  # every start while installing, removed afterwards unless one was there already.
+  policy=/usr/sbin/policy-rc.d
+  own_policy=0
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+    $SUDO chmod 755 "$policy"
+    own_policy=1
+  fi
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  if ((own_policy)); then $SUDO rm -f "$policy"; fi
 fi

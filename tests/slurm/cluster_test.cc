@@ -1,0 +1,167 @@
+// The adapter against a real Slurm 22.05 (the slurm_cluster ctest fixture: 4 nodes g1..g4 with
+// 8 file-backed GPUs each). Tests share the cluster (RESOURCE_LOCK) and cancel their jobs.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "core/clock.h"
+#include "slurm/client.h"
+#include "slurm/controller.h"
+#include "telemetry/attribution.h"
+
+namespace stoker::slurm {
+namespace {
+
+const std::string kConf = STOKER_SLURM_CONF;
+const std::string kDir = kConf.substr(0, kConf.rfind('/'));
+
+std::string Sh(const std::string& cmd) {
+  auto r = RunCommand({"/bin/sh", "-c", cmd}, {{"SLURM_CONF", kConf}}, std::chrono::seconds(60),
+                      1 << 20);
+  EXPECT_TRUE(r.ok()) << cmd << ": " << r.status().ToString();
+  if (!r.ok()) return "";
+  EXPECT_EQ(r->exit_code, 0) << cmd << ": " << r->err;
+  std::string out = r->out;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+uint32_t Submit(const std::string& args) {
+  return static_cast<uint32_t>(
+      std::stoul(Sh("cd " + kDir + " && sbatch --parsable -o /dev/null " + args)));
+}
+
+template <typename F>
+bool WaitFor(F f, std::chrono::seconds limit = std::chrono::seconds(30)) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (f()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return f();
+}
+
+class SlurmCluster : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    client_ = std::make_unique<CommandSlurmClient>(CommandClientOptions{kConf, "", std::chrono::seconds(30)});
+    auto nodes = client_->Nodes();
+    ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+    ASSERT_EQ(nodes->size(), 4u) << "the slurm_cluster fixture brings up 4 nodes";
+  }
+  void TearDown() override {
+    Sh("scancel --full -u $(id -un) || true");
+    WaitFor([&] { return Sh("squeue -h -o %i").empty(); });
+  }
+  SlurmJob Job(uint32_t id) {
+    auto jobs = client_->Jobs();
+    EXPECT_TRUE(jobs.ok()) << jobs.status().ToString();
+    if (jobs.ok()) {
+      for (const SlurmJob& j : *jobs) {
+        if (j.id == id) return j;
+      }
+    }
+    return {};
+  }
+  std::unique_ptr<CommandSlurmClient> client_;
+};
+
+TEST_F(SlurmCluster, WeightsFollowTheScoreAndComeBackAfterReconfigure) {
+  const uint32_t busy = Submit("-w g3 --gres=gpu:6 --wrap 'sleep 120'");
+  ASSERT_TRUE(WaitFor([&] { return Job(busy).Running(); }));
+  auto c = SlurmController::Create(client_.get(), {}).value();
+  ASSERT_TRUE(c->Cycle().ok());
+  auto weight_of = [&](const std::string& name) {
+    auto nodes = client_->Nodes();
+    if (!nodes.ok()) return int64_t{-1};
+    for (const SlurmNode& n : *nodes) {
+      if (n.name == name) return n.weight;
+    }
+    return int64_t{-1};
+  };
+  // The partly used node is Stoker's first choice for the next GPU job: lowest weight.
+  const int64_t g3 = weight_of("g3");
+  EXPECT_LT(g3, weight_of("g1"));
+  EXPECT_LT(g3, weight_of("g2"));
+  EXPECT_LT(g3, weight_of("g4"));
+  EXPECT_GT(c->metrics().weight_updates, 0);
+  // A reconfigure reverts weights to slurm.conf (all 1); the next cycle puts them back.
+  Sh("scontrol reconfigure");
+  ASSERT_TRUE(WaitFor([&] { return weight_of("g1") == 1; }));
+  ASSERT_TRUE(c->Cycle().ok());
+  EXPECT_LT(weight_of("g3"), weight_of("g1"));
+  // And Slurm itself now sends an unsteered 1-GPU job to the low-weight node.
+  const uint32_t small = Submit("--gres=gpu:1 --wrap 'sleep 60'");
+  ASSERT_TRUE(WaitFor([&] { return Job(small).Running(); }));
+  EXPECT_EQ(Job(small).nodes, std::vector<std::string>{"g3"});
+}
+
+TEST_F(SlurmCluster, HeldGpuJobIsReleasedOntoThePolicysNode) {
+  const uint32_t busy = Submit("-w g2 --gres=gpu:6 --wrap 'sleep 120'");
+  ASSERT_TRUE(WaitFor([&] { return Job(busy).Running(); }));
+  // Held with the steer marker: Slurm would start it on g1 (lowest name, equal weights);
+  // stoker fills the 2 GPUs left on g2 (no fragment left behind).
+  const uint32_t held = Submit("-H --comment=stoker:steer --gres=gpu:2 --wrap 'sleep 60'");
+  const uint32_t unmarked = Submit("-H --gres=gpu:2 --wrap 'sleep 60'");
+  ASSERT_TRUE(WaitFor([&] { return Job(held).Held() && Job(unmarked).Held(); }));
+  ControllerOptions o;
+  o.manage_weights = false;  // steering alone
+  auto c = SlurmController::Create(client_.get(), o).value();
+  auto d = c->Cycle();
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->steer.size(), 1u);
+  EXPECT_EQ(d->steer[0].job, held);
+  EXPECT_EQ(d->steer[0].nodes, std::vector<std::string>{"g2"});
+  EXPECT_EQ(c->metrics().jobs_steered, 1);
+  ASSERT_TRUE(WaitFor([&] { return Job(held).Running(); }));
+  EXPECT_EQ(Job(held).nodes, std::vector<std::string>{"g2"});
+  EXPECT_TRUE(Job(unmarked).Held()) << "a user's own hold is not Stoker's to release";
+}
+
+TEST_F(SlurmCluster, VanishedJobsUnknownNodesAndUnreachableSlurmAreClearErrors) {
+  Status s = client_->SetNodeWeight("nosuchnode", 3);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();
+  EXPECT_NE(s.message().find("Invalid node name"), std::string::npos) << s.ToString();
+  const uint32_t done = Submit("--wrap true");
+  ASSERT_TRUE(WaitFor([&] { return Job(done).state == "COMPLETED"; }));
+  s = client_->SteerAndRelease(done, {"g1"});
+  EXPECT_FALSE(s.ok());
+  s = client_->Requeue(999999);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();
+  // A controller that does not answer: the same cluster's config with another port.
+  const std::string bad = kDir + "/unreachable.conf";
+  Sh("sed 's/^SlurmctldPort=.*/SlurmctldPort=1/' " + kConf + " > " + bad);
+  CommandSlurmClient unreachable({bad, "", std::chrono::seconds(30)});
+  auto c = SlurmController::Create(&unreachable, {}).value();
+  auto r = c->Cycle();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().ToString();
+  EXPECT_EQ(c->metrics().read_errors_unreachable, 1);
+}
+
+// A process started by the real slurmd is attributed to its Slurm job: through its cgroup where
+// Slurm uses cgroups, through SLURM_JOB_ID in its environment here (proctrack/linuxproc).
+TEST_F(SlurmCluster, AgentAttributesSlurmdStartedProcessesToTheirJob) {
+  const std::string pidfile = kDir + "/attr.pid";
+  Sh("rm -f " + pidfile);
+  const uint32_t id =
+      Submit("--gres=gpu:1 --wrap 'echo $$ > " + pidfile + ".tmp; mv " + pidfile + ".tmp " +
+             pidfile + "; exec sleep 120'");
+  ASSERT_TRUE(WaitFor([&] { return std::ifstream(pidfile).good(); }));
+  uint32_t pid = 0;
+  std::ifstream(pidfile) >> pid;
+  ASSERT_GT(pid, 0u);
+  telemetry::ProcfsProcessInfo info;
+  SystemClock clock;
+  telemetry::Attributor attributor(&info, &clock);
+  const JobRef ref = attributor.AttributePid(pid);
+  EXPECT_EQ(ref.kind, JobRef::Kind::kSlurm);
+  EXPECT_EQ(ref.id, std::to_string(id));
+  EXPECT_FALSE(ref.user.empty());
+}
+
+}  // namespace
+}  // namespace stoker::slurm

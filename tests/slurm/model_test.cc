@@ -1,0 +1,166 @@
+// Parsing Slurm 22.05's answers: recorded from the real test cluster (scripts/slurm-cluster.sh;
+// 4 nodes x 8 GPUs, jobs 6 and 7 running on g1, job 8 held, g4 drained), and malformed ones.
+#include "slurm/model.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace stoker::slurm {
+namespace {
+
+std::string ReadTestdata(const std::string& name) {
+  std::ifstream in(std::string(STOKER_SOURCE_DIR) + "/tests/slurm/testdata/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(SlurmModel, ParsesRecordedSinfo) {
+  auto nodes = ParseSinfoJson(ReadTestdata("sinfo-22.05.json"));
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  ASSERT_EQ(nodes->size(), 4u);
+  const SlurmNode& g1 = (*nodes)[0];
+  EXPECT_EQ(g1.name, "g1");
+  EXPECT_EQ(g1.state, "mixed");
+  EXPECT_EQ(g1.gpus, 8);
+  EXPECT_EQ(g1.gpus_used, 5);
+  EXPECT_EQ(g1.cpus, 16);
+  EXPECT_EQ(g1.weight, 1);
+  EXPECT_EQ(g1.partitions, std::vector<std::string>{"gpu"});
+  EXPECT_TRUE(g1.Usable());
+  const SlurmNode& g4 = (*nodes)[3];
+  EXPECT_EQ(g4.state_flags, std::vector<std::string>{"DRAIN"});
+  EXPECT_FALSE(g4.Usable());
+}
+
+TEST(SlurmModel, ParsesRecordedSqueue) {
+  auto jobs = ParseSqueueJson(ReadTestdata("squeue-22.05.json"));
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_EQ(jobs->size(), 5u);
+  const SlurmJob& j6 = (*jobs)[2];
+  EXPECT_EQ(j6.id, 6u);
+  EXPECT_TRUE(j6.Running());
+  EXPECT_EQ(j6.nodes, std::vector<std::string>{"g1"});
+  EXPECT_EQ(j6.gpus_per_node, 2);
+  ASSERT_EQ(j6.gpu_indices.size(), 1u);
+  EXPECT_EQ(j6.gpu_indices[0], (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(j6.user, "root");
+  const SlurmJob& j7 = (*jobs)[3];
+  EXPECT_EQ(j7.gpus_per_job, 3);
+  EXPECT_EQ(j7.GpusWanted(), 3);
+  EXPECT_EQ(j7.gpu_indices[0], (std::vector<int32_t>{2, 3, 4}));
+  const SlurmJob& j8 = (*jobs)[4];
+  EXPECT_TRUE(j8.Held());
+  EXPECT_EQ(j8.comment, "stoker:steer");
+  EXPECT_EQ(j8.GpusWanted(), 4);
+  EXPECT_TRUE(j8.nodes.empty());
+}
+
+TEST(SlurmModel, ParsesRecordedPartitions) {
+  auto parts = ParsePartitionsText(ReadTestdata("partitions-22.05.txt"));
+  ASSERT_TRUE(parts.ok()) << parts.status().ToString();
+  ASSERT_EQ(parts->size(), 1u);
+  EXPECT_EQ((*parts)[0].name, "gpu");
+  EXPECT_TRUE((*parts)[0].is_default);
+  EXPECT_EQ((*parts)[0].state, "UP");
+  EXPECT_EQ((*parts)[0].nodes, (std::vector<std::string>{"g1", "g2", "g3", "g4"}));
+}
+
+TEST(SlurmModel, HostLists) {
+  auto a = ExpandHostList("g[1-3,7],h2,n[08-10]x");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(*a, (std::vector<std::string>{"g1", "g2", "g3", "g7", "h2", "n08x", "n09x", "n10x"}));
+  EXPECT_TRUE(ExpandHostList("").ok());
+  for (const char* bad : {"g[1-", "g[3-1]", "g[a-b]", "g1]", "g[1-2][3-4]", "g[0-999999999]"}) {
+    auto r = ExpandHostList(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("host list"), std::string::npos) << r.status().ToString();
+  }
+}
+
+TEST(SlurmModel, GresStrings) {
+  auto g = ParseGresGpu("gpu:a100:4(S:0-1),shard:16");
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->count, 4);
+  EXPECT_EQ(g->type, "a100");
+  auto u = ParseGresGpu("gpu:a100:3(IDX:0,2-3)");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->indices, (std::vector<int32_t>{0, 2, 3}));
+  EXPECT_EQ(ParseGresGpu("gpu:0(IDX:N/A)")->count, 0);
+  EXPECT_EQ(ParseGresGpu("(null)")->count, 0);
+  for (const char* bad : {"gpu:x", "gpu", "gpu:1:2:3", "gpu:2(IDX:0-1", "gpu:2(IDX:3-1)", "gpu:-1"}) {
+    EXPECT_FALSE(ParseGresGpu(bad).ok()) << bad;
+  }
+  EXPECT_EQ(*ParseTresGpuCount("gres:gpu:2"), 2);
+  EXPECT_EQ(*ParseTresGpuCount("cpu=1,gres/gpu=3"), 3);
+  EXPECT_EQ(*ParseTresGpuCount("gres:gpu:a100:2"), 2);
+  EXPECT_EQ(*ParseTresGpuCount(""), 0);
+  EXPECT_FALSE(ParseTresGpuCount("gres:gpu:lots").ok());
+}
+
+// Each malformed answer is refused with a message naming the command, the record and the field.
+TEST(SlurmModel, MalformedAnswersNameWhatAndWhere) {
+  struct Case {
+    std::string text;
+    std::string expect;
+  };
+  const std::vector<Case> sinfo = {
+      {"", "not JSON"},
+      {"{\"nodes\": [", "not JSON"},
+      {"[]", "not an object"},
+      {"{\"meta\":{}}", "no \"nodes\" array"},
+      {"{\"nodes\": [{\"name\": 3}]}", "nodes[0].name: expected a string"},
+      {"{\"nodes\": [{\"name\": \"a\"}, {\"state\": \"idle\"}]}", "nodes[1].name: missing"},
+      {"{\"nodes\": [{\"name\": \"a\", \"cpus\": \"16\"}]}", "nodes[0].cpus: expected an integer"},
+      {"{\"nodes\": [{\"name\": \"a\", \"gres\": \"gpu:x\"}]}", "nodes[0].gres"},
+      {"{\"nodes\": [{\"name\": \"a\", \"gres\": \"gpu:2\", \"gres_used\": \"gpu:3\"}]}",
+       "3 GPUs used of 2"},
+      {"{\"nodes\": [{\"name\": \"a\", \"cpus\": 2, \"alloc_cpus\": 5}]}", "nodes[0].alloc_cpus"},
+      {"{\"nodes\": [{\"name\": \"a\", \"weight\": 99999999999999999999}]}", "nodes[0].weight"},
+      {"{\"errors\": [{\"error\": \"boom\"}], \"nodes\": []}", "Slurm reported errors"},
+  };
+  for (const Case& c : sinfo) {
+    auto r = ParseSinfoJson(c.text);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.status().ToString().find(c.expect), std::string::npos)
+        << c.text << " -> " << r.status().ToString();
+    EXPECT_NE(r.status().ToString().find("sinfo --json"), std::string::npos);
+  }
+  const std::vector<Case> squeue = {
+      {"{\"jobs\": {}}", "no \"jobs\" array"},
+      {"{\"jobs\": [{\"job_state\": \"RUNNING\"}]}", "jobs[0].job_id: missing"},
+      {"{\"jobs\": [{\"job_id\": -4, \"job_state\": \"RUNNING\"}]}", "jobs[0].job_id: -4 out of range"},
+      {"{\"jobs\": [{\"job_id\": 0, \"job_state\": \"RUNNING\"}]}", "0 is not a job id"},
+      {"{\"jobs\": [{\"job_id\": 1}]}", "jobs[0].job_state: missing"},
+      {"{\"jobs\": [{\"job_id\": 1, \"job_state\": \"RUNNING\", \"nodes\": \"g[1-\"}]}",
+       "jobs[0].nodes"},
+      {"{\"jobs\": [{\"job_id\": 1, \"job_state\": \"RUNNING\", \"gres_detail\": [\"gpu:2(IDX:z)\"]}]}",
+       "jobs[0].gres_detail[0]"},
+      {"{\"jobs\": [{\"job_id\": 1, \"job_state\": \"RUNNING\", \"requeue\": 1}]}",
+       "jobs[0].requeue: expected a boolean"},
+  };
+  for (const Case& c : squeue) {
+    auto r = ParseSqueueJson(c.text);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.status().ToString().find(c.expect), std::string::npos)
+        << c.text << " -> " << r.status().ToString();
+  }
+  auto p = ParsePartitionsText("PartitionName=a Nodes=g[1-2]\nNodes=g1 junk\n");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().ToString().find("line 2: 'junk' is not Key=Value"), std::string::npos)
+      << p.status().ToString();
+  EXPECT_FALSE(ParsePartitionsText("State=UP\n").ok());
+}
+
+// Truncating the recorded answer anywhere gives an error, never a crash or a partial list.
+TEST(SlurmModel, TruncatedRecordedAnswersAreRefused) {
+  const std::string text = ReadTestdata("squeue-22.05.json");
+  for (size_t cut = 0; cut + 2 < text.size(); cut += 97) {
+    EXPECT_FALSE(ParseSqueueJson(text.substr(0, cut)).ok()) << cut;
+  }
+}
+
+}  // namespace
+}  // namespace stoker::slurm

@@ -8,6 +8,8 @@ quick=0; [[ ${1:-} == --quick ]] && quick=1
 jobs=$(nproc)
 # Let ccache share objects between clones in different folders (CI builds a fresh clone).
 export CCACHE_BASEDIR=$PWD
+# With -g ccache would also hash the build folder; clones in other folders then never hit.
+export CCACHE_NOHASHDIR=1
 
 echo "== layering =="
 python3 scripts/check-layering.py .

@@ -56,19 +56,6 @@ struct OpenedSource {
   std::string unavailable_reason;
 };
 
-int ExitCodeFor(const Status& s) {
-  switch (s.code()) {
-    case StatusCode::kNotFound:
-      return kExitNotFound;
-    case StatusCode::kInvalidArgument:
-      return kExitUsage;
-    case StatusCode::kPermissionDenied:
-      return kExitDenied;
-    default:
-      return kExitUnavailable;
-  }
-}
-
 bool ListScenarios(const SourceFlags& flags) {
   if (flags.simulate != "list") return false;
   for (const auto& s : nvml::BuiltinScenarios()) {

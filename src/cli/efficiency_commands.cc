@@ -141,7 +141,7 @@ int Load(const CommonFlags& f, eff::EfficiencyConfig* cfg, eff::RecordSet* recor
   auto c = f.config.empty() ? eff::LoadConfigYaml("") : eff::LoadConfigFile(f.config);
   if (!c.ok()) {
     std::cerr << "error: " << c.status().message() << "\n";
-    return c.status().code() == StatusCode::kNotFound ? kExitNotFound : kExitUsage;
+    return ExitCodeFor(c.status());
   }
   for (const auto& e : c->rule_errors)
     std::cerr << "warning: rule skipped: " << e.message() << "\n";
@@ -149,7 +149,7 @@ int Load(const CommonFlags& f, eff::EfficiencyConfig* cfg, eff::RecordSet* recor
   auto r = eff::ReadRecordsFile(f.input);
   if (!r.ok()) {
     std::cerr << "error: " << r.status().message() << "\n";
-    return r.status().code() == StatusCode::kNotFound ? kExitNotFound : kExitUsage;
+    return ExitCodeFor(r.status());
   }
   *records = std::move(r).value();
   return kExitOk;
@@ -237,7 +237,7 @@ int RunAlerts(const CommonFlags& f, const std::string& alertmanager) {
     }
   }
   for (const auto& e : r.errors) std::cerr << "error: " << e.ToString() << "\n";
-  return r.errors.empty() ? kExitOk : kExitUnavailable;
+  return r.errors.empty() ? kExitOk : ExitCodeFor(r.errors.front());
 }
 
 int RunReclaim(const CommonFlags& f) {
@@ -340,27 +340,25 @@ struct SimEffFlags {
 };
 
 int RunSimEfficiency(const SimEffFlags& f) {
-  auto fail = [](const Status& s, int code) {
+  auto fail = [](const Status& s) {
     std::cerr << "stoker sim efficiency: " << s.ToString() << "\n";
-    return code;
+    return ExitCodeFor(s);
   };
   auto cfg = f.config.empty() ? eff::LoadConfigYaml("") : eff::LoadConfigFile(f.config);
-  if (!cfg.ok()) return fail(cfg.status(), kExitUsage);
+  if (!cfg.ok()) return fail(cfg.status());
   auto format = sim::ParseTraceFormat(f.format);
-  if (!format.ok()) return fail(format.status(), kExitUsage);
+  if (!format.ok()) return fail(format.status());
   if (f.idle_share < 0 || f.idle_share > 1)
-    return fail(InvalidArgument("--idle-share: must be in [0, 1]"), kExitUsage);
+    return fail(InvalidArgument("--idle-share: must be in [0, 1]"));
   sim::TraceLoadOptions load;
   load.limit = f.limit;
   load.skip_bad_rows = true;
   auto trace = sim::LoadTrace(f.trace, *format, load);
-  if (!trace.ok())
-    return fail(trace.status(),
-                trace.status().code() == StatusCode::kNotFound ? kExitNotFound : kExitFailure);
+  if (!trace.ok()) return fail(trace.status());
   sim::JobsSimOptions opt;
   if (!f.cluster.empty()) {
     auto shape = sim::ParseClusterShape(f.cluster);
-    if (!shape.ok()) return fail(shape.status(), kExitUsage);
+    if (!shape.ok()) return fail(shape.status());
     opt.cluster = *shape;
   } else if (trace->cluster) {
     opt.cluster = *trace->cluster;
@@ -376,29 +374,29 @@ int RunSimEfficiency(const SimEffFlags& f) {
   if (!f.oversub_ratio && o.oversub.max_ratio_milli == 1000) o.oversub.max_ratio_milli = 1500;
   if (f.oversub_ratio) {
     if (!std::isfinite(*f.oversub_ratio))
-      return fail(InvalidArgument("--oversub-ratio: not a number"), kExitUsage);
+      return fail(InvalidArgument("--oversub-ratio: not a number"));
     o.oversub.max_ratio_milli = std::llround(*f.oversub_ratio * 1000);
   }
   if (!f.grace.empty()) {
     auto g = ParseDuration(f.grace);
-    if (!g.ok()) return fail(g.status().WithContext("--grace"), kExitUsage);
+    if (!g.ok()) return fail(g.status().WithContext("--grace"));
     o.oversub.grace = *g;
   }
-  if (Status s = eff::ValidateOversubscription(o.oversub); !s.ok()) return fail(s, kExitUsage);
+  if (Status s = eff::ValidateOversubscription(o.oversub); !s.ok()) return fail(s);
   if (f.preemptible_share < 0 || f.preemptible_share > 1) {
-    return fail(InvalidArgument("--preemptible-share: must be in [0, 1]"), kExitUsage);
+    return fail(InvalidArgument("--preemptible-share: must be in [0, 1]"));
   }
   o.preemptible.share = f.preemptible_share;
   if (!(f.busy_activity > 0 && f.busy_activity <= 100)) {
-    return fail(InvalidArgument("--busy-activity: must be in (0, 100] percent"), kExitUsage);
+    return fail(InvalidArgument("--busy-activity: must be in (0, 100] percent"));
   }
   o.idleness.busy_activity_milli = std::llround(f.busy_activity * 1000);
   auto pmax = ParseDuration(f.preemptible_max);
-  if (!pmax.ok()) return fail(pmax.status().WithContext("--preemptible-max"), kExitUsage);
+  if (!pmax.ok()) return fail(pmax.status().WithContext("--preemptible-max"));
   o.preemptible.max_duration_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(*pmax).count();
   auto results = eff::CompareReclaim(sim::JobsFromTrace(*trace), opt, o);
-  if (!results.ok()) return fail(results.status(), kExitFailure);
+  if (!results.ok()) return fail(results.status());
   auto tier_json = [](const eff::TierStats& t) {
     return nlohmann::json{{"jobs", t.jobs},
                           {"queue_delay_mean_s", t.queue_delay_s.mean},

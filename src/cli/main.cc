@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "cli/cli.h"
+#include "cli/common.h"
 
 namespace stoker::cli {
 
@@ -12,6 +13,8 @@ int Main(int argc, char** argv) {
   RegisterAgentCommands(app, exit_code);
   RegisterSimCommands(app, exit_code);
   RegisterServerCommands(app, exit_code);
+  RegisterJobCommands(app, exit_code);
+  RegisterAdminCommands(app, exit_code);
   RegisterEfficiencyCommands(app, exit_code);
   try {
     app.parse(argc, argv);

@@ -88,12 +88,12 @@ int RunPackingCommand(const PackingFlags& f) {
   auto cluster = sim::LoadOpenbNodes(f.nodes, f.skip_bad_rows, &skipped_nodes);
   if (!cluster.ok()) {
     std::cerr << "error: " << cluster.status().message() << "\n";
-    return cluster.status().code() == StatusCode::kNotFound ? kExitNotFound : kExitFailure;
+    return ExitCodeFor(cluster.status());
   }
   auto pods = sim::LoadOpenbPods(f.pods, cluster->models(), f.skip_bad_rows);
   if (!pods.ok()) {
     std::cerr << "error: " << pods.status().message() << "\n";
-    return pods.status().code() == StatusCode::kNotFound ? kExitNotFound : kExitFailure;
+    return ExitCodeFor(pods.status());
   }
   if (f.skip_bad_rows) {
     std::cerr << "skipped bad rows: " << skipped_nodes << " in " << f.nodes << ", "
@@ -143,7 +143,7 @@ int RunPackingCommand(const PackingFlags& f) {
       if (!r.ok()) {
         std::cerr << "error: policy " << policies[p] << " seed " << (*seeds)[s] << ": "
                   << r.status().message() << "\n";
-        return kExitFailure;
+        return ExitCodeFor(r.status());
       }
       runs.push_back(*r);
     }

@@ -62,30 +62,27 @@ class ProgressBar {
 };
 
 int RunSimJobs(const SimJobsArgs& a) {
-  auto fail = [](const Status& s, int code) {
+  auto fail = [](const Status& s) {
     std::cerr << "stoker sim jobs: " << s.ToString() << "\n";
-    return code;
+    return ExitCodeFor(s);
   };
   auto format = sim::ParseTraceFormat(a.format);
-  if (!format.ok()) return fail(format.status(), kExitUsage);
+  if (!format.ok()) return fail(format.status());
   auto queue_policy = queue::CreateQueuePolicy(a.queue);
-  if (!queue_policy.ok()) return fail(queue_policy.status(), kExitUsage);
+  if (!queue_policy.ok()) return fail(queue_policy.status());
   auto backfill = sim::ParseBackfillMode(a.backfill);
-  if (!backfill.ok()) return fail(backfill.status(), kExitUsage);
+  if (!backfill.ok()) return fail(backfill.status());
   if (a.json && a.csv == "-") {
-    return fail(InvalidArgument("--json and --csv - both write to stdout; give --csv a file"),
-                kExitUsage);
+    return fail(InvalidArgument("--json and --csv - both write to stdout; give --csv a file"));
   }
-  if (a.preemption_overhead_s < 0)
-    return fail(InvalidArgument("--preemption-overhead: negative"), kExitUsage);
+  if (a.preemption_overhead_s < 0) return fail(InvalidArgument("--preemption-overhead: negative"));
 
   sim::TraceLoadOptions load;
   load.skip_bad_rows = a.skip_bad_rows;
   load.limit = a.limit;
   auto trace = sim::LoadTrace(a.trace, *format, load);
   if (!trace.ok()) {
-    return fail(trace.status(),
-                trace.status().code() == StatusCode::kNotFound ? kExitNotFound : kExitFailure);
+    return fail(trace.status());
   }
   if (trace->skipped_rows > 0) {
     std::cerr << "stoker sim jobs: skipped " << trace->skipped_rows << " bad rows in " << a.trace
@@ -94,23 +91,23 @@ int RunSimJobs(const SimJobsArgs& a) {
   std::optional<int64_t> since, until;
   if (!a.since.empty()) {
     auto t = sim::ParseUtcDateTime(a.since);
-    if (!t.ok()) return fail(t.status().WithContext("--since"), kExitUsage);
+    if (!t.ok()) return fail(t.status().WithContext("--since"));
     since = *t;
   }
   if (!a.until.empty()) {
     auto t = sim::ParseUtcDateTime(a.until);
-    if (!t.ok()) return fail(t.status().WithContext("--until"), kExitUsage);
+    if (!t.ok()) return fail(t.status().WithContext("--until"));
     until = *t;
   }
   auto dropped = sim::FilterTraceWindow(*trace, since, until);
-  if (!dropped.ok()) return fail(dropped.status(), kExitUsage);
+  if (!dropped.ok()) return fail(dropped.status());
   if (*dropped > 0)
     std::cerr << "stoker sim jobs: " << *dropped << " jobs outside the time window\n";
 
   sim::JobsSimOptions opt;
   if (!a.cluster.empty()) {
     auto shape = sim::ParseClusterShape(a.cluster);
-    if (!shape.ok()) return fail(shape.status(), kExitUsage);
+    if (!shape.ok()) return fail(shape.status());
     opt.cluster = *shape;
   } else if (trace->cluster) {
     opt.cluster = *trace->cluster;
@@ -126,10 +123,10 @@ int RunSimJobs(const SimJobsArgs& a) {
   if (!a.group_clusters.empty()) {
     // One cluster per trace group (Philly VC), as the Helios simulator runs Philly.
     auto groups = sim::LoadGroupClusters(a.group_clusters);
-    if (!groups.ok()) return fail(groups.status(), kExitUsage);
+    if (!groups.ok()) return fail(groups.status());
     opt.progress = nullptr;
     auto run = sim::RunPerGroup(*trace, *groups, opt.cluster.gpus_per_node, a.queue, opt);
-    if (!run.ok()) return fail(run.status(), kExitFailure);
+    if (!run.ok()) return fail(run.status());
     if (run->dropped_jobs > 0) {
       std::cerr << "stoker sim jobs: " << run->dropped_jobs << " jobs of groups not in "
                 << a.group_clusters << " dropped\n";
@@ -139,33 +136,32 @@ int RunSimJobs(const SimJobsArgs& a) {
     auto simulator =
         sim::JobsSim::Create(sim::JobsFromTrace(*trace), std::move(queue_policy).value(), opt);
     if (!simulator.ok()) {
-      return fail(simulator.status(),
-                  simulator.status().code() == StatusCode::kInternal ? kExitFailure : kExitUsage);
+      return fail(simulator.status());
     }
     auto ran = (*simulator)->Run();
-    if (!ran.ok()) return fail(ran.status(), kExitFailure);
+    if (!ran.ok()) return fail(ran.status());
     owned.push_back(std::move(simulator).value());
   }
   std::vector<const sim::JobsSim*> sims;
   for (const auto& s : owned) sims.push_back(s.get());
   auto report = sim::SummariseRuns(sims);
-  if (!report.ok()) return fail(report.status(), kExitFailure);
+  if (!report.ok()) return fail(report.status());
 
   if (!a.csv.empty()) {
     if (a.csv == "-") {
       sim::WriteJobsCsv(sims, std::cout);
     } else {
       std::ofstream f(a.csv);
-      if (!f) return fail(Unavailable(a.csv + ": cannot open for writing"), kExitFailure);
+      if (!f) return fail(Internal(a.csv + ": cannot open for writing"));
       sim::WriteJobsCsv(sims, f);
-      if (!f) return fail(Unavailable(a.csv + ": write failed"), kExitFailure);
+      if (!f) return fail(Internal(a.csv + ": write failed"));
     }
   }
   if (!a.plot.empty()) {
     std::ofstream f(a.plot);
-    if (!f) return fail(Unavailable(a.plot + ": cannot open for writing"), kExitFailure);
+    if (!f) return fail(Internal(a.plot + ": cannot open for writing"));
     sim::WriteSvgPlot(sims, *report, f);
-    if (!f) return fail(Unavailable(a.plot + ": write failed"), kExitFailure);
+    if (!f) return fail(Internal(a.plot + ": write failed"));
   }
   if (a.json) {
     sim::WriteReportJson(*report, std::cout);

@@ -121,9 +121,10 @@ Status StatusFromSlurmError(const std::string& command, int exit_code, const std
     if (c == '\n') c = ' ';
   }
   const std::string msg = command + " exited with " + std::to_string(exit_code) + ": " + text;
-  for (const char* s : {"Unable to contact slurm controller", "Socket timed out",
-                        "Connection refused", "Unable to process configuration file",
-                        "Could not establish a configuration source", "Zero Bytes were transmitted"}) {
+  for (const char* s :
+       {"Unable to contact slurm controller", "Socket timed out", "Connection refused",
+        "Unable to process configuration file", "Could not establish a configuration source",
+        "Zero Bytes were transmitted"}) {
     if (err.find(s) != std::string::npos) return Unavailable(msg);
   }
   for (const char* s : {"Invalid job id", "Invalid node name", "Job has already finished",
@@ -138,7 +139,8 @@ Result<std::string> CommandSlurmClient::Run(std::vector<std::string> argv) {
   if (!options_.bin_dir.empty()) argv[0] = options_.bin_dir + "/" + argv[0];
   std::map<std::string, std::string> env;
   if (!options_.slurm_conf.empty()) env["SLURM_CONF"] = options_.slurm_conf;
-  STOKER_ASSIGN_OR_RETURN(CommandOutput r, RunCommand(argv, env, options_.timeout, kMaxAnswerBytes));
+  STOKER_ASSIGN_OR_RETURN(CommandOutput r,
+                          RunCommand(argv, env, options_.timeout, kMaxAnswerBytes));
   if (r.exit_code != 0) {
     std::string cmd = name;
     if (argv.size() > 1) cmd += " " + argv[1];

@@ -42,8 +42,8 @@ struct CommandOutput {
 // every other descriptor closed (spawned with close-on-exec pipes). Output beyond `max_output`
 // bytes per stream is an error; the command is killed after `timeout`.
 Result<CommandOutput> RunCommand(const std::vector<std::string>& argv,
-                                 const std::map<std::string, std::string>& env,
-                                 Duration timeout, size_t max_output);
+                                 const std::map<std::string, std::string>& env, Duration timeout,
+                                 size_t max_output);
 
 struct CommandClientOptions {
   std::string slurm_conf;  // SLURM_CONF for every command; empty: Slurm's default

@@ -141,8 +141,8 @@ Decision Decide(const SlurmSnapshot& snap, scheduler::PlacementPolicy& policy,
         spdlog::warn("slurm: job {}: placement not applied to the model: {}", j->id, s.ToString());
         continue;
       }
-      d.steer.push_back({j->id, {model.names[pr.placement.node]}, "policy " +
-                                                                     std::string(policy.Name())});
+      d.steer.push_back(
+          {j->id, {model.names[pr.placement.node]}, "policy " + std::string(policy.Name())});
     } else if (pr.status == scheduler::PlacementStatus::kInfeasible) {
       d.steer.push_back({j->id, {}, "no node can ever host it: " + pr.reason});
     }
@@ -164,8 +164,8 @@ Decision Decide(const SlurmSnapshot& snap, scheduler::PlacementPolicy& policy,
       int64_t score = 0, bound = 0;
       if (!model.cluster.Fits(i, r)) {
         unfit.push_back(i);
-      } else if (stoker_score && scheduler::StokerScoreAndBound(policy, r, model.cluster, i,
-                                                                &score, &bound)) {
+      } else if (stoker_score &&
+                 scheduler::StokerScoreAndBound(policy, r, model.cluster, i, &score, &bound)) {
         scored.push_back({score, i});
       } else {
         // Other policies: pack (fewest free GPUs that still fit first).
@@ -192,8 +192,8 @@ Decision Decide(const SlurmSnapshot& snap, scheduler::PlacementPolicy& policy,
 
 Result<std::unique_ptr<SlurmController>> SlurmController::Create(SlurmClient* client,
                                                                  ControllerOptions options) {
-  STOKER_ASSIGN_OR_RETURN(auto policy,
-                          scheduler::CreatePlacementPolicy(options.policy, scheduler::PolicyConfig{}));
+  STOKER_ASSIGN_OR_RETURN(
+      auto policy, scheduler::CreatePlacementPolicy(options.policy, scheduler::PolicyConfig{}));
   return std::unique_ptr<SlurmController>(
       new SlurmController(client, std::move(options), std::move(policy)));
 }

@@ -1,9 +1,8 @@
 #include "slurm/model.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <charconv>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 namespace stoker::slurm {
@@ -46,7 +45,8 @@ Status GetInt(const json& obj, std::string_view key, const std::string& where, I
   }
   const int64_t v = it->get<int64_t>();
   if (v < static_cast<int64_t>(std::numeric_limits<Int>::min()) ||
-      (v > 0 && static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<Int>::max()))) {
+      (v > 0 &&
+       static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<Int>::max()))) {
     return InvalidArgument(where + ": " + std::to_string(v) + " out of range");
   }
   *out = static_cast<Int>(v);
@@ -188,7 +188,8 @@ Result<GresGpu> ParseGresGpu(std::string_view gres) {
     std::string_view extra;
     const size_t paren = item.find('(');
     if (paren != std::string_view::npos) {
-      if (item.back() != ')') return InvalidArgument("gres '" + std::string(gres) + "': unclosed (");
+      if (item.back() != ')')
+        return InvalidArgument("gres '" + std::string(gres) + "': unclosed (");
       extra = item.substr(paren + 1, item.size() - paren - 2);
       item = item.substr(0, paren);
     }
@@ -228,12 +229,11 @@ Result<int32_t> ParseTresGpuCount(std::string_view tres) {
       std::string_view rest = item.substr(prefix.size());
       const size_t c = rest.rfind(':');
       const size_t eq = rest.rfind('=');
-      const size_t at = c == std::string_view::npos ? eq
+      const size_t at = c == std::string_view::npos    ? eq
                         : eq == std::string_view::npos ? c
-                                                        : std::max(c, eq);
+                                                       : std::max(c, eq);
       int64_t n = 0;
-      if (at == std::string_view::npos || !ParseInt(rest.substr(at + 1), &n) || n < 0 ||
-          n > 4096) {
+      if (at == std::string_view::npos || !ParseInt(rest.substr(at + 1), &n) || n < 0 || n > 4096) {
         return InvalidArgument("tres '" + std::string(tres) + "': bad gpu count");
       }
       total += static_cast<int32_t>(n);

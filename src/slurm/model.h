@@ -16,14 +16,14 @@ namespace stoker::slurm {
 
 struct SlurmNode {
   std::string name;
-  std::string state;  // lower case: idle, mixed, allocated, down, ...
+  std::string state;                     // lower case: idle, mixed, allocated, down, ...
   std::vector<std::string> state_flags;  // DRAIN, NOT_RESPONDING, ...
   int64_t cpus = 0;
   int64_t alloc_cpus = 0;
   int64_t real_memory_mib = 0;
   int64_t alloc_memory_mib = 0;
-  int32_t gpus = 0;       // gres gpu count
-  int32_t gpus_used = 0;  // gres_used gpu count
+  int32_t gpus = 0;                       // gres gpu count
+  int32_t gpus_used = 0;                  // gres_used gpu count
   std::vector<int32_t> gpu_used_indices;  // from gres_used "(IDX:...)" when present
   std::string gpu_type;                   // "a100" in gpu:a100:8; empty when untyped
   int64_t weight = 1;
@@ -41,8 +41,8 @@ struct SlurmJob {
   uint32_t user_id = 0;
   std::string partition;
   std::string qos;
-  std::string state;         // upper case: PENDING, RUNNING, COMPLETING, ...
-  std::string state_reason;  // None, Priority, JobHeldUser, ...
+  std::string state;               // upper case: PENDING, RUNNING, COMPLETING, ...
+  std::string state_reason;        // None, Priority, JobHeldUser, ...
   std::vector<std::string> nodes;  // expanded from the job's host list
   int32_t gpus_per_node = 0;       // tres_per_node gres:gpu:N (or gres/gpu:N)
   int32_t gpus_per_job = 0;        // tres_per_job (--gpus=N)

@@ -47,7 +47,8 @@ bool WaitFor(F f, std::chrono::seconds limit = std::chrono::seconds(30)) {
 class SlurmCluster : public ::testing::Test {
  protected:
   void SetUp() override {
-    client_ = std::make_unique<CommandSlurmClient>(CommandClientOptions{kConf, "", std::chrono::seconds(30)});
+    client_ = std::make_unique<CommandSlurmClient>(
+        CommandClientOptions{kConf, "", std::chrono::seconds(30)});
     auto nodes = client_->Nodes();
     ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
     ASSERT_EQ(nodes->size(), 4u) << "the slurm_cluster fixture brings up 4 nodes";
@@ -147,9 +148,8 @@ TEST_F(SlurmCluster, VanishedJobsUnknownNodesAndUnreachableSlurmAreClearErrors) 
 TEST_F(SlurmCluster, AgentAttributesSlurmdStartedProcessesToTheirJob) {
   const std::string pidfile = kDir + "/attr.pid";
   Sh("rm -f " + pidfile);
-  const uint32_t id =
-      Submit("--gres=gpu:1 --wrap 'echo $$ > " + pidfile + ".tmp; mv " + pidfile + ".tmp " +
-             pidfile + "; exec sleep 120'");
+  const uint32_t id = Submit("--gres=gpu:1 --wrap 'echo $$ > " + pidfile + ".tmp; mv " + pidfile +
+                             ".tmp " + pidfile + "; exec sleep 120'");
   ASSERT_TRUE(WaitFor([&] { return std::ifstream(pidfile).good(); }));
   uint32_t pid = 0;
   std::ifstream(pidfile) >> pid;

@@ -90,7 +90,8 @@ TEST(SlurmModel, GresStrings) {
   EXPECT_EQ(u->indices, (std::vector<int32_t>{0, 2, 3}));
   EXPECT_EQ(ParseGresGpu("gpu:0(IDX:N/A)")->count, 0);
   EXPECT_EQ(ParseGresGpu("(null)")->count, 0);
-  for (const char* bad : {"gpu:x", "gpu", "gpu:1:2:3", "gpu:2(IDX:0-1", "gpu:2(IDX:3-1)", "gpu:-1"}) {
+  for (const char* bad :
+       {"gpu:x", "gpu", "gpu:1:2:3", "gpu:2(IDX:0-1", "gpu:2(IDX:3-1)", "gpu:-1"}) {
     EXPECT_FALSE(ParseGresGpu(bad).ok()) << bad;
   }
   EXPECT_EQ(*ParseTresGpuCount("gres:gpu:2"), 2);
@@ -131,12 +132,14 @@ TEST(SlurmModel, MalformedAnswersNameWhatAndWhere) {
   const std::vector<Case> squeue = {
       {"{\"jobs\": {}}", "no \"jobs\" array"},
       {"{\"jobs\": [{\"job_state\": \"RUNNING\"}]}", "jobs[0].job_id: missing"},
-      {"{\"jobs\": [{\"job_id\": -4, \"job_state\": \"RUNNING\"}]}", "jobs[0].job_id: -4 out of range"},
+      {"{\"jobs\": [{\"job_id\": -4, \"job_state\": \"RUNNING\"}]}",
+       "jobs[0].job_id: -4 out of range"},
       {"{\"jobs\": [{\"job_id\": 0, \"job_state\": \"RUNNING\"}]}", "0 is not a job id"},
       {"{\"jobs\": [{\"job_id\": 1}]}", "jobs[0].job_state: missing"},
       {"{\"jobs\": [{\"job_id\": 1, \"job_state\": \"RUNNING\", \"nodes\": \"g[1-\"}]}",
        "jobs[0].nodes"},
-      {"{\"jobs\": [{\"job_id\": 1, \"job_state\": \"RUNNING\", \"gres_detail\": [\"gpu:2(IDX:z)\"]}]}",
+      {"{\"jobs\": [{\"job_id\": 1, \"job_state\": \"RUNNING\", \"gres_detail\": "
+       "[\"gpu:2(IDX:z)\"]}]}",
        "jobs[0].gres_detail[0]"},
       {"{\"jobs\": [{\"job_id\": 1, \"job_state\": \"RUNNING\", \"requeue\": 1}]}",
        "jobs[0].requeue: expected a boolean"},

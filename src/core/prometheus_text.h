@@ -1,0 +1,98 @@
+#pragma once
+// The one writer of the Prometheus text exposition format (0.0.4) in the tree: HELP and TYPE
+// lines, label values escaped as the format says (\\, \", \n), HELP text escaped (\\, \n),
+// counters, gauges and histograms with cumulative buckets ending in +Inf, _sum and _count.
+//
+// A family is opened with Family(name, help, type) and its samples follow; a family name may
+// be opened once per exposition. Names are code constants, so an invalid metric or label name,
+// a repeated family or a sample outside its family is a programming error: the writer drops
+// that line and remembers the first such error in status() (tests assert it is OK).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+
+namespace stoker::prom {
+
+enum class Type { kCounter, kGauge, kHistogram, kUntyped };
+const char* TypeName(Type t);
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+// [a-zA-Z_:][a-zA-Z0-9_:]*
+bool ValidMetricName(std::string_view name);
+// [a-zA-Z_][a-zA-Z0-9_]*, not starting with "__" (reserved).
+bool ValidLabelName(std::string_view name);
+// Label value escaping: backslash, double quote and line feed.
+std::string EscapeLabelValue(std::string_view value);
+// HELP text escaping: backslash and line feed.
+std::string EscapeHelp(std::string_view help);
+// A Go-style float: integers without exponent ("42"), NaN, +Inf, -Inf, else shortest %g form
+// that round-trips.
+std::string FormatValue(double v);
+
+// Fixed-bucket histogram data. `bounds` are the finite upper bounds, increasing; `counts` has
+// bounds.size() + 1 entries (the last one is the +Inf bucket), each NOT cumulative.
+class Histogram {
+ public:
+  Histogram() = default;
+  explicit Histogram(std::vector<double> bounds);
+  void Observe(double v, uint64_t times = 1);
+  const std::vector<double>& bounds() const { return bounds_; }
+  const std::vector<uint64_t>& counts() const { return counts_; }
+  double sum() const { return sum_; }
+  uint64_t count() const { return count_; }
+  // Exponential bounds start, start*factor, ... (n of them).
+  static std::vector<double> ExponentialBounds(double start, double factor, int n);
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_ = {0};
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+class TextWriter {
+ public:
+  // Opens a family: writes "# HELP" and "# TYPE". Samples of it follow.
+  void Family(std::string_view name, std::string_view help, Type type);
+  // One sample of the open family: `name` is the family name (or, for histograms, written by
+  // Histogram()).
+  void Sample(std::string_view name, const Labels& labels, double value);
+  // A histogram sample set of the open histogram family: name_bucket{...,le="b"} cumulative,
+  // le="+Inf" equal to the count, name_sum and name_count.
+  void HistogramSamples(std::string_view name, const Labels& labels, const Histogram& h);
+
+  // Shorthands for a family with a single unlabelled (or one labelled) sample.
+  void Counter(std::string_view name, std::string_view help, double value,
+               const Labels& labels = {});
+  void Gauge(std::string_view name, std::string_view help, double value, const Labels& labels = {});
+  void HistogramFamily(std::string_view name, std::string_view help, const Histogram& h,
+                       const Labels& labels = {});
+
+  const std::string& text() const { return out_; }
+  std::string Take() { return std::move(out_); }
+  const Status& status() const { return status_; }
+
+ private:
+  bool CheckSample(std::string_view name, const Labels& labels);
+  void WriteLabels(const Labels& labels, std::string_view extra_name = {},
+                   std::string_view extra_value = {});
+  void Fail(std::string message);
+
+  std::string out_;
+  std::string open_family_;
+  Type open_type_ = Type::kUntyped;
+  std::unordered_set<std::string> families_;
+  Status status_;
+};
+
+// The Content-Type of the text format.
+inline constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+}  // namespace stoker::prom

@@ -30,6 +30,7 @@ ALLOWED = {
     # The Slurm engine adapter: an edge that uses the policies and the efficiency engine; nothing
     # but the wiring (integration, cli, apps) may include it.
     "slurm": {"core", "scheduler", "efficiency", "telemetry"},
+    "inference": {"core", "batch", "http"},  # the example service: model + batcher + HTTP
 }
 # Modules with no rule beyond "not the CLI": the adapters and the wiring.
 OPEN = {"integration", "cli", "apps", "k8s", "web"}

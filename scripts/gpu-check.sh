@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks Stoker's agent against nvidia-smi on a machine with a real NVIDIA GPU.
 #
-#   scripts/gpu-check.sh [--binary PATH] [--out DIR] [--load-seconds N]
+#   scripts/gpu-check.sh [--binary PATH] [--out DIR] [--load-seconds N] [--only-inference]
 #
 # 1. Takes the given (portable) binary, or builds `stoker` from this tree.
 # 2. Compares each GPU's reading in `stoker smi --json` with `nvidia-smi --query-gpu` taken at the
@@ -10,20 +10,34 @@
 #      temperature: ±3 °C;  power: ±max(25 W, 15 %);  utilization: ±20 points.
 # 3. Runs a bf16 matrix-multiply load with PyTorch and shows GPU utilization, SM activity and
 #    tensor activity (GPM, Hopper+) rising above idle while it runs.
+# 4. Builds the example inference server (stoker-infer) with its CUDA path and runs
+#    `stoker-infer --gpu-check`: the Fashion-MNIST test set through cuBLAS against the OpenBLAS
+#    path (accuracy, agreement, largest logit difference) and the time per item by batch size.
+#    --only-inference runs this step alone.
 # Exit status 0 only when every comparison and the load check pass. A JSON summary goes to
 # DIR/gpu-check.json (default: current directory).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-binary=""; out=.; load_seconds=25
+binary=""; out=.; load_seconds=25; only_inference=0
 while (($#)); do
   case $1 in
     --binary) binary=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --load-seconds) load_seconds=$2; shift 2 ;;
-    *) echo "usage: $0 [--binary PATH] [--out DIR] [--load-seconds N]" >&2; exit 2 ;;
+    --only-inference) only_inference=1; shift ;;
+    *) echo "usage: $0 [--binary PATH] [--out DIR] [--load-seconds N] [--only-inference]" >&2; exit 2 ;;
   esac
 done
 command -v nvidia-smi >/dev/null || { echo "gpu-check: nvidia-smi not found: this needs an NVIDIA GPU" >&2; exit 3; }
+
+inference_check() {
+  echo "== inference: the CUDA path of stoker-infer =="
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTOKER_BUILD_TESTS=OFF -DSTOKER_BUILD_BENCH=OFF >/dev/null &&
+    ninja -C build-gpu stoker-infer || { echo "gpu-check: stoker-infer build failed" >&2; return 1; }
+  mkdir -p "$out"
+  build-gpu/bin/stoker-infer --weights "$out/fashion-mlp.bin" --gpu-check
+}
+if ((only_inference)); then inference_check; exit $?; fi
 if [[ -z $binary ]]; then
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTOKER_BUILD_TESTS=OFF -DSTOKER_BUILD_BENCH=OFF >/dev/null &&
     ninja -C build-gpu stoker || { echo "gpu-check: build failed" >&2; exit 1; }
@@ -131,3 +145,6 @@ with open(f"{out}/gpu-check.json", "w") as f:
 print("gpu-check:", "PASSED" if ok else "FAILED")
 sys.exit(0 if ok else 1)
 PY
+agent_rc=$?
+inference_check; inference_rc=$?
+((agent_rc == 0 && inference_rc == 0))

@@ -8,6 +8,7 @@ packages=(
   libcpp-httplib-dev libboost1.74-dev libsimdjson-dev libssl-dev zlib1g-dev libbrotli-dev
   prometheus prometheus-node-exporter prometheus-alertmanager curl openssl python3 procps
   slurm-wlm slurmctld slurmd slurm-client munge
+  libopenblas-dev dataset-fashion-mnist
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -73,8 +73,8 @@ TEST(Batcher, PreserveOrderingDeliversInSubmissionOrder) {
       std::lock_guard lk(rng_mu);
       spin = static_cast<int>(rng() % 2000);
     }
-    volatile int sink = 0;
-    for (int i = 0; i < spin * 100; ++i) sink = sink + i;  // uneven batch times
+    volatile unsigned sink = 0;
+    for (int i = 0; i < spin * 100; ++i) sink = sink + static_cast<unsigned>(i);  // uneven
     return std::vector<int>(in.begin(), in.end());
   };
   auto b = Make(o, run, &clock);

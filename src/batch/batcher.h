@@ -303,25 +303,33 @@ class Batcher {
     lk.lock();
   }
 
-  // Calls the callbacks (outside mu_), in submission order when preserve_ordering is set.
+  // Calls the callbacks (outside mu_), in submission order when preserve_ordering is set. The
+  // answered count moves before the callbacks run, so a caller that has its answer sees it.
   void Deliver(std::vector<Answer>& answers) {
     if (!opt_.preserve_ordering) {
+      CountAnswered(answers.size());
       for (Answer& a : answers) a.done(std::move(a.result));
     } else {
       std::lock_guard order(order_mu_);
       for (Answer& a : answers) held_.emplace(a.seq, std::move(a));
-      while (!held_.empty() && held_.begin()->first == next_deliver_) {
+      size_t ready = 0;
+      for (auto it = held_.begin(); it != held_.end() && it->first == next_deliver_ + ready; ++it) {
+        ++ready;
+      }
+      CountAnswered(ready);
+      for (; ready > 0; --ready) {
         Answer& a = held_.begin()->second;
         a.done(std::move(a.result));
         held_.erase(held_.begin());
         ++next_deliver_;
       }
     }
-    {
-      std::lock_guard lk(mu_);
-      metrics_.answered += answers.size();
-    }
     answers.clear();
+  }
+
+  void CountAnswered(size_t n) {
+    std::lock_guard lk(mu_);
+    metrics_.answered += n;
   }
 
   const Options opt_;

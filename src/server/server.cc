@@ -8,60 +8,15 @@
 #include <fstream>
 #include <utility>
 
-#include "scheduler/cluster.h"
-#include "scheduler/fgd.h"
 #include "scheduler/queue/job_queue.h"
 #include "scheduler/registry.h"
-#include "server/gpu_commitments.h"
 
 namespace stoker::server {
 namespace fs = std::filesystem;
 
 namespace {
 
-// What a job asks the scheduler for, without its GPU-model constraint (that needs the pass's
-// model table). A one-GPU job the consolidation plan resized asks for its share.
-scheduler::Request RequestFor(const Job& j) {
-  const JobSpec& s = j.spec;
-  scheduler::Request r;
-  r.cpu_milli = s.cpu_milli;
-  r.memory_mib = s.memory_mib;
-  r.gpu_memory_mib = s.gpu_memory_mib;
-  r.job_class = s.job_class;
-  if (s.gpus == 1 && j.consolidate_milli > 0) {
-    r.num_gpu = 1;
-    r.gpu_milli = j.consolidate_milli;
-  } else if (s.gpus > 0) {
-    r.num_gpu = s.gpus;
-    r.gpu_milli = scheduler::kMilliPerGpu;
-  } else if (s.gpu_milli > 0) {
-    r.num_gpu = 1;
-    r.gpu_milli = s.gpu_milli;
-  } else if (!s.mig.empty()) {
-    r.num_gpu = 1;
-    r.mig = scheduler::ParseMigProfile(s.mig).value();  // validated at submission
-  }
-  return r;
-}
-
 Status Denied(const std::string& what) { return PermissionDenied(what); }
-
-bool ContainsNoCase(std::string_view hay, std::string_view needle) {
-  auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(),
-                        [](char a, char b) { return std::tolower(a) == std::tolower(b); });
-  return it != hay.end();
-}
-
-std::string JoinIndices(const std::vector<uint32_t>& v) {
-  std::string s;
-  // Two appends, not `"," + to_string(...)`: GCC 12 at -O3 (the portable build) raises a false
-  // -Wrestrict on the operator+ form.
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(v[i]);
-  }
-  return s;
-}
 
 }  // namespace
 
@@ -98,8 +53,9 @@ Result<std::unique_ptr<Server>> Server::Create(store::Store* store, Clock* clock
     }
   }
   STOKER_ASSIGN_OR_RETURN(
-      s->placement_,
+      auto placement,
       scheduler::CreatePlacementPolicy(s->options_.placement_policy, scheduler::PolicyConfig{}));
+  s->pass_ = std::make_unique<pass::SchedulingPass>(std::move(placement));
   STOKER_ASSIGN_OR_RETURN(s->queue_policy_, queue::CreateQueuePolicy(s->options_.queue_policy));
   if (const int32_t r = s->options_.gpu_oversubscription_milli;
       r < scheduler::kMilliPerGpu || r > 1500) {
@@ -155,9 +111,9 @@ Status Server::Load() {
                    options_.queue_policy);
       continue;
     }
+    std::lock_guard pass_lock(pass_mu_);
     std::lock_guard lock(mu_);
-    placement_ = std::move(*pl);
-    be_placement_.reset();  // made again, of the new policy, when next needed
+    pass_->SetPlacementPolicy(std::move(*pl));
     queue_policy_ = std::move(*q);
     options_.placement_policy = placement;
     options_.queue_policy = queue_name;
@@ -213,33 +169,6 @@ store::NodeRow Server::Row(const NodeEntry& n) const {
 void Server::Event(store::WriteBatch* b, const Job& j, const std::string& kind,
                    const std::string& msg) {
   b->AddEvent(store::EventRow{j.id, NowMs(), kind, msg});
-}
-
-Fragmentation Server::MeasureFragmentation(const scheduler::ClusterState& cluster,
-                                           const std::vector<int64_t>& active_ids) const {
-  // The workload's typical shapes, FGD's way, from the jobs running and waiting now: the
-  // shapes that cover 95 % of them. GPU-model constraints are left out of the measure.
-  std::vector<scheduler::Request> seen;
-  auto add = [&](const Job& j) {
-    scheduler::Request r = RequestFor(j);
-    if (r.IsMig()) {  // a MIG instance as its share of a GPU (the measure counts milli-GPU)
-      r.gpu_milli = scheduler::MigSlicesToMilli(scheduler::MigSlices(r.mig));
-      r.mig = scheduler::MigProfile::kNone;
-    }
-    seen.push_back(r);
-  };
-  for (int64_t id : active_ids) add(jobs_.at(id));
-  for (int64_t id : queued_) add(jobs_.at(id));
-  Fragmentation f;
-  f.total_gpu_milli = cluster.total_gpu_milli();
-  f.free_gpu_milli = cluster.total_gpu_milli() - cluster.allocated_gpu_milli();
-  f.typical_shapes = 0;
-  if (!seen.empty()) {
-    const scheduler::TypicalShapes typical = scheduler::ComputeTypicalShapes(seen);
-    f.typical_shapes = static_cast<int>(typical.shapes.size());
-    f.fragmented_gpu_milli = scheduler::ClusterFrag(cluster, scheduler::FragModel(typical));
-  }
-  return f;
 }
 
 void Server::Notify(const std::vector<Job>& changed) {
@@ -662,6 +591,7 @@ Result<json> Server::RegisterNode(const Principal& who, const NodeInventory& inv
     std::lock_guard lock(mu_);
     NodeEntry& n = nodes_[inv.name];
     const bool is_new = n.inv.name.empty();
+    n.generation++;
     store::WriteBatch b;
     if (!is_new) {
       // A node that comes back with other GPUs (replaced, or a different machine under the
@@ -1136,10 +1066,10 @@ Status Server::SetPolicy(const Principal& who, const std::string& placement,
   b.PutSetting(store::SettingRow{"policy", doc.dump()});
   STOKER_RETURN_IF_ERROR(store_->Apply(std::move(b)));
   {
+    std::lock_guard pass_lock(pass_mu_);
     std::lock_guard lock(mu_);
     if (p) {
-      placement_ = std::move(p);
-      be_placement_.reset();  // made again, of the new policy, when next needed
+      pass_->SetPlacementPolicy(std::move(p));
       options_.placement_policy = placement;
     }
     if (q) {
@@ -1161,500 +1091,196 @@ json Server::Policy() const {
 
 // ---- scheduling -----------------------------------------------------------------------------
 
+namespace {
+
+// A job's state as the scheduling pass sees it; nullopt for ended jobs.
+std::optional<pass::JobPhase> PhaseOf(JobState s) {
+  switch (s) {
+    case JobState::kQueued:
+      return pass::JobPhase::kQueued;
+    case JobState::kAssigned:
+      return pass::JobPhase::kAssigned;
+    case JobState::kRunning:
+      return pass::JobPhase::kRunning;
+    case JobState::kCancelling:
+      return pass::JobPhase::kCancelling;
+    default:
+      return std::nullopt;
+  }
+}
+
+// A job as the scheduling pass sees it.
+pass::JobView PassView(const Job& j) {
+  pass::JobView v;
+  v.id = j.id;
+  v.attempt = j.attempt();
+  v.phase = PhaseOf(j.state).value_or(pass::JobPhase::kQueued);
+  const JobSpec& s = j.spec;
+  v.cpu_milli = s.cpu_milli;
+  v.memory_mib = s.memory_mib;
+  v.gpu_memory_mib = s.gpu_memory_mib;
+  v.gpus = s.gpus;
+  v.min_gpus = s.min_gpus;
+  v.gpu_milli = s.gpu_milli;
+  v.mig = s.mig;
+  v.job_class = s.job_class;
+  v.gpu_models = s.gpu_models;
+  v.consolidate_milli = j.consolidate_milli;
+  v.preemptible = s.preemptible;
+  v.priority = s.priority;
+  v.submit_ms = j.submit_ms;
+  v.start_ms = j.start_ms;
+  v.preempted_by = j.preempted_by;
+  if (j.assignment) {
+    pass::JobPlacement p;
+    p.node = j.assignment->node;
+    for (const auto& [pos, milli] : j.assignment->shares) p.shares.emplace_back(pos, milli);
+    p.mig_slices = j.assignment->mig_slices;
+    p.mig_uuid = j.assignment->mig_uuid;
+    v.placement = std::move(p);
+  }
+  return v;
+}
+
+}  // namespace
+
 PassStats Server::RunSchedulingPass() {
   const auto t0 = std::chrono::steady_clock::now();
-  PassStats stats;
-  std::vector<Job> changed;
-  std::shared_future<Status> done;
-  bool persist = false;
+  // One pass at a time; mu_ is held only to read the view and to apply the decision, so
+  // submissions, heartbeats and reads go on while the pass computes.
+  std::lock_guard pass_lock(pass_mu_);
+  pass::PassInput in;
+  pass::PassOptions popts;
+  std::shared_ptr<const queue::QueuePolicy> queue_policy;
+  std::unordered_map<std::string, uint64_t> generations;  // node -> generation in the view
   {
     std::lock_guard lock(mu_);
-    stats.queued = static_cast<int>(queued_.size());
     // Fragmentation is sampled every minute, with or without queued jobs (reports chart it).
     const MonoTime now = clock_->Now();
     const bool sample_frag =
         last_frag_sample_ == MonoTime{} || now - last_frag_sample_ >= std::chrono::minutes(1);
-    if (queued_.empty() && !sample_frag) return stats;
-
-    // The cluster as the scheduler library sees it: schedulable nodes, minus what active jobs
-    // hold. Rebuilt each pass from the authoritative job table (cheap next to placement).
-    scheduler::ClusterState cluster;
-    // The library models a node's GPUs as one homogeneous group (all MIG or none), so a node
-    // with both kinds becomes two scheduler nodes, one per kind, sharing CPU and memory: every
-    // allocation of CPU/memory is applied to both (see AllocateOnNode).
-    struct VNode {
-      const NodeEntry* node;
-      std::vector<uint8_t> positions;  // scheduler GPU i -> position in node->inv.gpus
-    };
-    std::vector<VNode> vnodes;
-    std::unordered_map<std::string, std::vector<int32_t>> node_vnodes;
+    if (queued_.empty() && !sample_frag) return PassStats{};
+    if (sample_frag) last_frag_sample_ = now;
+    in.sample_fragmentation = sample_frag;
+    // The view, rebuilt each pass from the authoritative tables (cheap next to placement).
+    in.nodes.reserve(nodes_.size());
     for (const auto& [name, n] : nodes_) {
-      if (n.lost || n.drained) continue;
-      std::vector<uint8_t> plain, mig;
-      for (size_t i = 0; i < n.inv.gpus.size(); ++i) {
-        (n.inv.gpus[i].mig_enabled ? mig : plain).push_back(static_cast<uint8_t>(i));
-      }
-      std::vector<std::vector<uint8_t>> groups;
-      if (!plain.empty() || mig.empty()) groups.push_back(plain);
-      if (!mig.empty()) groups.push_back(mig);
-      for (const auto& group : groups) {
-        scheduler::NodeSpec spec;
-        spec.name = groups.size() > 1 && &group == &groups.back() ? name + "#mig" : name;
-        spec.cpu_milli = n.inv.cpu_milli;
-        spec.memory_mib = n.inv.memory_mib;
-        spec.num_gpus = static_cast<int32_t>(group.size());
-        if (!group.empty()) {
-          const GpuInfo& first = n.inv.gpus[group[0]];
-          auto model = cluster.models().Intern(first.model);
-          if (!model.ok()) continue;
-          spec.gpu_model = *model;
-          spec.gpu_memory_mib = first.memory_mib;
-          spec.mig_enabled = first.mig_enabled;
+      pass::NodeView v;
+      v.name = name;
+      v.cpu_milli = n.inv.cpu_milli;
+      v.memory_mib = n.inv.memory_mib;
+      v.drained = n.drained;
+      v.lost = n.lost;
+      if (!n.lost && !n.drained) {
+        v.gpus.reserve(n.inv.gpus.size());
+        for (const GpuInfo& g : n.inv.gpus) {
+          pass::GpuView gv{g.index, g.model, g.memory_mib, g.mig_enabled, {}};
+          for (const MigInfo& m : g.mig) gv.mig.push_back(pass::MigInstance{m.uuid, m.slices});
+          v.gpus.push_back(std::move(gv));
         }
-        auto idx = cluster.AddNode(spec);
-        if (!idx.ok()) {
-          spdlog::warn("node {} not schedulable: {}", name, idx.status().ToString());
-          continue;
-        }
-        vnodes.push_back(VNode{&n, group});
-        node_vnodes[name].push_back(*idx);
       }
+      generations.emplace(name, n.generation);
+      in.nodes.push_back(std::move(v));
     }
-    // What each GPU really carries, preemptible work beyond capacity included; the
-    // best-effort view of it is built when a preemptible job first needs it.
-    const int32_t ratio = options_.gpu_oversubscription_milli;
-    GpuCommitments commits(cluster.num_nodes());
-    std::optional<scheduler::ClusterState> be_view;
-    // What each active job holds in `cluster` (its placement and the CPU/memory on sibling
-    // scheduler nodes), so preemption can try releasing it.
-    std::unordered_map<int64_t, std::vector<scheduler::Placement>> held;
-    // Applies `p` to `c`: its GPUs on p.node and its CPU/memory on the sibling scheduler nodes.
-    auto allocate_on = [&](scheduler::ClusterState& c, const scheduler::Placement& p,
-                           const std::string& name, std::vector<scheduler::Placement>* applied) {
-      STOKER_RETURN_IF_ERROR(c.Allocate(p));
-      if (applied) applied->push_back(p);
-      for (int32_t other : node_vnodes[name]) {
-        if (other == p.node) continue;
-        scheduler::Placement cpu_only;
-        cpu_only.node = other;
-        cpu_only.cpu_milli = p.cpu_milli;
-        cpu_only.memory_mib = p.memory_mib;
-        cpu_only.best_effort = p.best_effort;
-        Status s = c.Allocate(cpu_only);
-        if (!s.ok()) {
-          spdlog::warn("node {}: CPU/memory over-committed: {}", name, s.ToString());
-        } else if (applied) {
-          applied->push_back(cpu_only);
-        }
-      }
-      return Status::Ok();
-    };
-    // Records job `j` holding `p` (full shares): in the commitments, in the best-effort view
-    // if built, and in `cluster` as far as it fits there (a preemptible job beyond capacity
-    // holds what fits; the rest is in the commitments only).
-    auto reserve = [&](const Job& j, const scheduler::Placement& p, const std::string& name) {
-      if (be_view) {
-        Status s = allocate_on(*be_view, BestEffortDelta(p, commits, ratio), name, nullptr);
-        if (!s.ok()) spdlog::warn("job {}: best-effort view: {}", j.id, s.ToString());
-      }
-      commits.Add(j.id, j.spec.preemptible, p, cluster.spec(p.node).mig_enabled);
-    };
-    auto commit = [&](const Job& j, const scheduler::Placement& p, const std::string& name,
-                      std::vector<scheduler::Placement>* applied) {
-      reserve(j, p, name);
-      const scheduler::Placement fits = ClampToFree(p, cluster);
-      if (!(fits == p) && !j.spec.preemptible) {
-        spdlog::warn("job {}: its GPUs are over-committed on {}", j.id, name);
-      }
-      return allocate_on(cluster, fits, name, applied);
-    };
-    std::unordered_map<std::string, std::set<std::string>> used_mig;  // node -> MIG uuids
     // Active placed jobs from the index (every job ever submitted would make each pass grow
-    // with the server's history): guaranteed first, so they are accounted in full and
-    // preemptible work is what may exceed a GPU.
-    std::vector<int64_t> active_ids;
+    // with the server's history).
+    in.active.reserve(job_node_.size());
     for (const auto& [id, node_name] : job_node_) {
       const Job& j = jobs_.at(id);
-      if (IsActive(j.state) && j.assignment) active_ids.push_back(id);
+      if (IsActive(j.state) && j.assignment) in.active.push_back(PassView(j));
     }
-    std::stable_partition(active_ids.begin(), active_ids.end(),
-                          [&](int64_t id) { return !jobs_.at(id).spec.preemptible; });
-    for (int64_t id : active_ids) {
-      const Job& j = jobs_.at(id);
-      auto ni = node_vnodes.find(j.assignment->node);
-      if (ni == node_vnodes.end()) continue;
-      scheduler::Placement p;
-      p.node = ni->second.front();
-      p.cpu_milli = j.spec.cpu_milli;
-      p.memory_mib = j.spec.memory_mib;
-      for (const auto& [pos, milli] : j.assignment->shares) {
-        for (int32_t v : ni->second) {
-          const auto& positions = vnodes[v].positions;
-          auto it = std::find(positions.begin(), positions.end(), pos);
-          if (it == positions.end()) continue;
-          p.node = v;
-          p.gpus[p.num_gpus++] = scheduler::GpuShare{static_cast<uint8_t>(it - positions.begin()),
-                                                     milli, j.assignment->mig_slices};
-        }
-      }
-      if (!j.assignment->mig_uuid.empty())
-        used_mig[j.assignment->node].insert(j.assignment->mig_uuid);
-      Status s = commit(j, p, j.assignment->node, &held[id]);
-      if (!s.ok()) spdlog::warn("job {}: cannot account its allocation: {}", id, s.ToString());
-    }
-    if (sample_frag) {
-      last_frag_sample_ = now;
-      stats.fragmentation = MeasureFragmentation(cluster, active_ids);
-      last_fragmentation_ = stats.fragmentation;
-    }
-    // A model name nobody has: requests naming only unknown models can never be placed.
-    auto no_model = cluster.models().Intern("(no such model)");
+    in.queued.reserve(queued_.size());
+    for (int64_t id : queued_) in.queued.push_back(PassView(jobs_.at(id)));
+    popts.placement_policy = options_.placement_policy;
+    popts.backfill = options_.backfill;
+    popts.gpu_oversubscription_milli = options_.gpu_oversubscription_milli;
+    queue_policy = queue_policy_;
+  }
 
-    queue::JobQueue q(*queue_policy_);
-    for (int64_t id : queued_) {
-      const Job& j = jobs_.at(id);
-      q.Push(queue::JobView{.id = static_cast<queue::JobId>(id),
-                            .submit_ms = j.submit_ms,
-                            .gpus = std::max(j.spec.gpus, 1),
-                            .min_gpus = j.spec.min_gpus,
-                            .priority = j.spec.priority});
-    }
-    // Guaranteed (non-preemptible) jobs first, each tier in the queue policy's order: the GPUs
-    // a preemption frees go to the guaranteed job that asked for them, not back to a
-    // best-effort job that sorts earlier.
-    std::vector<int64_t> order;
-    order.reserve(queued_.size());
-    for (const auto& entry : q) order.push_back(static_cast<int64_t>(entry.key.id));
-    std::stable_partition(order.begin(), order.end(),
-                          [&](int64_t id) { return !jobs_.at(id).spec.preemptible; });
-    if (queued_.empty()) order.clear();  // a pass for the fragmentation sample only
-    // Preemption victims: active preemptible jobs, lowest priority first, then latest started.
-    std::vector<int64_t> victims;
-    for (const auto& [id, h] : held) {
-      const Job& v = jobs_.at(id);
-      if (v.spec.preemptible && v.state != JobState::kCancelling) victims.push_back(id);
-    }
-    std::sort(victims.begin(), victims.end(), [&](int64_t a, int64_t b) {
-      const Job& x = jobs_.at(a);
-      const Job& y = jobs_.at(b);
-      if (x.spec.priority != y.spec.priority) return x.spec.priority < y.spec.priority;
-      if (x.start_ms != y.start_ms) return x.start_ms > y.start_ms;
-      return a > b;
-    });
-    bool preempting_any = false;
-    for (const auto& [id, h] : held) preempting_any |= jobs_.at(id).preempted_by != 0;
-    std::set<std::string> failed_shapes;  // capacity only shrinks during a pass
+  pass::Decision d = pass_->Run(in, *queue_policy, popts);
+  for (const std::string& w : d.warnings) spdlog::warn("scheduling pass: {}", w);
+
+  PassStats stats = d.stats;
+  std::vector<Job> changed;
+  std::shared_future<Status> done;
+  bool persist = false;
+  int dropped = 0;  // decisions that what changed meanwhile made stale
+  {
+    std::lock_guard lock(mu_);
+    std::unordered_map<int64_t, const pass::JobView*> viewed;
+    viewed.reserve(in.active.size() + in.queued.size());
+    for (const pass::JobView& v : in.active) viewed.emplace(v.id, &v);
+    for (const pass::JobView& v : in.queued) viewed.emplace(v.id, &v);
+    // A decision about job `id` stands only if the job is as the pass saw it: same state, same
+    // attempt, same resize, not being stopped; and a placement only on a node that is still
+    // schedulable with the inventory of the view.
+    auto unchanged = [&](int64_t id) -> Job* {
+      auto vit = viewed.find(id);
+      auto it = jobs_.find(id);
+      if (vit == viewed.end() || it == jobs_.end()) return nullptr;
+      const pass::JobView& v = *vit->second;
+      Job& j = it->second;
+      if (PhaseOf(j.state) != v.phase || j.attempt() != v.attempt ||
+          j.preempted_by != v.preempted_by || j.consolidate_milli != v.consolidate_milli) {
+        return nullptr;
+      }
+      if (v.placement.has_value() != j.assignment.has_value()) return nullptr;
+      if (v.placement && v.placement->node != j.assignment->node) return nullptr;
+      return &j;
+    };
+    auto node_unchanged = [&](const std::string& name) {
+      auto it = nodes_.find(name);
+      auto g = generations.find(name);
+      return it != nodes_.end() && g != generations.end() && it->second.generation == g->second &&
+             !it->second.lost && !it->second.drained;
+    };
     store::WriteBatch b;
-    // Stops preemptible `victim` to make room for `j`: a running one is stopped by its node
-    // (TERM, the preemption grace, KILL) and its exit requeues it; an assigned one that has
-    // not started goes back to the queue now.
-    auto stop_victim = [&](Job& victim, const Job& j) {
-      victim.preemptions++;
-      ++stats.preempted;
-      const std::string why = "preempted for job " + std::to_string(j.id);
-      if (victim.state == JobState::kRunning) {
-        victim.state = JobState::kCancelling;
-        victim.preempted_by = j.id;
-        victim.reason = why;
-        Event(&b, victim, "preempt", why + " (stopping)");
-        preempting_any = true;
-      } else {
-        RequeueUnstarted(victim, why, &b);
-      }
-      b.PutJob(Row(victim));
-      changed.push_back(victim);
-    };
-    // With oversubscription, releasing a victim in a trial frees only what it held within
-    // capacity, so a trial placement may look roomier than the GPUs are. Guaranteed work gets a
-    // GPU only where guaranteed + its share + the preemptible shares that stay fit in one GPU:
-    // returns the further preemptible jobs (youngest first) that must go for placement `p`,
-    // given the jobs already `gone`; nullopt if jobs `j` may not preempt are in the way.
-    auto overflow_victims = [&](const Job& j, const scheduler::Placement& p,
-                                std::set<int64_t> gone) -> std::optional<std::vector<int64_t>> {
-      std::vector<int64_t> more;
-      if (cluster.spec(p.node).mig_enabled) return more;
-      for (int i = 0; i < p.num_gpus; ++i) {
-        const auto& holders = commits.Holders(p.node, p.gpus[i].gpu);
-        int64_t load = p.gpus[i].milli;
-        std::vector<const GpuCommitments::Holder*> movable;
-        for (const auto& h : holders) {
-          if (gone.count(h.job)) continue;
-          load += h.milli;
-          const Job& hj = jobs_.at(h.job);
-          if (h.preemptible && hj.preempted_by == 0 && hj.state != JobState::kCancelling &&
-              hj.spec.priority <= j.spec.priority) {
-            movable.push_back(&h);
-          }
+    for (pass::Action& act : d.actions) {
+      Job* jp = unchanged(act.job);
+      if (act.kind == pass::Action::Kind::kStop) {
+        if (jp == nullptr) {
+          ++dropped;
+          --stats.preempted;
+          continue;
         }
-        std::sort(movable.begin(), movable.end(), [&](const auto* x, const auto* y) {
-          const int64_t sx = jobs_.at(x->job).start_ms, sy = jobs_.at(y->job).start_ms;
-          return sx != sy ? sx > sy : x->job > y->job;
-        });
-        for (const auto* h : movable) {
-          if (load <= scheduler::kMilliPerGpu) break;
-          if (gone.count(h->job)) continue;
-          load -= h->milli;
-          gone.insert(h->job);
-          more.push_back(h->job);
-        }
-        if (load > scheduler::kMilliPerGpu) return std::nullopt;
-      }
-      return more;
-    };
-    // For a guaranteed job that does not fit now: on a copy of the cluster, release what jobs
-    // already being preempted hold, then victims one by one until the placement policy finds
-    // room; the victims on the node it picks are stopped (the rest stay). Returns whether the
-    // job will fit once they are gone.
-    auto try_preempt = [&](Job& j, const scheduler::Request& r) -> bool {
-      if (victims.empty() && !preempting_any) return false;
-      scheduler::ClusterState trial = cluster;
-      std::set<int64_t> gone;
-      auto release = [&](int64_t id) {
-        gone.insert(id);
-        for (const scheduler::Placement& p : held[id]) (void)trial.Release(p);
-      };
-      for (const auto& [id, h] : held) {
-        if (jobs_.at(id).preempted_by != 0) release(id);
-      }
-      // Stops `released` victims on the node of `p` and the overflow victims `more`. The GPUs
-      // the job waits for are reserved in the commitments for the rest of the pass, so
-      // preemptible work does not take them back beyond capacity meanwhile.
-      auto stop_for = [&](const scheduler::Placement& p, const std::vector<int64_t>& released,
-                          const std::vector<int64_t>& more) {
-        const std::string& node = vnodes[p.node].node->inv.name;
-        reserve(j, p, node);
-        int stopped = 0;
-        for (int64_t id : released) {
-          Job& victim = jobs_.at(id);
-          if (!victim.assignment || victim.assignment->node != node) continue;
-          ++stopped;
-          stop_victim(victim, j);
-        }
-        for (int64_t id : more) {
-          Job& victim = jobs_.at(id);
-          if (victim.preempted_by != 0 || victim.state == JobState::kQueued) continue;
-          ++stopped;
-          stop_victim(victim, j);
-        }
-        victims.erase(std::remove_if(victims.begin(), victims.end(),
-                                     [&](int64_t id) {
-                                       return jobs_.at(id).preempted_by != 0 ||
-                                              jobs_.at(id).state == JobState::kQueued;
-                                     }),
-                      victims.end());
-        if (stopped == 0) {
-          queue_reasons_[j.id] = "waiting for preempted jobs to stop";
+        // A running victim is stopped by its node (TERM, the preemption grace, KILL) and its
+        // exit requeues it; an assigned one that has not started goes back to the queue now.
+        Job& victim = *jp;
+        victim.preemptions++;
+        const std::string why = "preempted for job " + std::to_string(act.for_job);
+        if (act.running) {
+          victim.state = JobState::kCancelling;
+          victim.preempted_by = act.for_job;
+          victim.reason = why;
+          Event(&b, victim, "preempt", why + " (stopping)");
         } else {
-          queue_reasons_[j.id] =
-              "waiting for " + std::to_string(stopped) + " preempted job(s) to stop";
-          spdlog::info("job {}: preempting {} job(s) on {}", j.id, stopped, node);
+          RequeueUnstarted(victim, why, &b);
         }
-      };
-      if (scheduler::PlacementResult pr = placement_->Place(r, trial); pr.placed()) {
-        if (auto more = overflow_victims(j, pr.placement, gone)) {
-          stop_for(pr.placement, {}, *more);
-          return true;
-        }
-      }
-      std::vector<int64_t> released;
-      for (int64_t v : victims) {
-        const Job& vj = jobs_.at(v);
-        if (vj.preempted_by != 0 || vj.spec.priority > j.spec.priority) continue;
-        release(v);
-        released.push_back(v);
-        scheduler::PlacementResult pr = placement_->Place(r, trial);
-        if (!pr.placed()) continue;
-        // Victims released on other nodes stay; only those on the chosen node are gone.
-        const std::string& node = vnodes[pr.placement.node].node->inv.name;
-        std::set<int64_t> gone_there;
-        for (int64_t id : gone) {
-          const Job& g = jobs_.at(id);
-          if (g.preempted_by != 0 || (g.assignment && g.assignment->node == node)) {
-            gone_there.insert(id);
-          }
-        }
-        auto more = overflow_victims(j, pr.placement, gone_there);
-        if (!more) continue;
-        // The victims on that node, then those beyond capacity on the chosen GPUs. Keep back
-        // the ones the job does not need after all (the policy's choice may leave room for
-        // some), oldest first, as they lose the most work: one stays if its CPU and memory
-        // still fit beside the job and the chosen GPUs stay within one GPU with it.
-        std::vector<int64_t> candidates;
-        for (int64_t id : released) {
-          if (gone_there.count(id)) candidates.push_back(id);
-        }
-        for (int64_t id : *more) {
-          gone_there.insert(id);
-          candidates.push_back(id);
-        }
-        std::sort(candidates.begin(), candidates.end(), [&](int64_t x, int64_t y) {
-          const int64_t sx = jobs_.at(x).start_ms, sy = jobs_.at(y).start_ms;
-          return sx != sy ? sx < sy : x < y;
-        });
-        if (trial.Allocate(pr.placement).ok()) {
-          for (int64_t c : candidates) {
-            gone_there.erase(c);
-            auto extra = overflow_victims(j, pr.placement, gone_there);
-            bool fits = extra && extra->empty();
-            std::vector<scheduler::Placement> back;
-            for (scheduler::Placement part : held[c]) {
-              if (!fits) break;
-              // GPU use is checked on the commitments above, except for MIG slices (never
-              // oversubscribed, so the trial counts them exactly).
-              if (!cluster.spec(part.node).mig_enabled) {
-                part.num_gpus = 0;
-                part.gpus = {};
-              }
-              fits = trial.Allocate(part).ok();
-              if (fits) back.push_back(part);
-            }
-            if (!fits) {
-              for (const scheduler::Placement& part : back) (void)trial.Release(part);
-              gone_there.insert(c);
-            }
-          }
-        }
-        std::vector<int64_t> stop;
-        for (int64_t c : candidates) {
-          if (gone_there.count(c)) stop.push_back(c);
-        }
-        stop_for(pr.placement, stop, {});
-        return true;
-      }
-      return false;
-    };
-    for (int64_t queued_id : order) {
-      Job& j = jobs_.at(queued_id);
-      const JobSpec& s = j.spec;
-      scheduler::Request r = RequestFor(j);
-      for (const std::string& want : s.gpu_models) {
-        for (int m = 0; m < cluster.models().size(); ++m) {
-          if (ContainsNoCase(cluster.models().Name(static_cast<scheduler::GpuModelId>(m)), want)) {
-            r.allowed_models |=
-                scheduler::GpuModelTable::Bit(static_cast<scheduler::GpuModelId>(m));
-          }
-        }
-      }
-      if (!s.gpu_models.empty() && r.allowed_models == 0 && no_model.ok()) {
-        r.allowed_models = scheduler::GpuModelTable::Bit(*no_model);
-      }
-      const std::string shape =
-          std::to_string(r.cpu_milli) + "/" + std::to_string(r.memory_mib) + "/" +
-          std::to_string(r.num_gpu) + "/" + std::to_string(r.gpu_milli) + "/" +
-          std::to_string(r.gpu_memory_mib) + "/" + std::to_string(r.allowed_models) + "/" +
-          std::to_string(static_cast<int>(r.mig)) + "/" + r.job_class +
-          (s.preemptible ? "/p" : "/g");
-      if (failed_shapes.count(shape)) {
-        ++stats.blocked;
-        queue_reasons_[j.id] = "waiting for resources";
-        if (!options_.backfill) break;
+        spdlog::info("job {}: preempting job {} on {}", act.for_job, victim.id,
+                     victim.assignment ? victim.assignment->node : std::string("its node"));
+        b.PutJob(Row(victim));
+        changed.push_back(victim);
         continue;
       }
-      scheduler::PlacementResult pr = placement_->Place(r, cluster);
-      // Elastic jobs: fewer GPUs (down to min_gpus) rather than waiting.
-      for (int32_t g = s.gpus - 1;
-           !pr.placed() && pr.status == scheduler::PlacementStatus::kNoCapacityNow &&
-           s.min_gpus > 0 && g >= s.min_gpus;
-           --g) {
-        scheduler::Request smaller = r;
-        smaller.num_gpu = g;
-        pr = placement_->Place(smaller, cluster);
-      }
-      // Preemptible work that does not fit may share GPUs beyond their capacity, up to the
-      // oversubscription ratio; the policy chooses on the best-effort view of the GPUs.
-      bool oversubscribed = false;
-      if (!pr.placed() && pr.status == scheduler::PlacementStatus::kNoCapacityNow &&
-          s.preemptible && ratio > scheduler::kMilliPerGpu && r.num_gpu > 0 && !r.IsMig()) {
-        if (!be_view) {
-          auto v = BuildBestEffortView(cluster, commits, ratio);
-          if (v.ok()) {
-            be_view = std::move(*v);
-          } else {
-            spdlog::error("oversubscription: cannot build the best-effort view: {}",
-                          v.status().ToString());
-          }
-        }
-        if (be_view && !be_placement_) {
-          auto pol = scheduler::CreatePlacementPolicy(options_.placement_policy,
-                                                      scheduler::PolicyConfig{});
-          if (pol.ok()) be_placement_ = std::move(*pol);
-        }
-        if (be_view && be_placement_) {
-          if (scheduler::PlacementResult bp = be_placement_->Place(r, *be_view); bp.placed()) {
-            pr = bp;
-            oversubscribed = true;
-          }
-        }
-      }
-      if (pr.status == scheduler::PlacementStatus::kInfeasible) {
-        ++stats.infeasible;
-        queue_reasons_[j.id] = "no node can ever run this: " + pr.reason;
+      const pass::Assignment& pa = act.assignment;
+      if (jp == nullptr || !node_unchanged(pa.placement.node)) {
+        ++dropped;
+        --stats.placed;
+        if (pa.oversubscribed) --stats.oversubscribed;
         continue;
       }
-      if (!pr.placed()) {
-        ++stats.blocked;
-        if (!s.preemptible && try_preempt(j, r)) {
-          ++stats.preempting;
-          if (!options_.backfill) break;
-          continue;
-        }
-        failed_shapes.insert(shape);
-        queue_reasons_[j.id] =
-            "waiting for resources" + (pr.reason.empty() ? "" : ": " + pr.reason);
-        if (!options_.backfill) break;
-        continue;
-      }
-      const scheduler::Placement& p = pr.placement;
-      const VNode& vn = vnodes[p.node];
-      const NodeEntry& n = *vn.node;
+      Job& j = *jp;
       Assignment a;
-      a.node = n.inv.name;
-      uint8_t first_pos = 0;
-      for (int i = 0; i < p.num_gpus; ++i) {
-        const auto& share = p.gpus[i];
-        if (share.gpu >= vn.positions.size()) continue;
-        const uint8_t pos = vn.positions[share.gpu];
-        if (i == 0) first_pos = pos;
-        a.gpu_indices.push_back(n.inv.gpus[pos].index);
-        a.shares.emplace_back(pos, share.milli);
-        a.gpu_milli = share.milli;
-        a.mig_slices = share.mig_slices;
+      a.node = pa.placement.node;
+      a.gpu_indices = pa.gpu_indices;
+      a.gpu_milli = pa.gpu_milli;
+      a.mig_slices = pa.placement.mig_slices;
+      a.mig_uuid = pa.placement.mig_uuid;
+      a.cuda_visible_devices = pa.cuda_visible_devices;
+      a.env = pa.env;
+      for (const auto& [pos, milli] : pa.placement.shares) {
+        a.shares.emplace_back(pos, static_cast<int16_t>(milli));
       }
-      if (r.IsMig()) {
-        // The scheduler counts slices; the node has concrete instances. Take a free instance
-        // of the requested size on the chosen GPU.
-        const GpuInfo& g = n.inv.gpus[first_pos];
-        for (const MigInfo& m : g.mig) {
-          if (m.slices == static_cast<uint32_t>(scheduler::MigSlices(r.mig)) &&
-              !used_mig[a.node].count(m.uuid)) {
-            a.mig_uuid = m.uuid;
-            break;
-          }
-        }
-        if (a.mig_uuid.empty()) {
-          ++stats.blocked;
-          queue_reasons_[j.id] = "no free MIG instance of profile " + s.mig + " on " + a.node;
-          if (!options_.backfill) break;
-          continue;
-        }
-        used_mig[a.node].insert(a.mig_uuid);
-        a.cuda_visible_devices = a.mig_uuid;
-      } else if (!a.gpu_indices.empty()) {
-        a.cuda_visible_devices = JoinIndices(a.gpu_indices);
-      }
-      if (r.IsGpuShare()) {
-        // Enforced only under an MPS control daemon (see docs/security.md).
-        a.env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string((r.gpu_milli + 9) / 10);
-        if (r.gpu_memory_mib > 0) {
-          a.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=" + std::to_string(r.gpu_memory_mib) + "M";
-        }
-      }
-      Status s2 = commit(j, p, a.node, nullptr);
-      if (!s2.ok()) {
-        spdlog::error("job {}: placement rejected by the cluster: {}", j.id, s2.ToString());
-        continue;
-      }
-      if (oversubscribed) ++stats.oversubscribed;
       j.state = JobState::kAssigned;
       j.assignment = std::move(a);
       j.reason.clear();
@@ -1665,14 +1291,20 @@ PassStats Server::RunSchedulingPass() {
                 (j.assignment->cuda_visible_devices.empty()
                      ? std::string()
                      : " devices " + j.assignment->cuda_visible_devices) +
-                (oversubscribed ? " (preemptible, sharing GPUs beyond their capacity)" : ""));
+                (pa.oversubscribed ? " (preemptible, sharing GPUs beyond their capacity)" : ""));
       b.PutJob(Row(j));
       changed.push_back(j);
-      ++stats.placed;
+    }
+    for (auto& [id, why] : d.reasons) {
+      auto it = jobs_.find(id);
+      if (it != jobs_.end() && it->second.state == JobState::kQueued) {
+        queue_reasons_[id] = std::move(why);
+      }
     }
     for (const Job& j : changed) {
       if (j.state != JobState::kQueued) queued_.erase(j.id);
     }
+    if (stats.fragmentation) last_fragmentation_ = stats.fragmentation;
     persist = !b.empty();
     if (persist) done = store_->ApplyAsync(std::move(b));
     if (stats.queued > 0) totals_.passes++;
@@ -1683,6 +1315,10 @@ PassStats Server::RunSchedulingPass() {
   if (persist) {
     Status s = Wait(done);
     if (!s.ok()) spdlog::error("scheduling pass: cannot persist placements: {}", s.ToString());
+  }
+  if (dropped > 0) {
+    spdlog::info("scheduling pass: {} decision(s) overtaken by changes; deciding again", dropped);
+    Kick();
   }
   Notify(changed);
   if (stats.fragmentation) {

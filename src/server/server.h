@@ -28,6 +28,7 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "protocol/model.h"
+#include "scheduler/pass/pass.h"
 #include "scheduler/policy.h"
 #include "scheduler/queue/queue_policy.h"
 #include "server/auth.h"
@@ -90,14 +91,8 @@ struct ServerOptions {
   Duration sample_time_window = std::chrono::minutes(5);
 };
 
-// The cluster's fragmentation by FGD's measure (scheduler library, fgd.h): the free GPU milli
-// the typical request shapes of the current workload cannot use, summed over nodes.
-struct Fragmentation {
-  double fragmented_gpu_milli = 0;
-  int64_t free_gpu_milli = 0;
-  int64_t total_gpu_milli = 0;
-  int typical_shapes = 0;  // 0: no jobs to learn shapes from (nothing counted as fragmented)
-};
+// The cluster's fragmentation by FGD's measure (scheduler/pass/pass.h).
+using pass::Fragmentation;
 
 // Extension point for the efficiency engine: told about every heartbeat (with the agent's GPU
 // samples) and every job change. Called outside every server lock, concurrently from request
@@ -150,17 +145,9 @@ struct TokenInfo {
 };
 json TokenInfoToJson(const TokenInfo& t);
 
-struct PassStats {
-  int queued = 0;
-  int placed = 0;
-  int blocked = 0;         // no capacity now
-  int infeasible = 0;      // no node could ever host it
-  int preempting = 0;      // blocked guaranteed jobs that preemptible jobs are making room for
-  int oversubscribed = 0;  // preemptible jobs placed on GPUs beyond their capacity
-  int preempted = 0;       // preemptible jobs stopped or requeued for guaranteed work
-  std::optional<Fragmentation> fragmentation;  // sampled at most once a minute
-  double seconds = 0;
-};
+// What one scheduling pass did (scheduler/pass/pass.h); `fragmentation` is sampled at most once a
+// minute.
+using pass::PassStats;
 
 class Server final : public JobActions {
  public:
@@ -243,6 +230,9 @@ class Server final : public JobActions {
     int64_t registered_ms = 0;
     // Shared, immutable: a heartbeat swaps the pointer under mu_ (no deep copy of ~20 KB of JSON).
     std::shared_ptr<const std::string> samples = std::make_shared<const std::string>("[]");
+    // Raised by every registration: a pass's decision about this node is applied only if the
+    // inventory it was computed on is still the node's.
+    uint64_t generation = 0;
   };
 
   Server(store::Store* store, Clock* clock, ServerOptions options);
@@ -271,8 +261,6 @@ class Server final : public JobActions {
   // A job stopped to be requeued (preempted, or requeued by the system) whose process stopped,
   // or whose node was lost, goes back to the queue. Returns why it was stopped.
   std::string RequeueStopped(Job& j);
-  Fragmentation MeasureFragmentation(const scheduler::ClusterState& cluster,
-                                     const std::vector<int64_t>& active_ids) const;
   // Runs `change` under mu_ on job `id` (NotFound if it does not exist or `who`, when given,
   // may not see it; FailedPrecondition if it has ended); if it wrote to the batch, persists it
   // with the job, then notifies observers and kicks the scheduler. Returns the job after.
@@ -303,16 +291,11 @@ class Server final : public JobActions {
   int64_t id_reserved_ = 0;  // guarded by id_mu_
 
   mutable std::mutex mu_;
-  std::map<int64_t, Job> jobs_;                            // guarded by mu_
-  std::set<int64_t> queued_;                               // guarded by mu_
-  std::map<std::string, NodeEntry> nodes_;                 // guarded by mu_
-  std::unique_ptr<scheduler::PlacementPolicy> placement_;  // guarded by mu_
-  // A second instance of the same policy for the best-effort view of a pass, so each keeps its
-  // incremental index for the cluster it scores (one instance would rebuild on every switch).
-  // Made when first needed; dropped whenever placement_ is replaced.
-  std::unique_ptr<scheduler::PlacementPolicy> be_placement_;  // guarded by mu_
-  MonoTime last_frag_sample_{};                               // guarded by mu_
-  std::optional<Fragmentation> last_fragmentation_;           // guarded by mu_
+  std::map<int64_t, Job> jobs_;                      // guarded by mu_
+  std::set<int64_t> queued_;                         // guarded by mu_
+  std::map<std::string, NodeEntry> nodes_;           // guarded by mu_
+  MonoTime last_frag_sample_{};                      // guarded by mu_
+  std::optional<Fragmentation> last_fragmentation_;  // guarded by mu_
   struct Totals {
     int64_t passes = 0, placed = 0, preempted = 0, oversubscribed = 0;
     double last_pass_seconds = 0;
@@ -320,16 +303,21 @@ class Server final : public JobActions {
     // Heartbeat input refused: GPU samples by reason, log chunks of jobs that are not the
     // sending node's current run.
     std::map<std::string, int64_t> samples_refused;
-    std::atomic<int64_t> log_chunks_refused{0};       // not guarded: counted outside mu_
-  } totals_;                                          // guarded by mu_
-  std::unique_ptr<queue::QueuePolicy> queue_policy_;  // guarded by mu_
-  std::map<int64_t, std::string> queue_reasons_;      // guarded by mu_: why still queued
+    std::atomic<int64_t> log_chunks_refused{0};  // not guarded: counted outside mu_
+  } totals_;                                     // guarded by mu_
+  // Shared with a pass in progress, which orders its queue by the policy of its view.
+  std::shared_ptr<const queue::QueuePolicy> queue_policy_;  // guarded by mu_
+  std::map<int64_t, std::string> queue_reasons_;            // guarded by mu_: why still queued
   // Active (assigned/running/cancelling) jobs per node, so a heartbeat or a node listing costs
   // the node's jobs, not every job ever submitted.
   std::unordered_map<std::string, std::set<int64_t>> node_jobs_;  // guarded by mu_
   std::unordered_map<int64_t, std::string> job_node_;             // guarded by mu_
 
-  std::mutex policy_mu_;  // serializes SetPolicy (taken before mu_)
+  std::mutex policy_mu_;  // serializes SetPolicy (taken before pass_mu_)
+  // One pass at a time; the pass (with the placement policies it keeps between passes) is
+  // used without mu_, which a pass takes only to read its view and to apply its decision.
+  std::mutex pass_mu_;                          // taken before mu_
+  std::unique_ptr<pass::SchedulingPass> pass_;  // guarded by pass_mu_
   std::mutex log_mu_;
   // Copy-on-write, so observers are called without a server lock: a heartbeat's observer work
   // (the efficiency engine's) must not serialize all heartbeats.

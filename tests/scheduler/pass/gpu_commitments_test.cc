@@ -1,11 +1,11 @@
 // The two views of GPU commitments the scheduling pass gives the placement library when
 // preemptible work may oversubscribe GPUs.
 
-#include "server/gpu_commitments.h"
+#include "scheduler/pass/gpu_commitments.h"
 
 #include <gtest/gtest.h>
 
-namespace stoker::server {
+namespace stoker::pass {
 namespace {
 using scheduler::ClusterState;
 using scheduler::GpuShare;
@@ -120,4 +120,4 @@ TEST(GpuCommitments, MigSlicesAreNeverShared) {
 }
 
 }  // namespace
-}  // namespace stoker::server
+}  // namespace stoker::pass

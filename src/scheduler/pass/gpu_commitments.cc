@@ -1,8 +1,8 @@
-#include "server/gpu_commitments.h"
+#include "scheduler/pass/gpu_commitments.h"
 
 #include <algorithm>
 
-namespace stoker::server {
+namespace stoker::pass {
 
 using scheduler::ClusterState;
 using scheduler::kMilliPerGpu;
@@ -105,4 +105,4 @@ Placement BestEffortDelta(const Placement& p, const GpuCommitments& commitments,
   return d;
 }
 
-}  // namespace stoker::server
+}  // namespace stoker::pass

@@ -20,7 +20,7 @@
 #include "core/status.h"
 #include "scheduler/cluster.h"
 
-namespace stoker::server {
+namespace stoker::pass {
 
 class GpuCommitments {
  public:
@@ -72,4 +72,4 @@ Result<scheduler::ClusterState> BuildBestEffortView(const scheduler::ClusterStat
 scheduler::Placement BestEffortDelta(const scheduler::Placement& p,
                                      const GpuCommitments& commitments, int32_t ratio_milli);
 
-}  // namespace stoker::server
+}  // namespace stoker::pass

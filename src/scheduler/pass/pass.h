@@ -1,0 +1,181 @@
+#pragma once
+// The scheduling pass: one decision over the whole queue, as a function of a cluster view, the
+// jobs (active and queued) and the policies. The server builds the view under its lock, runs the
+// pass without it and applies the decision (validating it against what changed meanwhile);
+// other front ends (engine adapters, tests, benchmarks) call the same function.
+//
+// What a pass decides, in queue order (guaranteed work first, each tier in the queue policy's
+// order):
+//  - placements through the placement policy (scheduler/policy.h), elastic jobs shrinking to
+//    their minimum GPU count rather than waiting;
+//  - oversubscription admission: preemptible work that does not fit may share GPUs up to the
+//    ratio (<= 1.5:1), chosen by the same policy on the best-effort view (gpu_commitments.h);
+//  - the one preemption planner: a guaranteed job that does not fit stops preemptible jobs of no
+//    higher priority (lowest priority, then latest started first), only on the node the policy
+//    picks once they are gone, and only those it needs; GPUs beyond capacity count in full;
+//  - the reason each job still waits.
+//
+// The pass owns the placement policies between passes (their incremental indexes make the next
+// pass cheap); it keeps no other state. Deterministic: the same view gives the same decision.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "scheduler/cluster.h"
+#include "scheduler/policy.h"
+#include "scheduler/queue/queue_policy.h"
+#include "scheduler/resources.h"
+
+namespace stoker::pass {
+
+struct MigInstance {
+  std::string uuid;
+  uint32_t slices = 0;
+};
+
+struct GpuView {
+  uint32_t index = 0;  // the node's GPU index (NVML)
+  std::string model;
+  int64_t memory_mib = 0;
+  bool mig_enabled = false;
+  std::vector<MigInstance> mig;
+};
+
+struct NodeView {
+  std::string name;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  std::vector<GpuView> gpus;
+  bool drained = false;  // drained and lost nodes host nothing new (their jobs still count)
+  bool lost = false;
+};
+
+enum class JobPhase { kQueued, kAssigned, kRunning, kCancelling };
+
+// Where a job runs: a node and, per GPU (position in NodeView::gpus), the milli-GPU it holds.
+struct JobPlacement {
+  std::string node;
+  std::vector<std::pair<uint8_t, int32_t>> shares;  // (position, milli)
+  uint8_t mig_slices = 0;
+  std::string mig_uuid;
+};
+
+struct JobView {
+  int64_t id = 0;
+  int64_t attempt = 0;  // the caller's run counter (not used by the pass; for validating)
+  JobPhase phase = JobPhase::kQueued;
+  // What it asks for (protocol JobSpec semantics): gpus > 0 whole GPUs (min_gpus > 0: elastic
+  // down to that many), else gpu_milli > 0 a share of one, else mig a MIG profile of one.
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+  int64_t gpu_memory_mib = 0;
+  int32_t gpus = 0;
+  int32_t min_gpus = 0;
+  int32_t gpu_milli = 0;
+  std::string mig;  // profile name ("2g.20gb"), validated by the caller
+  std::string job_class;
+  std::vector<std::string> gpu_models;  // allowed when a model name contains one (any case)
+  int32_t consolidate_milli = 0;        // a one-GPU job resized to this share of one
+  bool preemptible = false;
+  int32_t priority = 0;
+  int64_t submit_ms = 0;
+  int64_t start_ms = 0;
+  int64_t preempted_by = 0;               // != 0: being stopped for that job
+  std::optional<JobPlacement> placement;  // active jobs
+};
+
+struct PassInput {
+  std::vector<NodeView> nodes;  // in the order the scheduler numbers them (ties go to the first)
+  // Active placed jobs; their order is the order their holdings are accounted in (guaranteed
+  // first regardless).
+  std::vector<JobView> active;
+  std::vector<JobView> queued;
+  bool sample_fragmentation = false;
+};
+
+struct PassOptions {
+  std::string placement_policy;  // scheduler registry name (the best-effort view's policy)
+  bool backfill = true;          // false: the first blocked job stops the pass
+  int32_t gpu_oversubscription_milli = 1000;
+};
+
+// The cluster's fragmentation by FGD's measure (scheduler/fgd.h): the free GPU milli the typical
+// request shapes of the current workload cannot use, summed over nodes.
+struct Fragmentation {
+  double fragmented_gpu_milli = 0;
+  int64_t free_gpu_milli = 0;
+  int64_t total_gpu_milli = 0;
+  int typical_shapes = 0;  // 0: no jobs to learn shapes from (nothing counted as fragmented)
+};
+
+struct PassStats {
+  int queued = 0;
+  int placed = 0;
+  int blocked = 0;         // no capacity now
+  int infeasible = 0;      // no node could ever host it
+  int preempting = 0;      // blocked guaranteed jobs that preemptible jobs are making room for
+  int oversubscribed = 0;  // preemptible jobs placed on GPUs beyond their capacity
+  int preempted = 0;       // preemptible jobs stopped or requeued for guaranteed work
+  std::optional<Fragmentation> fragmentation;  // when the input asked for a sample
+  double seconds = 0;
+};
+
+struct Assignment {
+  JobPlacement placement;
+  std::vector<uint32_t> gpu_indices;  // the node's GPU indices, in share order
+  int32_t gpu_milli = 0;              // of the last share (all shares of a job are equal)
+  std::string cuda_visible_devices;
+  std::map<std::string, std::string> env;
+  bool oversubscribed = false;  // preemptible, sharing GPUs beyond their capacity
+};
+
+// One step of the decision, in the order the pass took them.
+struct Action {
+  enum class Kind { kAssign, kStop };
+  Kind kind = Kind::kAssign;
+  int64_t job = 0;
+  Assignment assignment;  // kAssign
+  // kStop: the preemptible job `job` makes room for `for_job`; `running`: its node stops it
+  // (TERM, grace, KILL) and its exit requeues it; otherwise (assigned, not started) it goes
+  // back to the queue at once.
+  int64_t for_job = 0;
+  bool running = false;
+};
+
+struct Decision {
+  std::vector<Action> actions;
+  std::map<int64_t, std::string> reasons;  // queued jobs still waiting -> why
+  std::vector<std::string> warnings;       // what the caller should log (inconsistent input)
+  PassStats stats;
+};
+
+// What a job asks the placement library for, without its GPU-model constraint.
+scheduler::Request RequestFor(const JobView& j);
+
+class SchedulingPass {
+ public:
+  // `placement`: the policy that places (its state is kept across passes).
+  explicit SchedulingPass(std::unique_ptr<scheduler::PlacementPolicy> placement)
+      : placement_(std::move(placement)) {}
+  void SetPlacementPolicy(std::unique_ptr<scheduler::PlacementPolicy> placement) {
+    placement_ = std::move(placement);
+    be_placement_.reset();  // made again, of the new policy, when next needed
+  }
+
+  // One pass. `queue` orders the queued jobs.
+  Decision Run(const PassInput& in, const queue::QueuePolicy& queue, const PassOptions& options);
+
+ private:
+  std::unique_ptr<scheduler::PlacementPolicy> placement_;
+  // A second instance of the same policy for the best-effort view, so each keeps its
+  // incremental index for the cluster it scores. Made when first needed.
+  std::unique_ptr<scheduler::PlacementPolicy> be_placement_;
+};
+
+}  // namespace stoker::pass

@@ -1,0 +1,313 @@
+// The scheduling pass as a pure function: a view in, a decision out (scheduler/pass/pass.h).
+
+#include "scheduler/pass/pass.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "scheduler/registry.h"
+
+namespace stoker::pass {
+namespace {
+
+NodeView Node(const std::string& name, int gpus, const std::string& model = "H100",
+              int mig_gpus = 0) {
+  NodeView n;
+  n.name = name;
+  n.cpu_milli = 32000;
+  n.memory_mib = 262144;
+  for (int i = 0; i < gpus + mig_gpus; ++i) {
+    GpuView g{static_cast<uint32_t>(i), model, 81920, i >= gpus, {}};
+    if (g.mig_enabled) {
+      for (int k = 0; k < 3; ++k) {
+        g.mig.push_back(
+            MigInstance{name + "-" + std::to_string(i) + "-mig" + std::to_string(k), 2});
+      }
+    }
+    n.gpus.push_back(g);
+  }
+  return n;
+}
+
+JobView Queued(int64_t id, int gpus, bool preemptible = false, int priority = 0) {
+  JobView j;
+  j.id = id;
+  j.phase = JobPhase::kQueued;
+  j.cpu_milli = 1000;
+  j.memory_mib = 1024;
+  j.gpus = gpus;
+  j.preemptible = preemptible;
+  j.priority = priority;
+  j.submit_ms = id;
+  return j;
+}
+
+JobView Share(int64_t id, int32_t milli, bool preemptible) {
+  JobView j = Queued(id, 0, preemptible);
+  j.gpu_milli = milli;
+  return j;
+}
+
+// An active job on `node` holding `milli` of each listed GPU position.
+JobView Running(JobView j, const std::string& node, std::vector<uint8_t> gpus, int32_t milli,
+                int64_t start_ms) {
+  j.phase = JobPhase::kRunning;
+  j.start_ms = start_ms;
+  JobPlacement p;
+  p.node = node;
+  for (uint8_t g : gpus) p.shares.emplace_back(g, milli);
+  j.placement = p;
+  return j;
+}
+
+class PassTest : public ::testing::Test {
+ protected:
+  Decision Run(const PassInput& in, const std::string& policy = "bestfit", int32_t ratio = 1000,
+               bool backfill = true) {
+    auto pol = scheduler::CreatePlacementPolicy(policy, scheduler::PolicyConfig{});
+    EXPECT_TRUE(pol.ok());
+    SchedulingPass pass(std::move(*pol));
+    auto fifo = queue::CreateQueuePolicy("fifo");
+    EXPECT_TRUE(fifo.ok());
+    return pass.Run(in, **fifo, PassOptions{policy, backfill, ratio});
+  }
+  static const Action* Find(const Decision& d, int64_t job) {
+    for (const Action& a : d.actions) {
+      if (a.job == job) return &a;
+    }
+    return nullptr;
+  }
+};
+
+TEST_F(PassTest, PlacesWholeGpusAndSaysWhereAndWhich) {
+  PassInput in;
+  in.nodes = {Node("a", 2), Node("b", 4)};
+  in.queued = {Queued(1, 4), Queued(2, 2)};
+  const Decision d = Run(in);
+  ASSERT_EQ(d.stats.placed, 2);
+  const Action* four = Find(d, 1);
+  ASSERT_NE(four, nullptr);
+  EXPECT_EQ(four->kind, Action::Kind::kAssign);
+  EXPECT_EQ(four->assignment.placement.node, "b");
+  EXPECT_EQ(four->assignment.cuda_visible_devices, "0,1,2,3");
+  EXPECT_EQ(four->assignment.placement.shares.size(), 4u);
+  const Action* two = Find(d, 2);
+  ASSERT_NE(two, nullptr);
+  EXPECT_EQ(two->assignment.placement.node, "a");
+  EXPECT_TRUE(d.reasons.empty());
+}
+
+TEST_F(PassTest, DrainedAndLostNodesHostNothingNew) {
+  PassInput in;
+  in.nodes = {Node("a", 4), Node("b", 4)};
+  in.nodes[0].drained = true;
+  in.nodes[1].lost = true;
+  in.queued = {Queued(1, 1)};
+  const Decision d = Run(in);
+  EXPECT_EQ(d.stats.placed, 0);
+  EXPECT_TRUE(d.actions.empty());
+  ASSERT_TRUE(d.reasons.count(1));
+  EXPECT_NE(d.reasons.at(1).find("no node can ever run this"), std::string::npos);
+}
+
+TEST_F(PassTest, ActiveJobsHoldTheirGpus) {
+  PassInput in;
+  in.nodes = {Node("a", 2)};
+  in.active = {Running(Queued(1, 2), "a", {0, 1}, 1000, 5)};
+  in.queued = {Queued(2, 1)};
+  const Decision d = Run(in);
+  EXPECT_EQ(d.stats.placed, 0);
+  EXPECT_EQ(d.stats.blocked, 1);
+  EXPECT_EQ(d.reasons.at(2).rfind("waiting for resources", 0), 0u);
+}
+
+TEST_F(PassTest, SaysWhyEachJobWaits) {
+  PassInput in;
+  in.nodes = {Node("a", 2)};
+  JobView model = Queued(3, 1);
+  model.gpu_models = {"B200"};  // no node has one
+  in.active = {Running(Queued(9, 2), "a", {0, 1}, 1000, 1)};
+  in.queued = {Queued(1, 9), Queued(2, 1), model, Queued(4, 1)};
+  const Decision d = Run(in);
+  EXPECT_EQ(d.stats.infeasible, 2);
+  EXPECT_EQ(d.stats.blocked, 2);
+  EXPECT_NE(d.reasons.at(1).find("no node can ever run this"), std::string::npos);
+  EXPECT_NE(d.reasons.at(3).find("no node can ever run this"), std::string::npos);
+  EXPECT_EQ(d.reasons.at(2).rfind("waiting for resources", 0), 0u);
+  // The same shape after a failed one is not placed again this pass: it waits too.
+  EXPECT_EQ(d.reasons.at(4), "waiting for resources");
+}
+
+TEST_F(PassTest, StrictQueueStopsAtTheFirstBlockedJob) {
+  PassInput in;
+  in.nodes = {Node("a", 2)};
+  // One GPU free: the 2-GPU job blocks the line unless backfill lets the 1-GPU job by.
+  in.active = {Running(Queued(9, 1), "a", {0}, 1000, 1)};
+  in.queued = {Queued(1, 2), Queued(2, 1)};
+  const Decision strict = Run(in, "bestfit", 1000, /*backfill=*/false);
+  EXPECT_EQ(strict.stats.placed, 0);
+  EXPECT_FALSE(strict.reasons.count(2));
+  const Decision greedy = Run(in, "bestfit", 1000, /*backfill=*/true);
+  EXPECT_EQ(greedy.stats.placed, 1);
+  ASSERT_NE(Find(greedy, 2), nullptr);
+}
+
+TEST_F(PassTest, GangsAreAllOrNothingAndElasticJobsShrink) {
+  PassInput in;
+  in.nodes = {Node("a", 4)};
+  in.active = {Running(Queued(9, 1), "a", {0}, 1000, 1)};
+  JobView rigid = Queued(1, 4);
+  JobView elastic = Queued(2, 4);
+  elastic.min_gpus = 2;
+  // Three GPUs free: the rigid 4-GPU job gets none of them...
+  in.queued = {rigid};
+  const Decision d = Run(in);
+  EXPECT_TRUE(d.actions.empty());
+  EXPECT_EQ(d.reasons.at(1).rfind("waiting for resources", 0), 0u);
+  // ...the elastic one takes three.
+  in.queued = {elastic};
+  const Decision e = Run(in);
+  ASSERT_EQ(e.actions.size(), 1u);
+  EXPECT_EQ(e.actions[0].assignment.gpu_indices, (std::vector<uint32_t>{1, 2, 3}));
+}
+
+TEST_F(PassTest, GuaranteedWorkPreemptsTheLowestPriorityLatestStarted) {
+  PassInput in;
+  in.nodes = {Node("a", 3)};
+  in.active = {Running(Queued(1, 1, true, 5), "a", {0}, 1000, 10),
+               Running(Queued(2, 1, true, 0), "a", {1}, 1000, 20),
+               Running(Queued(3, 1, true, 0), "a", {2}, 1000, 30)};
+  in.queued = {Queued(4, 1, false, 0)};
+  const Decision d = Run(in);
+  EXPECT_EQ(d.stats.placed, 0);
+  EXPECT_EQ(d.stats.preempting, 1);
+  EXPECT_EQ(d.stats.preempted, 1);
+  ASSERT_EQ(d.actions.size(), 1u);
+  EXPECT_EQ(d.actions[0].kind, Action::Kind::kStop);
+  EXPECT_EQ(d.actions[0].job, 3);  // priority 0, started last
+  EXPECT_EQ(d.actions[0].for_job, 4);
+  EXPECT_TRUE(d.actions[0].running);
+  EXPECT_EQ(d.reasons.at(4), "waiting for 1 preempted job(s) to stop");
+
+  // While it stops, the next pass picks no further victim.
+  in.active[2].phase = JobPhase::kCancelling;
+  in.active[2].preempted_by = 4;
+  const Decision again = Run(in);
+  EXPECT_TRUE(again.actions.empty());
+  EXPECT_EQ(again.reasons.at(4), "waiting for preempted jobs to stop");
+}
+
+TEST_F(PassTest, NeverPreemptsGuaranteedOrHigherPriorityWork) {
+  PassInput in;
+  in.nodes = {Node("a", 2)};
+  in.active = {Running(Queued(1, 1, false, 0), "a", {0}, 1000, 10),
+               Running(Queued(2, 1, true, 9), "a", {1}, 1000, 20)};
+  in.queued = {Queued(3, 1, false, 1), Queued(4, 1, true, 0)};
+  const Decision d = Run(in);
+  EXPECT_TRUE(d.actions.empty());
+  EXPECT_EQ(d.stats.preempted, 0);
+  EXPECT_EQ(d.reasons.at(3).rfind("waiting for resources", 0), 0u);
+}
+
+TEST_F(PassTest, AnUnstartedVictimIsRequeuedNotStopped) {
+  PassInput in;
+  in.nodes = {Node("a", 1)};
+  JobView assigned = Running(Queued(1, 1, true), "a", {0}, 1000, 0);
+  assigned.phase = JobPhase::kAssigned;
+  in.active = {assigned};
+  in.queued = {Queued(2, 1)};
+  const Decision d = Run(in);
+  ASSERT_EQ(d.actions.size(), 1u);
+  EXPECT_EQ(d.actions[0].job, 1);
+  EXPECT_FALSE(d.actions[0].running);
+}
+
+TEST_F(PassTest, OversubscriptionAdmitsPreemptibleWorkUpToTheRatio) {
+  PassInput in;
+  in.nodes = {Node("a", 1)};
+  in.active = {Running(Queued(1, 1, true), "a", {0}, 1000, 10)};
+  in.queued = {Share(2, 500, true), Share(3, 1, true)};
+  // Off: nothing more fits on a full GPU.
+  const Decision off = Run(in);
+  EXPECT_EQ(off.stats.placed, 0);
+  // 1.5:1: a share of 500 brings the GPU to 1500; not one milli more.
+  const Decision on = Run(in, "bestfit", 1500);
+  EXPECT_EQ(on.stats.placed, 1);
+  EXPECT_EQ(on.stats.oversubscribed, 1);
+  const Action* a = Find(on, 2);
+  ASSERT_NE(a, nullptr);
+  EXPECT_TRUE(a->assignment.oversubscribed);
+  EXPECT_EQ(a->assignment.env.at("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "50");
+  EXPECT_EQ(Find(on, 3), nullptr);
+  EXPECT_TRUE(on.reasons.count(3));
+  // Guaranteed work is never admitted beyond capacity.
+  in.queued = {Share(4, 100, false)};
+  const Decision g = Run(in, "bestfit", 1500);
+  EXPECT_EQ(g.stats.placed, 0);
+  EXPECT_EQ(g.stats.oversubscribed, 0);
+  EXPECT_EQ(g.stats.preempting, 1);
+}
+
+TEST_F(PassTest, GuaranteedWorkStopsPreemptibleSharesBeyondCapacity) {
+  PassInput in;
+  in.nodes = {Node("a", 1)};
+  // The GPU carries 1000 + 500 of preemptible work; a guaranteed share of 600 needs both
+  // gone... or only as many as bring it within one GPU: the younger 500 and the 1000.
+  in.active = {Running(Queued(1, 1, true), "a", {0}, 1000, 10),
+               Running(Share(2, 500, true), "a", {0}, 500, 20)};
+  in.queued = {Share(3, 600, false)};
+  const Decision d = Run(in, "bestfit", 1500);
+  EXPECT_EQ(d.stats.preempting, 1);
+  std::set<int64_t> stopped;
+  for (const Action& a : d.actions) {
+    EXPECT_EQ(a.kind, Action::Kind::kStop);
+    stopped.insert(a.job);
+  }
+  EXPECT_EQ(stopped, (std::set<int64_t>{1, 2}));
+  // A guaranteed share of 400 needs only the 1000 gone... the 500 stays (400 + 500 <= 1000).
+  in.queued = {Share(4, 400, false)};
+  const Decision small = Run(in, "bestfit", 1500);
+  ASSERT_EQ(small.actions.size(), 1u);
+  EXPECT_EQ(small.actions[0].job, 1);
+}
+
+TEST_F(PassTest, MigInstancesAreTakenOnce) {
+  PassInput in;
+  in.nodes = {Node("a", 1, "A100", 1)};
+  JobView m1 = Queued(1, 0);
+  m1.mig = "2g.20gb";
+  JobView m2 = m1;
+  m2.id = 2;
+  m2.submit_ms = 2;
+  in.queued = {m1, m2};
+  const Decision d = Run(in);
+  ASSERT_EQ(d.stats.placed, 2);
+  EXPECT_NE(Find(d, 1)->assignment.placement.mig_uuid, Find(d, 2)->assignment.placement.mig_uuid);
+  EXPECT_EQ(Find(d, 1)->assignment.cuda_visible_devices, Find(d, 1)->assignment.placement.mig_uuid);
+}
+
+TEST_F(PassTest, SameViewSameDecision) {
+  PassInput in;
+  for (int i = 0; i < 20; ++i) in.nodes.push_back(Node("n" + std::to_string(i), 1 + i % 8));
+  for (int i = 0; i < 60; ++i) {
+    JobView j = (i % 3 == 0) ? Share(i + 1, 100 * (1 + i % 9), i % 2 == 0)
+                             : Queued(i + 1, 1 + i % 4, i % 2 == 0, i % 3);
+    in.queued.push_back(j);
+  }
+  const PassInput copy = in;
+  const Decision a = Run(in, std::string(scheduler::kDefaultPolicyName), 1500);
+  const Decision b = Run(in, std::string(scheduler::kDefaultPolicyName), 1500);
+  ASSERT_EQ(a.actions.size(), b.actions.size());
+  for (size_t i = 0; i < a.actions.size(); ++i) {
+    EXPECT_EQ(a.actions[i].job, b.actions[i].job);
+    EXPECT_EQ(a.actions[i].assignment.placement.node, b.actions[i].assignment.placement.node);
+    EXPECT_EQ(a.actions[i].assignment.gpu_indices, b.actions[i].assignment.gpu_indices);
+  }
+  EXPECT_EQ(a.reasons, b.reasons);
+  EXPECT_GT(a.stats.placed, 0);
+  EXPECT_EQ(in.queued.size(), copy.queued.size());
+}
+
+}  // namespace
+}  // namespace stoker::pass

@@ -13,7 +13,8 @@
 #   SLURM_CPUS_PER_NODE=16 CPUs each node claims (config_overrides: more than the host has)
 #   SLURM_PORT_BASE=N      slurmctld port; slurmd ports follow (default: derived from DIR)
 #   SLURM_EPILOG_CTLD=path EpilogSlurmctld script (runs on the controller at job end)
-#   SLURM_JOBCOMP_SCRIPT=path JobCompType=jobcomp/script with this script
+#   SLURM_JOBCOMP_SCRIPT=path JobCompType=jobcomp/script with this script (e.g.
+#                          scripts/slurm-jobcomp.sh; its spool is DIR/jobcomp)
 # After `up`, use the cluster with: export SLURM_CONF=DIR/slurm.conf
 #
 # Container choices: cgroup v2 is not delegated here (cgroup v1 hybrid, no systemd as PID 1),
@@ -104,8 +105,12 @@ write_config() {
     echo "PrologFlags=Alloc"
     if [[ -n ${SLURM_EPILOG_CTLD:-} ]]; then echo "EpilogSlurmctld=$SLURM_EPILOG_CTLD"; fi
     if [[ -n ${SLURM_JOBCOMP_SCRIPT:-} ]]; then
+      # slurmctld gives the hook only the job's facts: a wrapper names the spool (DIR/jobcomp).
+      printf '#!/bin/sh\nSTOKER_JOBCOMP_SPOOL=%q exec %q "$@"\n' "$dir/jobcomp" \
+        "$SLURM_JOBCOMP_SCRIPT" >"$dir/jobcomp-hook.sh"
+      chmod 755 "$dir/jobcomp-hook.sh"
       echo "JobCompType=jobcomp/script"
-      echo "JobCompLoc=$SLURM_JOBCOMP_SCRIPT"
+      echo "JobCompLoc=$dir/jobcomp-hook.sh"
     else
       echo "JobCompType=jobcomp/none"
     fi

@@ -78,11 +78,11 @@ class SlurmReclaim::Actions final : public efficiency::JobActions {
     if (now == nullptr || !now->Running() || started == owner_->directory_->start_.end() ||
         now->start_time != started->second) {
       ++owner_->metrics_.refused_stale;
-      return FailedPrecondition(
-          "job " + job.id + " not " + action + "d: " +
-          (now == nullptr ? std::string("it is gone from Slurm")
-                          : "it is " + now->state + " (start " + std::to_string(now->start_time) +
-                                "), not the run observed"));
+      return FailedPrecondition("job " + job.id + " not " + action + "d: " +
+                                (now == nullptr ? std::string("it is gone from Slurm")
+                                                : "it is " + now->state + " (start " +
+                                                      std::to_string(now->start_time) +
+                                                      "), not the run observed"));
     }
     Status s = action == "cancel" ? owner_->client_->Cancel(id) : owner_->client_->Requeue(id);
     if (s.ok()) {
@@ -182,8 +182,9 @@ void SlurmReclaim::Observe(const GpuSample& sample) {
   for (const auto& [job, bytes] : jobs) {
     idle_->Observe(job, gpu, sample.timestamp, *activity);
     const bool held = bytes >= options_.held_memory_min_bytes;
-    memory_->Observe(job, gpu, sample.timestamp,
-                     held ? *activity : std::max(*activity, options_.memory_held.idle_threshold + 1));
+    memory_->Observe(
+        job, gpu, sample.timestamp,
+        held ? *activity : std::max(*activity, options_.memory_held.idle_threshold + 1));
     memory_held_[job] = bytes;
   }
 }
@@ -230,7 +231,8 @@ void SlurmReclaim::Append(const SlurmReclaimRecord& r) {
   audit_.push_back(r);
   if (options_.audit_path.empty()) return;
   const std::string line = ReclaimRecordJson(r) + "\n";
-  const int fd = ::open(options_.audit_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  const int fd =
+      ::open(options_.audit_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
   if (fd < 0 || ::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
     spdlog::error("slurm reclaim: cannot append to audit log {}", options_.audit_path);
   }

@@ -50,10 +50,10 @@ RealJob Start(const std::string& name, const std::string& extra = "") {
   const std::string pidfile = kDir + "/reclaim-" + name + ".pid";
   Sh("rm -f " + pidfile);
   RealJob j;
-  j.id = static_cast<uint32_t>(std::stoul(
-      Sh("cd " + kDir + " && sbatch --parsable -o /dev/null -J " + name + " --gres=gpu:1 " + extra +
-         " --wrap 'echo $$ > " + pidfile + ".tmp; mv " + pidfile + ".tmp " + pidfile +
-         "; exec sleep 300'")));
+  j.id = static_cast<uint32_t>(
+      std::stoul(Sh("cd " + kDir + " && sbatch --parsable -o /dev/null -J " + name +
+                    " --gres=gpu:1 " + extra + " --wrap 'echo $$ > " + pidfile + ".tmp; mv " +
+                    pidfile + ".tmp " + pidfile + "; exec sleep 300'")));
   EXPECT_TRUE(WaitFor([&] { return std::ifstream(pidfile).good(); })) << name;
   std::ifstream(pidfile) >> j.pid;
   return j;
@@ -87,9 +87,9 @@ TEST(SlurmReclaimCluster, BusyThenIdleJobIsWarnedAndRequeuedBusyAndExemptJobsAre
   o.held_memory_min_bytes = uint64_t{1} << 30;
   const std::string hook_log = kDir + "/reclaim-hook.log";
   Sh("rm -f " + hook_log);
-  o.hook = {"/bin/sh", "-c",
-            "echo \"$STOKER_SLURM_JOB_ID $STOKER_RECLAIM_RULE $STOKER_RECLAIM_ACTION\" >> " +
-                hook_log};
+  o.hook = {
+      "/bin/sh", "-c",
+      "echo \"$STOKER_SLURM_JOB_ID $STOKER_RECLAIM_RULE $STOKER_RECLAIM_ACTION\" >> " + hook_log};
   o.audit_path = kDir + "/reclaim-audit.jsonl";
   Sh("rm -f " + o.audit_path);
   SlurmReclaim reclaim(&client, o);

@@ -115,7 +115,8 @@ Result<nlohmann::json> DecodeJS1(std::string_view text) {
   raw.resize(len);
   STOKER_ASSIGN_OR_RETURN(std::string json_text, Gunzip(raw));
   nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return InvalidArgument("JS1: payload is not a JSON object");
+  if (j.is_discarded() || !j.is_object())
+    return InvalidArgument("JS1: payload is not a JSON object");
   return j;
 }
 

@@ -76,8 +76,9 @@ TEST(SlurmJobStatsCluster, SummaryLandsInAdminCommentAndJobEndReachesTheSpool) {
 
   // The job ends: slurmctld runs the jobcomp hook, which spools the record.
   const std::string spool = kDir + "/jobcomp";
-  ASSERT_TRUE(WaitFor([&] { return std::ifstream(spool + "/" + std::to_string(id) + ".env").good(); },
-                      std::chrono::seconds(40)));
+  ASSERT_TRUE(
+      WaitFor([&] { return std::ifstream(spool + "/" + std::to_string(id) + ".env").good(); },
+              std::chrono::seconds(40)));
   int bad = 0;
   std::vector<JobCompRecord> recs = ReadJobCompSpool(spool, &bad);
   EXPECT_EQ(bad, 0);

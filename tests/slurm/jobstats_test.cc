@@ -94,9 +94,8 @@ std::string Block(const std::vector<std::string>& kv) {
 }
 
 TEST(SlurmJobComp, ParsesTheHookEnvironmentAndNamesBadFields) {
-  auto r = ParseJobCompEnv(Block({"JOBID=42", "UID=1000", "USERNAME=alice", "START=100",
-                                  "END=7300", "JOBSTATE=COMPLETED", "PARTITION=gpu",
-                                  "NODES=g[1-2]"}));
+  auto r = ParseJobCompEnv(Block({"JOBID=42", "UID=1000", "USERNAME=alice", "START=100", "END=7300",
+                                  "JOBSTATE=COMPLETED", "PARTITION=gpu", "NODES=g[1-2]"}));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->job, 42u);
   EXPECT_EQ(r->user, "alice");

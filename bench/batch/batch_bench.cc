@@ -115,6 +115,7 @@ void BM_Poisson(benchmark::State& state) {
   state.counters["busy"] = r.busy_fraction;
   state.counters["mean_batch"] = r.mean_batch;
   state.counters["rejected"] = static_cast<double>(r.rejected);
+  state.counters["final_limit"] = static_cast<double>(r.final_limit);
   state.counters["meets_25ms"] = r.p99 <= kObjective && r.rejected == 0 ? 1 : 0;
 }
 BENCHMARK(BM_Poisson)

@@ -90,6 +90,7 @@ class Batcher {
       done(Unavailable("batcher is shutting down; request not accepted"));
       return;
     }
+    if (controller_) controller_->OnArrival();  // offered load, refused requests included
     Result<uint32_t> slot = queue_.Enqueue(s, clock_->Now());
     if (!slot.ok()) {
       metrics_.Reject(slot.status().code() == StatusCode::kResourceExhausted ? Rejection::kQueueFull
@@ -102,7 +103,6 @@ class Batcher {
     payload_[*slot].input.emplace(std::move(input));
     payload_[*slot].done = std::move(done);
     ++metrics_.accepted;
-    if (controller_) controller_->OnArrival();
     lk.unlock();
     cv_.notify_one();
   }
@@ -280,7 +280,7 @@ class Batcher {
     model_.Observe(f.items, ToSeconds(end - start));
     for (MonoTime a : arrivals) {
       metrics_.Latency(end - a);
-      if (controller_) controller_->OnLatency(end, end - a, model_);
+      if (controller_) controller_->OnLatency(end, end - a, model_, queue_.queued());
     }
     if (controller_) queue_.SetLimits(controller_->batch_limit(), controller_->delay());
     lk.unlock();

@@ -16,7 +16,8 @@ AdaptiveController::AdaptiveController(const Options& o)
   window_.reserve(std::max<size_t>(opt_.window, 1));
 }
 
-void AdaptiveController::OnLatency(MonoTime now, Duration latency, const ServiceModel& model) {
+void AdaptiveController::OnLatency(MonoTime now, Duration latency, const ServiceModel& model,
+                                   size_t queued) {
   if (!started_) {
     started_ = true;
     window_start_ = now;
@@ -33,6 +34,7 @@ void AdaptiveController::OnLatency(MonoTime now, Duration latency, const Service
   arrivals_ = 0;
   window_start_ = now;
   window_.clear();
+  backlog_ = queued;
   ++steps_;
   if (last_p99_ > objective_) {
     scale_ = std::max(0.05, scale_ * opt_.decrease);
@@ -56,7 +58,9 @@ void AdaptiveController::Recompute(const ServiceModel& model) {
   }
   // Smallest b with instances * b / t(b) >= 1.1 * rate.
   size_t by_rate = 1;
-  const double need = 1.1 * rate_ / instances_;  // per instance, items per second
+  // Per instance, items per second: the arrivals with headroom, and the backlog within one
+  // objective.
+  const double need = (1.1 * rate_ + static_cast<double>(backlog_) / objective_) / instances_;
   if (need > 0) {
     if (need * c >= 1) {
       by_rate = max_batch_;  // beyond the model's limit even at the largest batch

@@ -9,7 +9,9 @@
 //   - the batch limit: the largest b with 2 t(b) <= B (a request may wait for the batch ahead
 //     of it and then run in its own), but never below the smallest b whose throughput
 //     b / t(b) covers the measured arrival rate with 10 % headroom (else the queue would grow
-//     without bound and no budget would be met);
+//     without bound and no budget would be met), plus what drains the requests already queued
+//     within one objective (else a backlog left by a burst drains in batches sized for the
+//     arrival rate alone);
 //   - the queue delay: what is left of B after 2 t(limit), capped by Options::max_queue_delay
 //     (or by the objective when that is 0), so that light load still forms batches.
 // Not thread-safe: the batcher calls it under its lock.
@@ -28,9 +30,12 @@ class AdaptiveController {
  public:
   explicit AdaptiveController(const Options& o);
 
+  // A request was offered (count refused ones too: the rate the batch floor must cover is the
+  // offered one; counting only accepted requests lets a saturated queue shrink batches).
   void OnArrival() { ++arrivals_; }
-  // One answered request's latency. Runs a control step when the window is full.
-  void OnLatency(MonoTime now, Duration latency, const ServiceModel& model);
+  // One answered request's latency, and the requests queued now. Runs a control step when the
+  // window is full.
+  void OnLatency(MonoTime now, Duration latency, const ServiceModel& model, size_t queued = 0);
   // Recomputes limit and delay from the current budget and model (also done at each step).
   void Recompute(const ServiceModel& model);
 
@@ -52,6 +57,7 @@ class AdaptiveController {
   bool started_ = false;
   uint64_t arrivals_ = 0;
   double rate_ = 0;
+  size_t backlog_ = 0;
   double scale_ = 1.0;
   double last_p99_ = 0;
   uint64_t steps_ = 0;

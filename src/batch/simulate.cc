@@ -79,7 +79,7 @@ SimResult Simulate(const Options& o, const ServiceCurve& curve, double rate, uin
       for (uint32_t slot : done.batch.slots) {
         const Duration lat = now - arrival_of[slot];
         latencies.push_back(ToSeconds(lat));
-        if (ctl) ctl->OnLatency(now, lat, model);
+        if (ctl) ctl->OnLatency(now, lat, model, q.queued());
         q.Release(slot);
       }
       if (ctl) q.SetLimits(ctl->batch_limit(), ctl->delay());
@@ -89,13 +89,13 @@ SimResult Simulate(const Options& o, const ServiceCurve& curve, double rate, uin
       ++arrived;
       ++r.offered;
       next_arrival = now + Secs(gap(rng));
+      if (ctl) ctl->OnArrival();  // offered load, refused requests included
       Result<uint32_t> slot = q.Enqueue({}, now);
       if (!slot.ok()) {
         ++r.rejected;
       } else {
         if (arrival_of.size() <= *slot) arrival_of.resize(*slot + 1);
         arrival_of[*slot] = now;
-        if (ctl) ctl->OnArrival();
       }
     }
     expired.clear();

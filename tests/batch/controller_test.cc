@@ -67,6 +67,18 @@ TEST(AdaptiveController, MeetsItsP99ObjectiveAcrossLoads) {
   }
 }
 
+TEST(AdaptiveController, OverloadKeepsBatchesLargeAndTheBacklogDrains) {
+  // 120 % of the limit: the objective cannot be met, but the controller must not shrink batches
+  // (misses shrink the latency budget; the floor from the offered rate and the backlog holds
+  // the batch size). It used to drain the final backlog in batches of 1 at 6 % of the limit.
+  Options o = AdaptiveOptionsFor(milliseconds(25));
+  o.max_pending = 4096;
+  const SimResult r = Simulate(o, kCurve, 1.2 * kCurve.Limit(64), 100000, 42);
+  EXPECT_GT(r.rejected, 0u);
+  EXPECT_GE(r.throughput, 0.95 * kCurve.Limit(64));
+  EXPECT_GT(r.mean_batch, 60);
+}
+
 TEST(AdaptiveController, FixedSettingsMissWhereItHolds) {
   // A long fixed delay (good for heavy load) misses the objective at light load; no batching
   // cannot keep up at heavy load. The adaptive controller meets both (previous test).

@@ -111,6 +111,21 @@ Decision Decide(const SlurmSnapshot& snap, scheduler::PlacementPolicy& policy,
   std::map<std::string, int32_t> index;
   for (size_t i = 0; i < model.names.size(); ++i) index[model.names[i]] = static_cast<int32_t>(i);
 
+  // Jobs already released onto one node but not started yet hold that node's GPUs in the
+  // model, or the next cycle would send more work to the same free GPUs.
+  for (const SlurmJob& j : snap.jobs) {
+    if (!j.Pending() || j.Held() || j.required_nodes.size() != 1 || j.GpusWanted() == 0) continue;
+    auto at = index.find(j.required_nodes[0]);
+    if (at == index.end()) continue;
+    const scheduler::Request r =
+        RequestFor(std::min(j.GpusWanted(), scheduler::kMaxGpusPerNode), j.cpus);
+    uint8_t gpus[scheduler::kMaxGpusPerNode];
+    if (model.cluster.Fits(at->second, r) &&
+        scheduler::PickFullyFreeGpus(model.cluster.node(at->second), r.num_gpu, gpus)) {
+      (void)model.cluster.Allocate(scheduler::MakePlacement(r, at->second, gpus));
+    }
+  }
+
   // Steering: held marked GPU jobs, highest priority first, then oldest.
   std::vector<const SlurmJob*> held;
   std::map<int32_t, int64_t> shape_counts;

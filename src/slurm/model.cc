@@ -377,6 +377,11 @@ Result<std::vector<SlurmJob>> ParseSqueueJson(std::string_view text) {
     auto hosts = ExpandHostList(nodes);
     if (!hosts.ok()) return hosts.status().WithContext(w("nodes"));
     j.nodes = std::move(hosts).value();
+    std::string required;
+    STOKER_RETURN_IF_ERROR(GetString(o, "required_nodes", w("required_nodes"), &required));
+    auto req = ExpandHostList(required);
+    if (!req.ok()) return req.status().WithContext(w("required_nodes"));
+    j.required_nodes = std::move(req).value();
     auto pn = ParseTresGpuCount(per_node);
     if (!pn.ok()) return pn.status().WithContext(w("tres_per_node"));
     auto pj = ParseTresGpuCount(per_job);

@@ -41,11 +41,12 @@ struct SlurmJob {
   uint32_t user_id = 0;
   std::string partition;
   std::string qos;
-  std::string state;               // upper case: PENDING, RUNNING, COMPLETING, ...
-  std::string state_reason;        // None, Priority, JobHeldUser, ...
-  std::vector<std::string> nodes;  // expanded from the job's host list
-  int32_t gpus_per_node = 0;       // tres_per_node gres:gpu:N (or gres/gpu:N)
-  int32_t gpus_per_job = 0;        // tres_per_job (--gpus=N)
+  std::string state;                        // upper case: PENDING, RUNNING, COMPLETING, ...
+  std::string state_reason;                 // None, Priority, JobHeldUser, ...
+  std::vector<std::string> nodes;           // expanded from the job's host list
+  std::vector<std::string> required_nodes;  // ReqNodeList (what steering sets), expanded
+  int32_t gpus_per_node = 0;                // tres_per_node gres:gpu:N (or gres/gpu:N)
+  int32_t gpus_per_job = 0;                 // tres_per_job (--gpus=N)
   // Per allocated node (same order as `nodes`), the GPU indices from gres_detail.
   std::vector<std::vector<int32_t>> gpu_indices;
   int64_t cpus = 0;

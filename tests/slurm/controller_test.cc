@@ -92,6 +92,22 @@ TEST(SlurmDecide, OnlyMarkedHeldJobsAreSteered) {
   EXPECT_TRUE(d.steer[1].nodes.empty());
 }
 
+// A job released onto a node in an earlier cycle but not started yet still counts there.
+TEST(SlurmDecide, ReleasedButNotStartedJobsHoldTheirGpus) {
+  SlurmSnapshot snap;
+  snap.nodes = {Node("a", 8, 6), Node("b", 8, 0)};
+  SlurmJob released = HeldGpuJob(1, 2);
+  released.state_reason = "None";
+  released.priority = 100;
+  released.required_nodes = {"a"};
+  snap.jobs = {released, HeldGpuJob(2, 2)};
+  auto policy = scheduler::CreatePlacementPolicy("stoker", {}).value();
+  Decision d = Decide(snap, *policy, {});
+  ASSERT_EQ(d.steer.size(), 1u);
+  EXPECT_EQ(d.steer[0].job, 2u);
+  EXPECT_EQ(d.steer[0].nodes, std::vector<std::string>{"b"}) << "a's last 2 GPUs are promised";
+}
+
 TEST(SlurmController, UnreachableOrMalformedSlurmDoesNothingAndCounts) {
   testing::FakeSlurmClient fake;
   auto c = SlurmController::Create(&fake, {}).value();

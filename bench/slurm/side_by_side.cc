@@ -13,10 +13,12 @@
 //     cluster in total but no node with enough;
 //   mean queue wait: start - submit (steered jobs: the hold counts as waiting).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -75,25 +77,32 @@ Row Run(CommandSlurmClient& client, const std::vector<StreamJob>& stream, bool s
   if (auto nodes = client.Nodes(); nodes.ok()) {
     for (const SlurmNode& n : *nodes) (void)client.SetNodeWeight(n.name, 1);
   }
-  std::set<uint32_t> ours, waited;
+  std::set<uint32_t> waited;
+  std::mutex mu;
+  std::set<uint32_t> ours;  // guarded by mu
+  std::atomic<bool> submitted_all{false};
   Row row;
   const auto t0 = std::chrono::steady_clock::now();
-  size_t next = 0;
-  auto last_submit = t0 - arrival;
+  // Submissions on their own thread, on a fixed schedule, so both modes see the same arrivals
+  // however long a controller cycle takes.
+  std::thread submitter([&] {
+    for (size_t k = 0; k < stream.size(); ++k) {
+      std::this_thread::sleep_until(t0 + arrival * static_cast<int64_t>(k));
+      const StreamJob& j = stream[k];
+      const std::string cmd =
+          "cd " + dir + " && SLURM_CONF=" + conf + " sbatch --parsable -o /dev/null " +
+          (steered ? "-H --comment=stoker:steer " : "") + "--gres=gpu:" + std::to_string(j.gpus) +
+          " --wrap 'sleep " + std::to_string(j.seconds) + "'";
+      auto r = RunCommand({"/bin/sh", "-c", cmd}, {}, std::chrono::seconds(30), 4096);
+      if (r.ok() && r->exit_code == 0) {
+        std::lock_guard<std::mutex> lock(mu);
+        ours.insert(static_cast<uint32_t>(std::stoul(r->out)));
+      }
+    }
+    submitted_all = true;
+  });
   int64_t samples = 0;
   while (true) {
-    const auto now = std::chrono::steady_clock::now();
-    if (next < stream.size() && now - last_submit >= arrival) {
-      const StreamJob& j = stream[next++];
-      last_submit = now;
-      const std::string cmd = "cd " + dir + " && SLURM_CONF=" + conf +
-                              " sbatch --parsable -o /dev/null " +
-                              (steered ? "-H --comment=stoker:steer " : "") + "--gres=gpu:" +
-                              std::to_string(j.gpus) + " --wrap 'sleep " +
-                              std::to_string(j.seconds) + "'";
-      auto r = RunCommand({"/bin/sh", "-c", cmd}, {}, std::chrono::seconds(30), 4096);
-      if (r.ok() && r->exit_code == 0) ours.insert(static_cast<uint32_t>(std::stoul(r->out)));
-    }
     if (controller) (void)controller->Cycle();
     auto nodes = client.Nodes();
     auto jobs = client.Jobs();
@@ -108,6 +117,7 @@ Row Run(CommandSlurmClient& client, const std::vector<StreamJob>& stream, bool s
       }
       bool blocked = false;
       int active = 0;
+      std::lock_guard<std::mutex> lock(mu);
       for (const SlurmJob& j : *jobs) {
         if (!ours.count(j.id)) continue;
         if (j.Pending() || j.Running() || j.state == "COMPLETING") ++active;
@@ -119,10 +129,11 @@ Row Run(CommandSlurmClient& client, const std::vector<StreamJob>& stream, bool s
         }
       }
       if (blocked) row.stranded_gpu_samples += partly_free;
-      if (next == stream.size() && active == 0) break;
+      if (submitted_all && active == 0) break;
     }
     std::this_thread::sleep_for(std::min(arrival, std::chrono::milliseconds(500)));
   }
+  submitter.join();
   row.makespan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   row.stranded_gpu_samples /= static_cast<double>(std::max<int64_t>(samples, 1));
   row.waited_while_free = static_cast<int>(waited.size());
@@ -154,12 +165,15 @@ int main(int argc, char** argv) {
   std::printf("\n");
   std::fflush(stdout);
   CommandSlurmClient client({conf, "", std::chrono::seconds(30)});
-  std::printf("| placement | mean stranded GPUs (while a job is blocked) | jobs that waited while enough GPUs were free | mean queue wait | makespan |\n|---|---|---|---|---|\n");
+  std::printf(
+      "| placement | mean stranded GPUs (while a job is blocked) | jobs that waited while enough "
+      "GPUs were free | mean queue wait | makespan |\n|---|---|---|---|---|\n");
   for (bool steered : {false, true}) {
     const Row r = Run(client, stream, steered, conf,
                       std::chrono::milliseconds(argc > 4 ? std::stoul(argv[4]) : 1000));
-    std::printf("| %s | %.2f | %d | %.1f s | %.0f s |\n", steered ? "steered by Stoker" : "Slurm alone",
-                r.stranded_gpu_samples, r.waited_while_free, r.mean_wait_s, r.makespan_s);
+    std::printf("| %s | %.2f | %d | %.1f s | %.0f s |\n",
+                steered ? "steered by Stoker" : "Slurm alone", r.stranded_gpu_samples,
+                r.waited_while_free, r.mean_wait_s, r.makespan_s);
     std::fflush(stdout);
   }
   return 0;

@@ -9,9 +9,15 @@ packages=(
   prometheus prometheus-node-exporter prometheus-alertmanager curl openssl python3 procps
   slurm-wlm slurmctld slurmd slurm-client munge
   libopenblas-dev dataset-fashion-mnist
+  # The web dashboard: node and npm build it (npm ci from web/package-lock.json), Chromium runs
+  # its browser tests headless. Debian 12 ships Node.js 18 and npm 9; web/ is pinned to versions
+  # that run there.
+  nodejs npm chromium
 )
 missing=()
 for p in "${packages[@]}"; do
+  # A Node.js from elsewhere (NodeSource) brings its own npm, which Debian's npm would conflict with.
+  if [[ $p == npm ]] && command -v npm >/dev/null; then continue; fi
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then

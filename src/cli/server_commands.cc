@@ -26,6 +26,7 @@
 #include "cli/node_flags.h"
 #include "client/api_client.h"
 #include "core/clock.h"
+#include "core/duration.h"
 #include "integration/efficiency_service.h"
 #include "integration/http_poster.h"
 #include "node/node_agent.h"
@@ -37,6 +38,8 @@
 #include "store/store.h"
 #include "telemetry/sampler.h"
 #include "telemetry/snapshot_json.h"
+#include "web/history.h"
+#include "web/site.h"
 
 namespace stoker::cli {
 namespace {
@@ -71,6 +74,7 @@ struct ServerFlags {
   std::string efficiency_config;  // YAML (docs/efficiency.md); empty: defaults
   std::string alertmanager;       // base URL: efficiency alerts are also posted there
   int http_threads = 32;
+  std::string dashboard_bucket = "30s";  // the dashboard's history: one point per GPU per bucket
 };
 
 void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
@@ -81,6 +85,9 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
   cmd->add_option("--data-dir", f->data_dir,
                   "Data directory (default $XDG_STATE_HOME/stoker or ~/.local/state/stoker)");
   cmd->add_option("--listen", f->listen, "HOST:PORT to serve the API on")->capture_default_str();
+  cmd->add_option("--dashboard-bucket", f->dashboard_bucket,
+                  "Time bucket of the web dashboard's GPU history (1s..10m; 24 h are kept)")
+      ->capture_default_str();
   cmd->add_option("--tls-cert", f->tls_cert, "PEM certificate: serve HTTPS");
   cmd->add_option("--tls-key", f->tls_key, "PEM private key for --tls-cert");
   cmd->add_option("--placement", f->placement,
@@ -111,6 +118,10 @@ struct RunningServer {
   std::unique_ptr<store::Store> store;
   std::unique_ptr<server::Server> core;
   std::unique_ptr<server::Api> api;
+  // The web dashboard: the GPU history it draws (observer + API extension) and its files,
+  // served in front of the API.
+  std::unique_ptr<web::History> history;
+  std::unique_ptr<web::Site> site;
   std::unique_ptr<http::Server> http;
   SystemClock clock;
   // Efficiency engine: server observer + API extension; stopped before the clock goes.
@@ -161,6 +172,32 @@ Status StartEfficiency(RunningServer& rs, const ServerFlags& f,
   return Status::Ok();
 }
 
+// The web dashboard's history (fed like the efficiency engine) and its files at /.
+Status StartDashboard(RunningServer& rs, const ServerFlags& f) {
+  auto bucket = ParseDuration(f.dashboard_bucket);
+  if (!bucket.ok()) return bucket.status().WithContext("--dashboard-bucket");
+  if (*bucket < std::chrono::seconds(1) || *bucket > std::chrono::minutes(10)) {
+    return InvalidArgument("--dashboard-bucket: must be between 1s and 10m");
+  }
+  web::HistoryOptions ho;
+  ho.bucket = *bucket;
+  // At most ~2,900 points per GPU whatever the bucket (24 h at 30 s), so memory stays bounded.
+  ho.span = std::min<Duration>(std::chrono::hours(24), *bucket * 2880);
+  rs.history = std::make_unique<web::History>(&rs.clock, ho);
+  server::JobFilter active;
+  active.states = {server::JobState::kAssigned, server::JobState::kRunning,
+                   server::JobState::kCancelling};
+  active.limit = 100000;
+  auto jobs = rs.core->ListJobs(server::Principal{"dashboard", server::Role::kAdmin}, active);
+  if (jobs.ok()) {
+    for (const server::Job& j : *jobs) rs.history->OnJobChanged(j);
+  }
+  rs.core->AddObserver(rs.history.get());
+  rs.api->AddExtension(rs.history.get());
+  rs.site = std::make_unique<web::Site>(rs.api.get(), web::EmbeddedAssets());
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   // Every agent keeps a connection open, and the usual soft limit of 1,024 descriptors would
   // stop the server near 1,000 nodes: take the hard limit, which needs no privilege.
@@ -197,7 +234,8 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   ho.tls_key = f.tls_key;
   ho.threads = f.http_threads;
   STOKER_RETURN_IF_ERROR(StartEfficiency(*rs, f, eff_cfg));
-  rs->http = std::make_unique<http::Server>(rs->api.get(), ho);
+  STOKER_RETURN_IF_ERROR(StartDashboard(*rs, f));
+  rs->http = std::make_unique<http::Server>(rs->site.get(), ho);
   STOKER_RETURN_IF_ERROR(rs->http->Start());
   rs->core->Start();
   rs->efficiency->Start(&rs->clock);
@@ -288,6 +326,7 @@ int RunServer(ServerFlags f) {
   if (!token.ok()) return Fail(token.status());
   fmt::print("stoker server listening on {} (data {}; policy {})\n", (*rs)->http->url(), f.data_dir,
              (*rs)->core->Policy().dump());
+  fmt::print("dashboard: {}/ (log in with a token)\n", (*rs)->http->url());
   fmt::print("admin token: {}/admin.token\n", f.data_dir);
   std::fflush(stdout);
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -336,6 +375,7 @@ int RunUp(ServerFlags f, GpuFlags g, JobRunFlags jf, std::string node_name) {
   node::NodeAgent agent(no, &server.clock, inv, SamplesFrom(gpus->sampler.get(), node_name));
 
   fmt::print("stoker up: server {} , data dir {}\n", url, f.data_dir);
+  fmt::print("dashboard: {}/ (log in with the admin token in {}/admin.token)\n", url, f.data_dir);
   if (!gpus->note.empty()) fmt::print("{}\n", gpus->note);
   fmt::print("node '{}': {} CPUs, {} MiB, {} GPU(s){}\n", node_name, inv.cpu_milli / 1000,
              inv.memory_mib, inv.gpus.size(), inv.simulated ? " [simulated]" : "");

@@ -1,9 +1,9 @@
 // The authorization matrix, generated from the route table of the API as `stoker server` wires
-// it (the server's routes and the efficiency engine's): every route x every caller (admin, a
-// user, an agent, no token) x the caller's own object and someone else's. What each cell must
-// answer follows from the route's declaration (roles, scope); what a valid request to the route
-// looks like is written once per route below. A route in the table without a request here fails
-// the test, so no route can be added without its rules being tested.
+// it (the server's routes, the efficiency engine's and the dashboard's history): every route x
+// every caller (admin, a user, an agent, no token) x the caller's own object and someone else's.
+// What each cell must answer follows from the route's declaration (roles, scope); what a valid
+// request to the route looks like is written once per route below. A route in the table without a
+// request here fails the test, so no route can be added without its rules being tested.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -164,6 +164,39 @@ std::map<std::string, Case> Cases() {
     const std::string id = json::parse(w.api->Handle(add).body)["id"];
     return Req("DELETE", "/api/v1/silences/" + id);
   }};
+  // The dashboard's history: the job shows in the cells of the GPU it held while a sample came.
+  m["GET /history/gpus"] = {[](World& w, const Caller& c, Whose whose, int64_t* id) {
+                              *id = TargetJob(w, c, whose);
+                              const Principal root{"root", Role::kAdmin};
+                              const Job job = *w.server->GetJob(root, *id);
+                              Heartbeat hb;
+                              RunReport r;
+                              r.id = *id;
+                              r.attempt = job.attempt();
+                              r.phase = "running";
+                              hb.jobs = {r};
+                              for (uint32_t g : job.assignment->gpu_indices) {
+                                GpuSample s;
+                                s.id.index = g;
+                                s.id.uuid = "GPU-" + job.assignment->node + "-" + std::to_string(g);
+                                s.timestamp = w.clock.WallNow();
+                                s.util_gpu_pct = Field<uint32_t>(50);
+                                hb.gpus.push_back(s);
+                              }
+                              EXPECT_TRUE(w.server->Heartbeat(root, job.assignment->node, hb).ok());
+                              return Req("GET", "/api/v1/history/gpus");
+                            },
+                            [](const std::string& body, int64_t id) {
+                              const json doc = json::parse(body, nullptr, false);
+                              if (!doc.is_object()) return false;
+                              for (const json& g : doc["gpus"]) {
+                                for (const json& j : g["job"]) {
+                                  if (j == id) return true;
+                                }
+                              }
+                              return false;
+                            }};
+  m["GET /history/fragmentation"] = simple("GET", "/api/v1/history/fragmentation");
   for (const std::string what : {"ledger", "budgets"}) {
     m["GET /" + what] = {[what](World&, const Caller& c, Whose whose, int64_t*) {
       return Req("GET", "/api/v1/" + what, "", {{"team", TargetTeam(c, whose)}});

@@ -1,7 +1,7 @@
 #pragma once
 // The API as `stoker server` wires it, for tests: a server over a fresh SQLite store with the
-// efficiency engine as its extension (market teams: alice in ml, bob in vision), tokens for an
-// admin, two users and the agents of two registered 4-GPU nodes.
+// efficiency engine and the dashboard's history as its extensions (market teams: alice in ml, bob
+// in vision), tokens for an admin, two users and the agents of two registered 4-GPU nodes.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,6 +15,7 @@
 #include "server/api.h"
 #include "server/server.h"
 #include "store/store.h"
+#include "web/history.h"
 
 namespace stoker::server::testing {
 namespace fs = std::filesystem;
@@ -47,6 +48,9 @@ struct World {
     if (!svc->Init(clock.WallNow()).ok()) throw std::runtime_error("init");
     server->AddObserver(svc.get());
     api->AddExtension(svc.get());
+    history = std::make_unique<web::History>(&clock);
+    server->AddObserver(history.get());
+    api->AddExtension(history.get());
     const Principal root{"root", Role::kAdmin};
     tokens["admin"] = *server->CreateToken(root, Role::kAdmin, "root");
     tokens["alice"] = *server->CreateToken(root, Role::kUser, "alice");
@@ -72,6 +76,7 @@ struct World {
   ~World() {
     svc.reset();
     api.reset();
+    history.reset();
     server.reset();
     store.reset();
     fs::remove_all(dir);
@@ -93,6 +98,7 @@ struct World {
   std::unique_ptr<Api> api;
   std::unique_ptr<efficiency::StoreLedgerStore> ledger;
   std::unique_ptr<efficiency::EfficiencyService> svc;
+  std::unique_ptr<web::History> history;  // the dashboard's GPU history and its routes
   std::map<std::string, std::string> tokens;
 };
 

@@ -1,0 +1,298 @@
+#include "web/history.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace stoker::web {
+namespace {
+using http::QueryParam;
+using http::RouteCall;
+using http::Scope;
+using server::Role;
+
+int64_t Ms(Duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
+int64_t MsOf(WallTime t) { return Ms(t.time_since_epoch()); }
+
+constexpr size_t kFragCapacity = 24 * 60 + 1;  // one a minute at most, a day
+constexpr int kMaxPoints = 2000;
+
+uint16_t Pct(double v) { return static_cast<uint16_t>(std::clamp(std::lround(v), 0L, 100L)); }
+
+}  // namespace
+
+History::History(const Clock* clock, HistoryOptions options) : clock_(clock), opt_(options) {
+  if (opt_.bucket < std::chrono::seconds(1)) opt_.bucket = std::chrono::seconds(1);
+  if (opt_.span < opt_.bucket) opt_.span = opt_.bucket;
+  capacity_ = static_cast<size_t>(opt_.span / opt_.bucket) + 1;
+}
+
+int64_t History::BucketOf(WallTime t) const {
+  const int64_t b = Ms(opt_.bucket);
+  const int64_t ms = MsOf(t);
+  return ms >= 0 ? ms / b : (ms - b + 1) / b;
+}
+
+const History::Point* History::Ring::Last() const {
+  if (points.empty()) return nullptr;
+  return full ? &points[(head + points.size() - 1) % points.size()] : &points.back();
+}
+
+void History::OnHeartbeat(const std::string& node, const std::vector<GpuSample>& gpus,
+                          WallTime /*at*/) {
+  std::lock_guard lock(mu_);
+  for (const GpuSample& s : gpus) {
+    const std::string key = node + "/" + std::to_string(s.id.index);
+    auto it = rings_.find(key);
+    if (it == rings_.end()) {
+      if (rings_.size() >= opt_.max_gpus) {
+        ++dropped_gpus_;
+        continue;
+      }
+      it = rings_.emplace(key, Ring{}).first;
+      it->second.node = node;
+      it->second.index = s.id.index;
+    }
+    Ring& r = it->second;
+    r.name = s.id.name;
+    r.uuid = s.id.uuid;
+    r.mig = s.mig_enabled.value_or(false) || !s.mig_instances.empty();
+    const int64_t bucket = BucketOf(s.timestamp);
+    const Point* last = r.Last();
+    if (last != nullptr && bucket < last->bucket) continue;  // late sample: its bucket is written
+    Point* p = nullptr;
+    if (last != nullptr && last->bucket == bucket) {
+      p = const_cast<Point*>(last);
+    } else if (r.points.size() < capacity_) {
+      r.points.push_back(Point{.bucket = bucket});
+      p = &r.points.back();
+    } else {
+      r.full = true;
+      p = &r.points[r.head];
+      *p = Point{.bucket = bucket};
+      r.head = (r.head + 1) % r.points.size();
+    }
+    if (p->count == 255) continue;  // the bucket's mean is settled
+    p->util_sum = static_cast<uint16_t>(p->util_sum + Pct(s.util_gpu_pct.value_or(0)));
+    double mem = 0;
+    if (s.memory_total_bytes.value_or(0) > 0) {
+      mem = 100.0 * static_cast<double>(s.memory_used_bytes.value_or(0)) /
+            static_cast<double>(s.memory_total_bytes.value());
+    }
+    p->mem_sum = static_cast<uint16_t>(p->mem_sum + Pct(mem));
+    if (s.gpm.sm_active.has_value()) {
+      p->sm_sum = static_cast<uint16_t>(p->sm_sum + Pct(s.gpm.sm_active.value() * 100));
+      ++p->sm_count;
+    }
+    ++p->count;
+    auto h = holder_.find({node, s.id.index});
+    if (h != holder_.end()) {
+      p->job = h->second;
+      auto j = jobs_.find(h->second);
+      if (j != jobs_.end()) j->second.last_bucket = bucket;
+    }
+  }
+}
+
+void History::OnJobChanged(const server::Job& job) {
+  std::lock_guard lock(mu_);
+  const bool holds = job.assignment && (job.state == server::JobState::kRunning ||
+                                        job.state == server::JobState::kAssigned ||
+                                        job.state == server::JobState::kCancelling);
+  // Forget what it held before (a requeued job may come back elsewhere).
+  for (auto it = holder_.begin(); it != holder_.end();) {
+    it = it->second == job.id ? holder_.erase(it) : std::next(it);
+  }
+  JobInfo& info = jobs_[job.id];
+  info.user = job.user;
+  info.active = holds;
+  if (holds) {
+    for (uint32_t g : job.assignment->gpu_indices) holder_[{job.assignment->node, g}] = job.id;
+  }
+  if (jobs_.size() > 4 * opt_.max_gpus + 1024) {
+    int64_t newest = 0;
+    for (const auto& [k, r] : rings_) {
+      if (const Point* p = r.Last()) newest = std::max(newest, p->bucket);
+    }
+    PruneJobsLocked(newest - static_cast<int64_t>(capacity_));
+  }
+}
+
+void History::PruneJobsLocked(int64_t oldest_bucket) {
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    const bool old = !it->second.active && it->second.last_bucket < oldest_bucket;
+    it = old ? jobs_.erase(it) : std::next(it);
+  }
+}
+
+void History::OnFragmentation(const server::Fragmentation& f, WallTime at) {
+  std::lock_guard lock(mu_);
+  FragPoint p{MsOf(at), f.fragmented_gpu_milli, f.free_gpu_milli, f.total_gpu_milli,
+              f.typical_shapes};
+  if (frag_.size() < kFragCapacity) {
+    frag_.push_back(p);
+  } else {
+    frag_[frag_head_] = p;
+    frag_head_ = (frag_head_ + 1) % frag_.size();
+  }
+}
+
+json History::Gpus(const server::Principal& who, Duration window, int points,
+                   const std::string& node, WallTime now) const {
+  points = std::clamp(points, 1, kMaxPoints);
+  const int64_t bucket_ms = Ms(opt_.bucket);
+  const int64_t end_bucket = BucketOf(now);
+  int64_t buckets = std::max<int64_t>(1, Ms(window) / bucket_ms);
+  buckets = std::min<int64_t>(buckets, static_cast<int64_t>(capacity_));
+  // Each column spans `per` buckets (at least one), so at most `points` columns come back.
+  const int64_t per = (buckets + points - 1) / points;
+  const int64_t columns = (buckets + per - 1) / per;
+  const int64_t first_bucket = end_bucket - columns * per + 1;
+  json out = {{"start_ms", first_bucket * bucket_ms},
+              {"step_ms", per * bucket_ms},
+              {"bucket_ms", bucket_ms},
+              {"columns", columns},
+              {"now_ms", MsOf(now)}};
+  json gpus = json::array();
+  std::lock_guard lock(mu_);
+  out["dropped_gpus"] = dropped_gpus_;
+  for (const auto& [key, r] : rings_) {
+    if (!node.empty() && r.node != node) continue;
+    struct Acc {
+      int64_t util = 0, sm = 0, mem = 0, n = 0, sm_n = 0, job = 0;
+    };
+    std::vector<Acc> acc(static_cast<size_t>(columns));
+    for (const Point& p : r.points) {
+      if (p.bucket < first_bucket || p.bucket > end_bucket || p.count == 0) continue;
+      Acc& a = acc[static_cast<size_t>((p.bucket - first_bucket) / per)];
+      a.util += p.util_sum;
+      a.mem += p.mem_sum;
+      a.n += p.count;
+      a.sm += p.sm_sum;
+      a.sm_n += p.sm_count;
+      if (p.job != 0) a.job = p.job;
+    }
+    json util = json::array(), sm = json::array(), mem = json::array(), job = json::array();
+    for (const Acc& a : acc) {
+      if (a.n == 0) {
+        util.push_back(nullptr);
+        sm.push_back(nullptr);
+        mem.push_back(nullptr);
+        job.push_back(0);
+        continue;
+      }
+      util.push_back(static_cast<int>(std::lround(static_cast<double>(a.util) / a.n)));
+      mem.push_back(static_cast<int>(std::lround(static_cast<double>(a.mem) / a.n)));
+      if (a.sm_n > 0) {
+        sm.push_back(static_cast<int>(std::lround(static_cast<double>(a.sm) / a.sm_n)));
+      } else {
+        sm.push_back(nullptr);
+      }
+      int64_t shown = a.job;
+      if (shown != 0 && who.role != Role::kAdmin) {
+        auto j = jobs_.find(shown);
+        if (j == jobs_.end() || j->second.user != who.name) shown = -1;
+      }
+      job.push_back(shown);
+    }
+    json g = {{"node", r.node},        {"index", r.index},        {"name", r.name},
+              {"mig", r.mig},          {"util", std::move(util)}, {"sm", std::move(sm)},
+              {"mem", std::move(mem)}, {"job", std::move(job)}};
+    gpus.push_back(std::move(g));
+  }
+  // Users learn the owner of their own jobs only; the jobs' users for admins.
+  json owners = json::object();
+  for (const auto& g : gpus) {
+    for (const auto& j : g["job"]) {
+      const int64_t id = j.get<int64_t>();
+      if (id <= 0) continue;
+      auto it = jobs_.find(id);
+      if (it != jobs_.end()) owners[std::to_string(id)] = it->second.user;
+    }
+  }
+  out["gpus"] = std::move(gpus);
+  out["job_users"] = std::move(owners);
+  return out;
+}
+
+json History::FragmentationSeries(Duration window, WallTime now) const {
+  const int64_t from = MsOf(now) - Ms(window);
+  std::lock_guard lock(mu_);
+  json out = json::array();
+  for (size_t i = 0; i < frag_.size(); ++i) {
+    const FragPoint& p = frag_[(frag_head_ + i) % frag_.size()];
+    if (p.ts_ms < from) continue;
+    out.push_back({{"ts_ms", p.ts_ms},
+                   {"fragmented_gpu_milli", p.fragmented_gpu_milli},
+                   {"free_gpu_milli", p.free_gpu_milli},
+                   {"total_gpu_milli", p.total_gpu_milli},
+                   {"typical_shapes", p.typical_shapes}});
+  }
+  return out;
+}
+
+void History::AddRoutes(http::Router* router) {
+  const std::set<Role> people = {Role::kAdmin, Role::kUser};
+  router->Add(
+      {"GET",
+       "/history/gpus",
+       people,
+       Scope::kOwnJob,
+       {QueryParam::DurationIn("window", std::chrono::minutes(1), std::chrono::hours(24),
+                               "how far back from now (default 1h; cut to what is kept)"),
+        QueryParam::Int("points", 1, kMaxPoints, "at most this many time columns (default 240)"),
+        QueryParam::String("node", 128, "only this node's GPUs")},
+       "Every GPU's utilization, SM activity and memory use over time, in columns of equal "
+       "length, with the job that held it (a user sees their own jobs; others' are -1)",
+       [this](const RouteCall& c) {
+         const Duration window = c.QueryDuration("window").value_or(std::chrono::hours(1));
+         const std::string* node = c.Query("node");
+         const WallTime now = clock_->WallNow();
+         return http::JsonResponse(200,
+                                   Gpus(c.who, window, static_cast<int>(c.QueryInt("points", 240)),
+                                        node ? *node : "", now));
+       }});
+  router->Add({"GET",
+               "/history/fragmentation",
+               people,
+               Scope::kNone,
+               {QueryParam::DurationIn("window", std::chrono::minutes(1), std::chrono::hours(24),
+                                       "how far back from now (default 24h)")},
+               "The scheduler's fragmentation samples (FGD's measure, at most one a minute)",
+               [this](const RouteCall& c) {
+                 const Duration window = c.QueryDuration("window").value_or(std::chrono::hours(24));
+                 return http::JsonResponse(200, FragmentationSeries(window, clock_->WallNow()));
+               }});
+}
+
+json History::OpenApiPaths() const {
+  const json gpu_series = {
+      {"type", "object"},
+      {"properties",
+       {{"start_ms", {{"type", "integer"}}},
+        {"step_ms", {{"type", "integer"}}},
+        {"columns", {{"type", "integer"}}},
+        {"gpus",
+         {{"type", "array"},
+          {"items",
+           {{"type", "object"},
+            {"properties",
+             {{"node", {{"type", "string"}}},
+              {"index", {{"type", "integer"}}},
+              {"util", {{"type", "array"}, {"items", {{"type", "integer"}, {"nullable", true}}}}},
+              {"sm", {{"type", "array"}, {"items", {{"type", "integer"}, {"nullable", true}}}}},
+              {"mem", {{"type", "array"}, {"items", {{"type", "integer"}, {"nullable", true}}}}},
+              {"job", {{"type", "array"}, {"items", {{"type", "integer"}}}}}}}}}}},
+        {"job_users", {{"type", "object"}}}}}};
+  return {
+      {"/history/gpus",
+       {{"get",
+         {{"responses",
+           {{"200",
+             {{"description", "GPU series"},
+              {"content", {{"application/json", {{"schema", gpu_series}}}}}}}}}}}}},
+      {"/history/fragmentation",
+       {{"get",
+         {{"responses", {{"200", {{"description", "fragmentation samples, oldest first"}}}}}}}}}};
+}
+
+}  // namespace stoker::web

@@ -1,0 +1,100 @@
+#pragma once
+// The recent past for the web dashboard: every GPU's utilization, SM activity and memory use in
+// fixed time buckets, with the job that held the GPU, and the scheduler's fragmentation samples.
+// The server keeps only each node's latest samples; the dashboard's heatmap and fragmentation
+// chart need a span of time, so this observer (fed by the server's heartbeats, job changes and
+// fragmentation samples) keeps a bounded ring per GPU, and its API extension serves it:
+//
+//   GET /api/v1/history/gpus?window=1h&points=240&node=   users and admins
+//   GET /api/v1/history/fragmentation?window=24h          users and admins
+//
+// Memory is bounded: `span / bucket` points per GPU (16 bytes each), at most `max_gpus` GPUs
+// (later GPUs are counted as dropped), and job owners for the jobs seen within the span.
+// A user sees which of their own jobs held a cell; a cell held by another user's job says only
+// that it was busy (job -1), like /allocations hides other users' jobs.
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "server/api.h"
+#include "server/server.h"
+
+namespace stoker::web {
+
+struct HistoryOptions {
+  Duration bucket = std::chrono::seconds(30);  // one point per GPU per bucket (mean of samples)
+  Duration span = std::chrono::hours(24);      // how far back points are kept
+  size_t max_gpus = 20000;
+};
+
+class History final : public server::ServerObserver, public server::ApiExtension {
+ public:
+  // `clock` (not owned) says when "now" is for the routes' windows.
+  explicit History(const Clock* clock, HistoryOptions options = {});
+
+  // ServerObserver.
+  void OnHeartbeat(const std::string& node, const std::vector<GpuSample>& gpus,
+                   WallTime at) override;
+  void OnJobChanged(const server::Job& job) override;
+  void OnFragmentation(const server::Fragmentation& f, WallTime at) override;
+
+  // ApiExtension.
+  void AddRoutes(http::Router* router) override;
+  json OpenApiPaths() const override;
+
+  // The answers of the two routes (also called by tests). `now` is the end of the window.
+  json Gpus(const server::Principal& who, Duration window, int points, const std::string& node,
+            WallTime now) const;
+  json FragmentationSeries(Duration window, WallTime now) const;
+
+ private:
+  struct Point {
+    int64_t bucket = 0;                              // bucket number (ms since epoch / bucket)
+    int64_t job = 0;                                 // job on the GPU in that bucket (0: none)
+    uint16_t util_sum = 0, sm_sum = 0, mem_sum = 0;  // sums of percents over `count` samples
+    uint8_t sm_count = 0, count = 0;                 // SM activity is absent on some GPUs
+  };
+  struct Ring {
+    std::string node;
+    uint32_t index = 0;
+    std::string name;
+    std::string uuid;
+    bool mig = false;
+    std::vector<Point> points;  // circular, capacity = span / bucket
+    size_t head = 0;            // next slot to write once full
+    bool full = false;
+    const Point* Last() const;
+  };
+  struct FragPoint {
+    int64_t ts_ms = 0;
+    double fragmented_gpu_milli = 0;
+    int64_t free_gpu_milli = 0, total_gpu_milli = 0;
+    int typical_shapes = 0;
+  };
+
+  int64_t BucketOf(WallTime t) const;
+  void PruneJobsLocked(int64_t oldest_bucket);
+
+  const Clock* clock_;
+  HistoryOptions opt_;
+  size_t capacity_;
+  mutable std::mutex mu_;
+  std::map<std::string, Ring> rings_;  // "node/index", guarded by mu_
+  int64_t dropped_gpus_ = 0;           // samples of GPUs beyond max_gpus, guarded by mu_
+  // (node, gpu index) -> job holding it now; job -> (user, last bucket it was seen active).
+  std::map<std::pair<std::string, uint32_t>, int64_t> holder_;  // guarded by mu_
+  struct JobInfo {
+    std::string user;
+    int64_t last_bucket = 0;
+    bool active = false;
+  };
+  std::map<int64_t, JobInfo> jobs_;  // guarded by mu_
+  std::vector<FragPoint> frag_;      // circular, guarded by mu_
+  size_t frag_head_ = 0;
+};
+
+}  // namespace stoker::web

@@ -1,0 +1,141 @@
+// The dashboard's GPU history: samples become per-bucket means in a bounded ring, columns
+// aggregate buckets, a user sees only their own jobs in the cells, and fragmentation samples
+// come back for the window asked.
+#include "web/history.h"
+
+#include <gtest/gtest.h>
+
+namespace stoker::web {
+namespace {
+using server::Fragmentation;
+using server::Job;
+using server::JobState;
+using server::Principal;
+using server::Role;
+
+const WallTime kT0 = WallTime(std::chrono::seconds(1767225600));  // a bucket boundary
+
+GpuSample Sample(uint32_t index, WallTime at, uint32_t util, uint64_t used_gib,
+                 double sm_active = -1) {
+  GpuSample s;
+  s.id.index = index;
+  s.id.uuid = "GPU-" + std::to_string(index);
+  s.id.name = "NVIDIA H100 80GB HBM3";
+  s.timestamp = at;
+  s.util_gpu_pct = Field<uint32_t>(util);
+  s.memory_total_bytes = Field<uint64_t>(uint64_t{80} << 30);
+  s.memory_used_bytes = Field<uint64_t>(used_gib << 30);
+  if (sm_active >= 0) s.gpm.sm_active = Field<double>(sm_active);
+  return s;
+}
+
+Job RunningJob(int64_t id, const std::string& user, const std::string& node,
+               std::vector<uint32_t> gpus) {
+  Job j;
+  j.id = id;
+  j.user = user;
+  j.state = JobState::kRunning;
+  j.assignment = protocol::Assignment{};
+  j.assignment->node = node;
+  j.assignment->gpu_indices = std::move(gpus);
+  return j;
+}
+
+TEST(History, BucketsAreMeansAndColumnsAggregateBuckets) {
+  ManualClock clock;  // its wall clock starts at kT0
+  History h(&clock, {.bucket = std::chrono::seconds(10), .span = std::chrono::hours(1)});
+  // Bucket 0: 20 and 40 -> 30; bucket 1: 90. Memory 40 GiB of 80 = 50 %.
+  h.OnHeartbeat("n1", {Sample(0, kT0, 20, 40, 0.5)}, kT0);
+  h.OnHeartbeat("n1", {Sample(0, kT0 + std::chrono::seconds(5), 40, 40, 0.7)}, kT0);
+  h.OnHeartbeat("n1", {Sample(0, kT0 + std::chrono::seconds(12), 90, 40)}, kT0);
+  const Principal admin{"root", Role::kAdmin};
+  const WallTime now = kT0 + std::chrono::seconds(19);
+  json one = h.Gpus(admin, std::chrono::seconds(20), 100, "", now);
+  ASSERT_EQ(one["gpus"].size(), 1u);
+  EXPECT_EQ(one["columns"], 2);
+  EXPECT_EQ(one["step_ms"], 10000);
+  EXPECT_EQ(one["start_ms"],
+            std::chrono::duration_cast<std::chrono::milliseconds>(kT0.time_since_epoch()).count());
+  EXPECT_EQ(one["gpus"][0]["util"], json::parse("[30, 90]"));
+  EXPECT_EQ(one["gpus"][0]["mem"], json::parse("[50, 50]"));
+  EXPECT_EQ(one["gpus"][0]["sm"], json::parse("[60, null]"));  // no SM reading in bucket 1
+  // One column for both buckets: the mean over the three samples.
+  json merged = h.Gpus(admin, std::chrono::seconds(20), 1, "", now);
+  EXPECT_EQ(merged["columns"], 1);
+  EXPECT_EQ(merged["gpus"][0]["util"], json::parse("[53]"));
+  // A window with no samples yet in its early columns gives nulls there.
+  json wide = h.Gpus(admin, std::chrono::seconds(60), 100, "", now);
+  EXPECT_EQ(wide["columns"], 6);
+  EXPECT_EQ(wide["gpus"][0]["util"], json::parse("[null, null, null, null, 30, 90]"));
+  EXPECT_TRUE(h.Gpus(admin, std::chrono::seconds(60), 100, "other-node", now)["gpus"].empty());
+}
+
+TEST(History, RingIsBoundedBySpanAndGpuCount) {
+  ManualClock clock;  // its wall clock starts at kT0
+  History h(&clock,
+            {.bucket = std::chrono::seconds(1), .span = std::chrono::seconds(10), .max_gpus = 2});
+  for (int i = 0; i < 100; ++i) {
+    const WallTime t = kT0 + std::chrono::seconds(i);
+    h.OnHeartbeat(
+        "n1", {Sample(0, t, static_cast<uint32_t>(i), 1), Sample(1, t, 1, 1), Sample(2, t, 1, 1)},
+        t);
+  }
+  const json out = h.Gpus(Principal{"root", Role::kAdmin}, std::chrono::hours(1), 1000, "",
+                          kT0 + std::chrono::seconds(99));
+  ASSERT_EQ(out["gpus"].size(), 2u);    // the third GPU is beyond max_gpus
+  EXPECT_EQ(out["dropped_gpus"], 100);  // and each of its samples is counted
+  EXPECT_EQ(out["columns"], 11);        // the window is cut to the span
+  const json& util = out["gpus"][0]["util"];
+  EXPECT_EQ(util.front(), 89);  // the oldest kept bucket
+  EXPECT_EQ(util.back(), 99);
+}
+
+TEST(History, UsersSeeTheirOwnJobsInCellsAndOnlyThatOthersWereBusy) {
+  ManualClock clock;  // its wall clock starts at kT0
+  History h(&clock, {.bucket = std::chrono::seconds(10)});
+  h.OnJobChanged(RunningJob(7, "alice", "n1", {0}));
+  h.OnJobChanged(RunningJob(8, "bob", "n1", {1}));
+  h.OnHeartbeat("n1", {Sample(0, kT0, 50, 1), Sample(1, kT0, 60, 1), Sample(2, kT0, 0, 0)}, kT0);
+  const WallTime now = kT0 + std::chrono::seconds(5);
+  auto jobs_of = [](const json& out) {
+    std::vector<int64_t> v;
+    for (const json& g : out["gpus"]) v.push_back(g["job"][0].get<int64_t>());
+    return v;
+  };
+  const json alice = h.Gpus(Principal{"alice", Role::kUser}, std::chrono::seconds(10), 1, "", now);
+  EXPECT_EQ(jobs_of(alice), (std::vector<int64_t>{7, -1, 0}));
+  EXPECT_EQ(alice["job_users"], json::parse(R"({"7":"alice"})"));
+  const json admin = h.Gpus(Principal{"root", Role::kAdmin}, std::chrono::seconds(10), 1, "", now);
+  EXPECT_EQ(jobs_of(admin), (std::vector<int64_t>{7, 8, 0}));
+  EXPECT_EQ(admin["job_users"], json::parse(R"({"7":"alice","8":"bob"})"));
+  // The job ends: later buckets show the GPU free, earlier ones keep the job.
+  Job done = RunningJob(7, "alice", "n1", {0});
+  done.state = JobState::kSucceeded;
+  h.OnJobChanged(done);
+  const WallTime later = kT0 + std::chrono::seconds(10);
+  h.OnHeartbeat("n1", {Sample(0, later, 0, 0)}, later);
+  const json after = h.Gpus(Principal{"alice", Role::kUser}, std::chrono::seconds(20), 10, "n1",
+                            later + std::chrono::seconds(1));
+  EXPECT_EQ(after["gpus"][0]["job"], json::parse("[7, 0]"));
+}
+
+TEST(History, FragmentationSamplesForTheWindow) {
+  ManualClock clock;  // its wall clock starts at kT0
+  History h(&clock);
+  for (int m = 0; m < 3; ++m) {
+    h.OnFragmentation(Fragmentation{.fragmented_gpu_milli = 500.0 * m,
+                                    .free_gpu_milli = 4000,
+                                    .total_gpu_milli = 8000,
+                                    .typical_shapes = 2},
+                      kT0 + std::chrono::minutes(m));
+  }
+  const json all = h.FragmentationSeries(std::chrono::hours(1), kT0 + std::chrono::minutes(2));
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[2]["fragmented_gpu_milli"], 1000.0);
+  EXPECT_EQ(all[0]["total_gpu_milli"], 8000);
+  const json last = h.FragmentationSeries(std::chrono::seconds(90), kT0 + std::chrono::minutes(2));
+  EXPECT_EQ(last.size(), 2u);
+}
+
+}  // namespace
+}  // namespace stoker::web

@@ -253,6 +253,9 @@ Report BuildReport(const RecordSet& rec, const EfficiencyConfig& cfg, const Repo
       if (a->flop_dt > 0)
         jr.achieved_tflops =
             a->flop / a->flop_dt * std::max<double>(1, static_cast<double>(a->per_gpu.size()));
+      // Per GPU: mean estimated TFLOPS over mean power (the job's total over its total).
+      if (a->flop_dt > 0 && a->energy_dt > 0 && a->energy_j > 0)
+        jr.tflops_per_watt = (a->flop / a->flop_dt) / (a->energy_j / a->energy_dt);
     }
     if (auto peak = LookupPeakRates(jr.model))
       jr.peak_tflops = peak->tensor_tflops * std::max(1, jr.gpus);
@@ -494,6 +497,7 @@ nlohmann::json ToJson(const Report& r) {
                          {"mem_total_bytes", x.mem_total_bytes},
                          {"energy_kwh", opt(x.energy_kwh)},
                          {"achieved_tflops_estimate", opt(x.achieved_tflops)},
+                         {"tflops_per_watt_estimate", opt(x.tflops_per_watt)},
                          {"peak_tflops", opt(x.peak_tflops)},
                          {"zone", ZoneName(x.zone)},
                          {"zone_history", h},
@@ -648,7 +652,7 @@ std::string RenderCsv(const Report& r) {
   std::ostringstream o;
   o << "job,user,team,model,gpus,start,end,alloc_gpu_hours,used_gpu_hours,idle_gpu_hours,"
        "avg_util_pct,peak_util_pct,avg_sm_pct,avg_tensor_pct,mem_peak_bytes,energy_kwh,"
-       "achieved_tflops_estimate,peak_tflops,zone,cost\n";
+       "achieved_tflops_estimate,peak_tflops,zone,cost,tflops_per_watt_estimate\n";
   auto opt = [](const std::optional<double>& v) { return v ? Fixed(*v, 3) : std::string(); };
   for (const auto& j : r.jobs) {
     o << CsvField(j.id) << ',' << CsvField(j.user) << ',' << CsvField(j.team) << ','
@@ -658,7 +662,8 @@ std::string RenderCsv(const Report& r) {
       << Fixed(j.avg_util_pct, 2) << ',' << Fixed(j.peak_util_pct, 2) << ',' << opt(j.avg_sm_pct)
       << ',' << opt(j.avg_tensor_pct) << ',' << j.mem_peak_bytes << ',' << opt(j.energy_kwh) << ','
       << opt(j.achieved_tflops) << ',' << opt(j.peak_tflops) << ',' << ZoneName(j.zone) << ','
-      << Credits(j.cost_micro) << '\n';
+      << Credits(j.cost_micro) << ',' << (j.tflops_per_watt ? Fixed(*j.tflops_per_watt, 4) : "")
+      << '\n';
   }
   return o.str();
 }
@@ -699,7 +704,8 @@ std::string RenderHtml(const Report& r) {
        "class='l'>model</th>"
        "<th>GPUs</th><th>alloc GPU-h</th><th>used GPU-h</th><th>idle GPU-h</th><th>util %</th>"
        "<th>peak %</th><th>SM %</th><th>tensor %</th><th>mem peak GB</th><th>energy kWh</th>"
-       "<th>TFLOPS (est.)</th><th>peak TFLOPS</th><th class='l'>zone</th><th>cost</th></tr>";
+       "<th>TFLOPS (est.)</th><th>TFLOPS/W (est.)</th><th>peak TFLOPS</th><th "
+       "class='l'>zone</th><th>cost</th></tr>";
   auto opt = [](const std::optional<double>& v, int d = 1) {
     return v ? Fixed(*v, d) : std::string("n/a");
   };
@@ -711,8 +717,8 @@ std::string RenderHtml(const Report& r) {
       << Fixed(j.peak_util_pct) << "</td><td>" << opt(j.avg_sm_pct) << "</td><td>"
       << opt(j.avg_tensor_pct) << "</td><td>" << Fixed(static_cast<double>(j.mem_peak_bytes) / 1e9)
       << "</td><td>" << opt(j.energy_kwh, 2) << "</td><td>" << opt(j.achieved_tflops) << "</td><td>"
-      << opt(j.peak_tflops, 0) << "</td><td class='l " << ZoneName(j.zone) << "'>"
-      << ZoneName(j.zone);
+      << opt(j.tflops_per_watt, 3) << "</td><td>" << opt(j.peak_tflops, 0) << "</td><td class='l "
+      << ZoneName(j.zone) << "'>" << ZoneName(j.zone);
     for (const auto& z : j.zone_history) o << " &rarr;" << ZoneName(z.zone);
     o << "</td><td>" << Credits(j.cost_micro) << "</td></tr>";
   }

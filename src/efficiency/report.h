@@ -44,6 +44,9 @@ struct JobReport {
   std::optional<double> energy_kwh;
   std::optional<double> achieved_tflops;  // ESTIMATE from SM/tensor activity x peak rates
   std::optional<double> peak_tflops;      // theoretical tensor peak x GPUs
+  // ESTIMATE: achieved TFLOPS per watt of the job's GPUs' mean power draw (power efficiency;
+  // as much an estimate as the TFLOPS it divides).
+  std::optional<double> tflops_per_watt;
   Zone zone = Zone::kUnknown;
   std::vector<ZoneChange> zone_history;
   int64_t cost_micro = 0;

@@ -92,6 +92,9 @@ TEST(ReportTest, PerJobPerOwnerClusterAndAdvice) {
   ASSERT_TRUE(train.achieved_tflops.has_value());
   EXPECT_NEAR(*train.achieved_tflops, 0.6 * 67, 1e-6);
   EXPECT_NEAR(*train.peak_tflops, 2 * 989, 1e-9);
+  // Power efficiency: 40.2 estimated TFLOPS over the GPUs' 500 W + 70 W.
+  ASSERT_TRUE(train.tflops_per_watt.has_value());
+  EXPECT_NEAR(*train.tflops_per_watt, 0.6 * 67 / 570.0, 1e-9);
   ASSERT_TRUE(train.energy_kwh.has_value());
   EXPECT_NEAR(*train.energy_kwh, (500 + 70) * 7170.0 / 3.6e6, 1e-6);
   EXPECT_EQ(train.cost_micro, 12'000'000);  // 4 GPU-h x 3.0
@@ -130,6 +133,7 @@ TEST(ReportTest, RenderersProduceWellFormedOutput) {
   EXPECT_EQ(j["jobs"].size(), 2u);
   EXPECT_EQ(j["jobs"][1]["id"], "train");
   EXPECT_TRUE(j["jobs"][1].contains("achieved_tflops_estimate"));
+  EXPECT_NEAR(j["jobs"][1]["tflops_per_watt_estimate"].get<double>(), 0.6 * 67 / 570.0, 1e-9);
   const std::string csv = RenderCsv(r);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
   EXPECT_EQ(csv.rfind("job,user,team", 0), 0u);

@@ -25,6 +25,8 @@
 
 namespace stoker::web {
 
+using json = nlohmann::json;
+
 struct HistoryOptions {
   Duration bucket = std::chrono::seconds(30);  // one point per GPU per bucket (mean of samples)
   Duration span = std::chrono::hours(24);      // how far back points are kept

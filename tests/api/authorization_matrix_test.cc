@@ -180,7 +180,7 @@ std::map<std::string, Case> Cases() {
                                 s.id.index = g;
                                 s.id.uuid = "GPU-" + job.assignment->node + "-" + std::to_string(g);
                                 s.timestamp = w.clock.WallNow();
-                                s.util_gpu_pct = Field<uint32_t>(50);
+                                s.util_gpu_pct = Field<uint32_t>::Of(50);
                                 hb.gpus.push_back(s);
                               }
                               EXPECT_TRUE(w.server->Heartbeat(root, job.assignment->node, hb).ok());

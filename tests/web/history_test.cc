@@ -22,10 +22,10 @@ GpuSample Sample(uint32_t index, WallTime at, uint32_t util, uint64_t used_gib,
   s.id.uuid = "GPU-" + std::to_string(index);
   s.id.name = "NVIDIA H100 80GB HBM3";
   s.timestamp = at;
-  s.util_gpu_pct = Field<uint32_t>(util);
-  s.memory_total_bytes = Field<uint64_t>(uint64_t{80} << 30);
-  s.memory_used_bytes = Field<uint64_t>(used_gib << 30);
-  if (sm_active >= 0) s.gpm.sm_active = Field<double>(sm_active);
+  s.util_gpu_pct = Field<uint32_t>::Of(util);
+  s.memory_total_bytes = Field<uint64_t>::Of(uint64_t{80} << 30);
+  s.memory_used_bytes = Field<uint64_t>::Of(used_gib << 30);
+  if (sm_active >= 0) s.gpm.sm_active = Field<double>::Of(sm_active);
   return s;
 }
 
@@ -62,7 +62,7 @@ TEST(History, BucketsAreMeansAndColumnsAggregateBuckets) {
   // One column for both buckets: the mean over the three samples.
   json merged = h.Gpus(admin, std::chrono::seconds(20), 1, "", now);
   EXPECT_EQ(merged["columns"], 1);
-  EXPECT_EQ(merged["gpus"][0]["util"], json::parse("[53]"));
+  EXPECT_EQ(merged["gpus"][0]["util"], json::parse("[50]"));
   // A window with no samples yet in its early columns gives nulls there.
   json wide = h.Gpus(admin, std::chrono::seconds(60), 100, "", now);
   EXPECT_EQ(wide["columns"], 6);

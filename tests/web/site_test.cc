@@ -37,8 +37,12 @@ TEST(Site, ServesTheEmbeddedPageAndEveryFileItNames) {
     const http::Response f = site.Handle(Get(path));
     EXPECT_EQ(f.status, 200) << path;
     EXPECT_FALSE(f.body.empty()) << path;
-    if (path.ends_with(".js")) EXPECT_EQ(f.content_type, "text/javascript; charset=utf-8");
-    if (path.ends_with(".css")) EXPECT_EQ(f.content_type, "text/css; charset=utf-8");
+    if (path.ends_with(".js")) {
+      EXPECT_EQ(f.content_type, "text/javascript; charset=utf-8");
+    }
+    if (path.ends_with(".css")) {
+      EXPECT_EQ(f.content_type, "text/css; charset=utf-8");
+    }
     ++files;
   }
   EXPECT_GE(files, 1) << index.body;

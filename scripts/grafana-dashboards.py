@@ -259,8 +259,11 @@ def frag_alerts():
         ("rate(stoker_scheduler_placements_total[$__rate_interval])", "placements/s"),
         ("rate(stoker_scheduler_preemptions_total[$__rate_interval])", "preemptions/s", "B")],
         "ops"), 12, 8)
-    L.add(panel("timeseries", "Backlog wait while GPUs idle",
-                [("stoker_cluster_backlog_wait_seconds", "longest wait")], "s"), 12, 8)
+    L.add(panel("timeseries", "Queued jobs next to free GPUs", [
+        ('sum(stoker_server_jobs{state="queued"})', "queued jobs"),
+        ('sum(stoker_server_gpus{commitment="free"})', "free GPUs", "B")],
+        description="Jobs waiting while whole GPUs are free: fragmentation or shapes that do not fit"),
+          12, 8)
     L.row("Alerts")
     L.add(panel("timeseries", "Active alerts by grade",
                 [("sum by (grade) (stoker_efficiency_alerts)", "{{grade}}")]), 12, 8)

@@ -187,7 +187,10 @@ scrape_configs:
         wait("Prometheus to scrape both targets", lambda: len(query("up == 1")) == 2)
         wait("the job to run", lambda: http(f"{server}/api/v1/jobs/{job['id']}", admin)["state"]
              == "running")
-        time.sleep(8)  # a few scrapes, so rates have two points
+        # A few scrapes, so rates have two points, and a minute boundary after the first one,
+        # so the [24h:1m] subqueries (aligned to whole minutes) have a step with data.
+        first = time.time()
+        time.sleep(max(8.0, 60 - first % 60 + 3))
         failures, count = [], 0
         for name, d in load().items():
             values = {"__rate_interval": "15s", "datasource": "prometheus"}

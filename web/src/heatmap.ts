@@ -30,7 +30,9 @@ export function heatmapControls(state: HeatmapState, onChange: () => void): HTML
     onChange();
   });
   const win = el("select", { id: "window" }) as HTMLSelectElement;
-  for (const w of ["15m", "1h", "6h", "24h"]) {
+  const spans = ["15m", "1h", "6h", "24h"];
+  if (!spans.includes(state.window)) spans.unshift(state.window);
+  for (const w of spans) {
     const o = el("option", { value: w }, `last ${w}`);
     if (w === state.window) o.setAttribute("selected", "");
     win.append(o);

@@ -131,6 +131,12 @@ function route(): void {
   } else if (hash === "#/nodes") {
     current = nodesView(main, me);
   } else {
+    // Links may set the heatmap's span and colour: #/?span=4m&metric=sm
+    const q = new URLSearchParams(hash.split("?")[1] ?? "");
+    const span = q.get("span");
+    if (span && /^\d{1,4}[smhd]$/.test(span)) heatmapState.window = span;
+    const metric = q.get("metric");
+    if (metric === "util" || metric === "sm" || metric === "mem") heatmapState.metric = metric;
     const info = el("div", { class: "info", id: "heatmap-info" });
     const host = el("div", { class: "chart heatmap", id: "heatmap" });
     main.append(heatmapControls(heatmapState, () => void runRefresh()), info, host);

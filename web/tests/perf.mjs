@@ -82,7 +82,9 @@ try {
   }
   const t0 = Date.now();
   let posted = 0;
-  const queue = [];
+  // One queue per node, oldest sample first (a bucket older than the GPU's newest is not
+  // written again), and nodes spread over 16 workers.
+  const queues = names.map(() => []);
   for (let t = now - windowS + 1; t <= now; t += 1) {
     for (const [k, name] of names.entries()) {
       const samples = template.map((s, i) => {
@@ -90,20 +92,33 @@ try {
         c.uuid = `GPU-${name}-${i}`;
         c.index = i;
         c.timestamp_unix = t;
-        if (c.fields?.util_gpu_pct) c.fields.util_gpu_pct = { state: "value", value: Math.round(50 + 50 * Math.sin((t + k * 7 + i) / 20)) };
+        // Only what the heatmap draws (a real agent sends every field; the server takes any subset).
+        c.fields = {
+          util_gpu_pct: { state: "value", value: Math.round(50 + 50 * Math.sin((t + k * 7 + i) / 20)) },
+          memory_total_bytes: s.fields.memory_total_bytes,
+          memory_used_bytes: s.fields.memory_used_bytes,
+        };
         c.processes = [];
         c.mig_instances = [];
         return c;
       });
-      queue.push(JSON.stringify({ jobs: [], samples }) + "\u0000" + name);
+      queues[k].push(JSON.stringify({ jobs: [], samples }));
     }
   }
   // 16 heartbeats in flight at a time.
   await Promise.all(
-    Array.from({ length: 16 }, async () => {
-      for (let item = queue.pop(); item; item = queue.pop()) {
-        const [body, name] = item.split("\u0000");
-        await api("POST", `/nodes/${name}/heartbeat`, admin, body);
+    Array.from({ length: 16 }, async (_, w) => {
+      const mine = names.map((name, k) => [name, k]).filter(([, k]) => k % 16 === w);
+      for (let step = 0; step < windowS; step++) for (const [name, k] of mine) {
+        const body = queues[k][step];
+        for (let attempt = 0; ; attempt++) {
+          try {
+            await api("POST", `/nodes/${name}/heartbeat`, admin, body);
+            break;
+          } catch (e) {
+            if (attempt >= 3) throw e;  // a closed keep-alive connection: try again
+          }
+        }
         posted++;
       }
     }),
@@ -121,6 +136,7 @@ try {
   // Log in by storing the token as the login form does, then time a fresh load of the page.
   await page.goto(`${base}/`);
   await page.evaluate((t) => sessionStorage.setItem("stoker.token", t), admin);
+  await page.goto(`${base}/#/?span=${windowS}s`);
   await page.reload();
   await page.waitForSelector('#heatmap[data-drawn="1"]', { timeout: 120000 });
   const first = await page.evaluate(() => {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "core/enum_table.h"
+
 namespace stoker {
 
 enum class FieldState : uint8_t {
@@ -44,6 +46,12 @@ class Field {
   T value_{};
 };
 
-const char* FieldStateName(FieldState s);
+inline constexpr EnumTable<FieldState, 4> kFieldStateNames{
+    "field state",
+    {{{FieldState::kUnset, "unset"},
+      {FieldState::kValue, "value"},
+      {FieldState::kUnsupported, "unsupported"},
+      {FieldState::kError, "error"}}}};
+inline const char* FieldStateName(FieldState v) { return kFieldStateNames.CName(v); }
 
 }  // namespace stoker

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/enum_table.h"
 #include "core/field.h"
 
 namespace stoker {
@@ -22,7 +23,13 @@ struct JobRef {
   bool known() const { return kind != Kind::kNone; }
 };
 
-const char* JobKindName(JobRef::Kind kind);
+inline constexpr EnumTable<JobRef::Kind, 4> kJobKindNames{
+    "job kind",
+    {{{JobRef::Kind::kNone, "none"},
+      {JobRef::Kind::kStoker, "stoker"},
+      {JobRef::Kind::kSlurm, "slurm"},
+      {JobRef::Kind::kKubernetes, "kubernetes"}}}};
+inline const char* JobKindName(JobRef::Kind kind) { return kJobKindNames.CName(kind); }
 
 struct GpuProcess {
   uint32_t pid = 0;
@@ -82,7 +89,12 @@ enum class GpuHealth : uint8_t {
   kUnreachable,  // a read timed out or the handle failed for another reason
 };
 
-const char* GpuHealthName(GpuHealth h);
+inline constexpr EnumTable<GpuHealth, 3> kGpuHealthNames{
+    "GPU health",
+    {{{GpuHealth::kOk, "ok"},
+      {GpuHealth::kLost, "lost"},
+      {GpuHealth::kUnreachable, "unreachable"}}}};
+inline const char* GpuHealthName(GpuHealth v) { return kGpuHealthNames.CName(v); }
 
 struct GpuSample {
   GpuIdentity id;

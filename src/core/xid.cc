@@ -2,20 +2,6 @@
 
 namespace stoker {
 
-const char* XidGradeName(XidGrade g) {
-  switch (g) {
-    case XidGrade::kUngraded:
-      return "ungraded";
-    case XidGrade::kBlue:
-      return "blue";
-    case XidGrade::kAmber:
-      return "amber";
-    case XidGrade::kRed:
-      return "red";
-  }
-  return "?";
-}
-
 XidGrade GradeXid(uint64_t xid) {
   switch (xid) {
     // Red: DCGM FAIL, or catalog RESET_GPU / RESTART_BM (telemetry.md 6.3).

@@ -5,10 +5,17 @@
 
 #include <cstdint>
 
+#include "core/enum_table.h"
+
 namespace stoker {
 
 enum class XidGrade : uint8_t { kUngraded, kBlue, kAmber, kRed };
-const char* XidGradeName(XidGrade g);
+inline constexpr EnumTable<XidGrade, 4> kXidGradeNames{"XID grade",
+                                                       {{{XidGrade::kUngraded, "ungraded"},
+                                                         {XidGrade::kBlue, "blue"},
+                                                         {XidGrade::kAmber, "amber"},
+                                                         {XidGrade::kRed, "red"}}}};
+inline const char* XidGradeName(XidGrade v) { return kXidGradeNames.CName(v); }
 XidGrade GradeXid(uint64_t xid);
 
 }  // namespace stoker

@@ -10,18 +10,6 @@
 
 namespace stoker::efficiency {
 
-const char* AlertStateName(AlertState s) {
-  switch (s) {
-    case AlertState::kPending:
-      return "pending";
-    case AlertState::kFiring:
-      return "firing";
-    case AlertState::kResolved:
-      return "resolved";
-  }
-  return "?";
-}
-
 std::string FormatRfc3339(WallTime t) {
   const auto secs = std::chrono::floor<std::chrono::seconds>(t);
   const std::time_t tt = static_cast<std::time_t>(secs.time_since_epoch().count());

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/gpu.h"
 #include "core/status.h"
 #include "efficiency/activity.h"
@@ -20,7 +21,11 @@ namespace stoker::efficiency {
 using Labels = std::map<std::string, std::string>;
 
 enum class AlertState : uint8_t { kPending, kFiring, kResolved };
-const char* AlertStateName(AlertState s);
+inline constexpr EnumTable<AlertState, 3> kAlertStateNames{"alert state",
+                                                           {{{AlertState::kPending, "pending"},
+                                                             {AlertState::kFiring, "firing"},
+                                                             {AlertState::kResolved, "resolved"}}}};
+inline const char* AlertStateName(AlertState v) { return kAlertStateNames.CName(v); }
 
 struct Alert {
   std::string fingerprint;  // rule name + subject: identity for deduplication

@@ -28,73 +28,6 @@ std::string Lower(std::string_view s) {
 
 }  // namespace
 
-Result<ActivityMetric> ParseActivityMetric(std::string_view name) {
-  if (name == "auto") return ActivityMetric::kAuto;
-  if (name == "sm_active") return ActivityMetric::kSmActive;
-  if (name == "gpu_util") return ActivityMetric::kGpuUtil;
-  return InvalidArgument("unknown metric '" + std::string(name) + "' (auto, sm_active, gpu_util)");
-}
-
-const char* ActivityMetricName(ActivityMetric m) {
-  switch (m) {
-    case ActivityMetric::kAuto:
-      return "auto";
-    case ActivityMetric::kSmActive:
-      return "sm_active";
-    case ActivityMetric::kGpuUtil:
-      return "gpu_util";
-  }
-  return "?";
-}
-
-const char* GradeName(Grade g) {
-  switch (g) {
-    case Grade::kYellow:
-      return "yellow";
-    case Grade::kOrange:
-      return "orange";
-    case Grade::kRed:
-      return "red";
-  }
-  return "?";
-}
-
-Result<Grade> ParseGrade(std::string_view name) {
-  const std::string n = Lower(name);
-  if (n == "yellow") return Grade::kYellow;
-  if (n == "orange") return Grade::kOrange;
-  if (n == "red") return Grade::kRed;
-  return InvalidArgument("unknown grade '" + std::string(name) + "' (yellow, orange, red)");
-}
-
-Result<CompareOp> ParseCompareOp(std::string_view op) {
-  if (op == "<") return CompareOp::kLess;
-  if (op == "<=") return CompareOp::kLessEqual;
-  if (op == ">") return CompareOp::kGreater;
-  if (op == ">=") return CompareOp::kGreaterEqual;
-  if (op == "==") return CompareOp::kEqual;
-  if (op == "!=") return CompareOp::kNotEqual;
-  return InvalidArgument("unknown operator '" + std::string(op) + "' (<, <=, >, >=, ==, !=)");
-}
-
-const char* CompareOpName(CompareOp op) {
-  switch (op) {
-    case CompareOp::kLess:
-      return "<";
-    case CompareOp::kLessEqual:
-      return "<=";
-    case CompareOp::kGreater:
-      return ">";
-    case CompareOp::kGreaterEqual:
-      return ">=";
-    case CompareOp::kEqual:
-      return "==";
-    case CompareOp::kNotEqual:
-      return "!=";
-  }
-  return "?";
-}
-
 bool Compare(double lhs, CompareOp op, double rhs) {
   switch (op) {
     case CompareOp::kLess:
@@ -111,18 +44,6 @@ bool Compare(double lhs, CompareOp op, double rhs) {
       return lhs != rhs;
   }
   return false;
-}
-
-const char* RuleScopeName(RuleScope s) {
-  switch (s) {
-    case RuleScope::kGpu:
-      return "gpu";
-    case RuleScope::kJob:
-      return "job";
-    case RuleScope::kCluster:
-      return "cluster";
-  }
-  return "?";
 }
 
 Status ValidateOversubscription(const OversubscriptionPolicy& p) {
@@ -484,14 +405,9 @@ Result<AlertRule> LoadRule(const YAML::Node& n, size_t index) {
   }
   if (n["scope"]) {
     STOKER_ASSIGN_OR_RETURN(std::string s, Scalar(n["scope"], who + ": scope"));
-    if (s == "gpu")
-      rule.scope = RuleScope::kGpu;
-    else if (s == "job")
-      rule.scope = RuleScope::kJob;
-    else if (s == "cluster")
-      rule.scope = RuleScope::kCluster;
-    else
-      return InvalidArgument(who + ": scope: unknown scope '" + s + "' (gpu, job, cluster)");
+    auto scope = kRuleScopeNames.Parse(s);
+    if (!scope.ok()) return scope.status().WithContext(who + ": scope");
+    rule.scope = *scope;
   }
   if (n["for"]) {
     STOKER_ASSIGN_OR_RETURN(std::string f, Scalar(n["for"], who + ": for"));

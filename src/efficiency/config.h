@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/duration.h"  // ParseDuration / FormatDuration: the one duration grammar
+#include "core/enum_table.h"
 #include "core/status.h"
 
 namespace stoker::efficiency {
@@ -22,8 +23,15 @@ enum class ActivityMetric : uint8_t {
   kSmActive,  // GPM only; GPUs without it have no zone
   kGpuUtil,   // nvmlDeviceGetUtilizationRates().gpu
 };
-Result<ActivityMetric> ParseActivityMetric(std::string_view name);
-const char* ActivityMetricName(ActivityMetric m);
+inline constexpr EnumTable<ActivityMetric, 3> kActivityMetricNames{
+    "metric",
+    {{{ActivityMetric::kAuto, "auto"},
+      {ActivityMetric::kSmActive, "sm_active"},
+      {ActivityMetric::kGpuUtil, "gpu_util"}}}};
+inline Result<ActivityMetric> ParseActivityMetric(std::string_view name) {
+  return kActivityMetricNames.Parse(name);
+}
+inline const char* ActivityMetricName(ActivityMetric m) { return kActivityMetricNames.CName(m); }
 
 // Bands in milli-percent (0..100000). Defaults follow the issue: gold 70-90 %, silver 50-70 %,
 // bronze < 50 %, hot > 90 %. Bands must tile 0..100 % without overlap.
@@ -67,17 +75,31 @@ struct OversubscriptionPolicy {
 };
 
 enum class Grade : uint8_t { kYellow, kOrange, kRed };
-const char* GradeName(Grade g);
-Result<Grade> ParseGrade(std::string_view name);
+inline constexpr EnumTable<Grade, 3> kGradeNames{
+    "grade",
+    {{{Grade::kYellow, "yellow"}, {Grade::kOrange, "orange"}, {Grade::kRed, "red"}}},
+    EnumCase::kInsensitive};
+inline const char* GradeName(Grade g) { return kGradeNames.CName(g); }
+inline Result<Grade> ParseGrade(std::string_view name) { return kGradeNames.Parse(name); }
 
 enum class CompareOp : uint8_t { kLess, kLessEqual, kGreater, kGreaterEqual, kEqual, kNotEqual };
-Result<CompareOp> ParseCompareOp(std::string_view op);
-const char* CompareOpName(CompareOp op);
+inline constexpr EnumTable<CompareOp, 6> kCompareOpNames{"operator",
+                                                         {{{CompareOp::kLess, "<"},
+                                                           {CompareOp::kLessEqual, "<="},
+                                                           {CompareOp::kGreater, ">"},
+                                                           {CompareOp::kGreaterEqual, ">="},
+                                                           {CompareOp::kEqual, "=="},
+                                                           {CompareOp::kNotEqual, "!="}}}};
+inline Result<CompareOp> ParseCompareOp(std::string_view op) { return kCompareOpNames.Parse(op); }
+inline const char* CompareOpName(CompareOp op) { return kCompareOpNames.CName(op); }
 bool Compare(double lhs, CompareOp op, double rhs);
 
 // What a rule is evaluated for: each GPU, each job, or the whole cluster.
 enum class RuleScope : uint8_t { kGpu, kJob, kCluster };
-const char* RuleScopeName(RuleScope s);
+inline constexpr EnumTable<RuleScope, 3> kRuleScopeNames{
+    "scope",
+    {{{RuleScope::kGpu, "gpu"}, {RuleScope::kJob, "job"}, {RuleScope::kCluster, "cluster"}}}};
+inline const char* RuleScopeName(RuleScope s) { return kRuleScopeNames.CName(s); }
 
 struct Condition {
   std::string metric;  // one of KnownSignals(scope)

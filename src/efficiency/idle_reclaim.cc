@@ -7,20 +7,6 @@
 
 namespace stoker::efficiency {
 
-const char* ReclaimActionName(ReclaimAction a) {
-  switch (a) {
-    case ReclaimAction::kWarn:
-      return "warn";
-    case ReclaimAction::kRequeue:
-      return "requeue";
-    case ReclaimAction::kCancel:
-      return "cancel";
-    case ReclaimAction::kExempt:
-      return "exempt";
-  }
-  return "?";
-}
-
 void IdleReclaimer::Observe(const std::string& job, const std::string& gpu, WallTime t,
                             int64_t activity_milli) {
   GpuIdle& g = state_[job].gpus[gpu];

@@ -9,13 +9,20 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "efficiency/config.h"
 #include "efficiency/jobs.h"
 
 namespace stoker::efficiency {
 
 enum class ReclaimAction : uint8_t { kWarn, kRequeue, kCancel, kExempt };
-const char* ReclaimActionName(ReclaimAction a);
+inline constexpr EnumTable<ReclaimAction, 4> kReclaimActionNames{
+    "reclaim action",
+    {{{ReclaimAction::kWarn, "warn"},
+      {ReclaimAction::kRequeue, "requeue"},
+      {ReclaimAction::kCancel, "cancel"},
+      {ReclaimAction::kExempt, "exempt"}}}};
+inline const char* ReclaimActionName(ReclaimAction v) { return kReclaimActionNames.CName(v); }
 
 // The evidence behind an action: what was measured, over which window, against which policy.
 struct ReclaimEvidence {

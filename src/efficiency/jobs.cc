@@ -4,8 +4,6 @@
 
 namespace stoker::efficiency {
 
-const char* TierName(Tier t) { return t == Tier::kGuaranteed ? "guaranteed" : "preemptible"; }
-
 void StaticJobDirectory::Upsert(JobInfo j) {
   auto it =
       std::find_if(jobs_.begin(), jobs_.end(), [&](const JobInfo& x) { return x.id == j.id; });

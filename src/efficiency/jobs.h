@@ -7,12 +7,15 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/enum_table.h"
 #include "core/status.h"
 
 namespace stoker::efficiency {
 
 enum class Tier : uint8_t { kGuaranteed, kPreemptible };
-const char* TierName(Tier t);
+inline constexpr EnumTable<Tier, 2> kTierNames{
+    "tier", {{{Tier::kGuaranteed, "guaranteed"}, {Tier::kPreemptible, "preemptible"}}}};
+inline const char* TierName(Tier v) { return kTierNames.CName(v); }
 
 struct JobInfo {
   std::string id;

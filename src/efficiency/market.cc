@@ -5,20 +5,6 @@
 
 namespace stoker::efficiency {
 
-const char* LedgerKindName(LedgerKind k) {
-  switch (k) {
-    case LedgerKind::kGrant:
-      return "grant";
-    case LedgerKind::kCharge:
-      return "charge";
-    case LedgerKind::kIdleCharge:
-      return "idle_charge";
-    case LedgerKind::kRefund:
-      return "refund";
-  }
-  return "?";
-}
-
 namespace {
 
 Result<LedgerKind> ParseKind(const std::string& s) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/status.h"
 #include "efficiency/config.h"
 #include "efficiency/jobs.h"
@@ -18,7 +19,13 @@
 namespace stoker::efficiency {
 
 enum class LedgerKind : uint8_t { kGrant, kCharge, kIdleCharge, kRefund };
-const char* LedgerKindName(LedgerKind k);
+inline constexpr EnumTable<LedgerKind, 4> kLedgerKindNames{
+    "ledger kind",
+    {{{LedgerKind::kGrant, "grant"},
+      {LedgerKind::kCharge, "charge"},
+      {LedgerKind::kIdleCharge, "idle_charge"},
+      {LedgerKind::kRefund, "refund"}}}};
+inline const char* LedgerKindName(LedgerKind v) { return kLedgerKindNames.CName(v); }
 
 struct LedgerEntry {
   int64_t seq = 0;  // 1, 2, ... in append order

@@ -7,22 +7,6 @@
 
 namespace stoker::efficiency {
 
-const char* ZoneName(Zone z) {
-  switch (z) {
-    case Zone::kUnknown:
-      return "unknown";
-    case Zone::kBronze:
-      return "bronze";
-    case Zone::kSilver:
-      return "silver";
-    case Zone::kGold:
-      return "gold";
-    case Zone::kHot:
-      return "hot";
-  }
-  return "?";
-}
-
 Zone Classify(const ZoneConfig& cfg, int64_t mean_milli) {
   if (mean_milli < cfg.bronze_max) return Zone::kBronze;
   if (mean_milli < cfg.silver_max) return Zone::kSilver;
@@ -105,18 +89,6 @@ std::vector<ZoneTransition> ZoneTracker::TakeTransitions() {
   std::vector<ZoneTransition> out;
   out.swap(transitions_);
   return out;
-}
-
-const char* ShareModeName(ShareMode m) {
-  switch (m) {
-    case ShareMode::kTimeSlicing:
-      return "time-slicing";
-    case ShareMode::kMps:
-      return "mps";
-    case ShareMode::kMig:
-      return "mig";
-  }
-  return "?";
 }
 
 namespace {

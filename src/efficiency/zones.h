@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/gpu.h"
 #include "efficiency/config.h"
 #include "efficiency/window.h"
@@ -16,7 +17,13 @@
 namespace stoker::efficiency {
 
 enum class Zone : uint8_t { kUnknown, kBronze, kSilver, kGold, kHot };
-const char* ZoneName(Zone z);
+inline constexpr EnumTable<Zone, 5> kZoneNames{"zone",
+                                               {{{Zone::kUnknown, "unknown"},
+                                                 {Zone::kBronze, "bronze"},
+                                                 {Zone::kSilver, "silver"},
+                                                 {Zone::kGold, "gold"},
+                                                 {Zone::kHot, "hot"}}}};
+inline const char* ZoneName(Zone v) { return kZoneNames.CName(v); }
 
 // Classifies a mean activity (milli-percent) with the configured bands.
 Zone Classify(const ZoneConfig& cfg, int64_t mean_milli);
@@ -83,7 +90,12 @@ class ZoneTracker {
 // ---- Consolidation (silver and bronze jobs packed together) ----
 
 enum class ShareMode : uint8_t { kTimeSlicing, kMps, kMig };
-const char* ShareModeName(ShareMode m);
+inline constexpr EnumTable<ShareMode, 3> kShareModeNames{
+    "share mode",
+    {{{ShareMode::kTimeSlicing, "time-slicing"},
+      {ShareMode::kMps, "mps"},
+      {ShareMode::kMig, "mig"}}}};
+inline const char* ShareModeName(ShareMode v) { return kShareModeNames.CName(v); }
 
 struct JobLoad {
   std::string job;

@@ -98,59 +98,11 @@ void PutOptional(json& j, const char* key, const std::optional<T>& v) {
 
 }  // namespace
 
-const char* JobStateName(JobState s) {
-  switch (s) {
-    case JobState::kQueued:
-      return "queued";
-    case JobState::kAssigned:
-      return "assigned";
-    case JobState::kRunning:
-      return "running";
-    case JobState::kCancelling:
-      return "cancelling";
-    case JobState::kSucceeded:
-      return "succeeded";
-    case JobState::kFailed:
-      return "failed";
-    case JobState::kCancelled:
-      return "cancelled";
-  }
-  return "unknown";
-}
-
-std::optional<JobState> ParseJobState(std::string_view s) {
-  for (JobState st :
-       {JobState::kQueued, JobState::kAssigned, JobState::kRunning, JobState::kCancelling,
-        JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
-    if (s == JobStateName(st)) return st;
-  }
-  return std::nullopt;
-}
-
 bool IsTerminal(JobState s) {
   return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
 }
 bool IsActive(JobState s) {
   return s == JobState::kAssigned || s == JobState::kRunning || s == JobState::kCancelling;
-}
-
-const char* RoleName(Role r) {
-  switch (r) {
-    case Role::kAdmin:
-      return "admin";
-    case Role::kAgent:
-      return "agent";
-    case Role::kUser:
-      return "user";
-  }
-  return "unknown";
-}
-
-std::optional<Role> ParseRole(std::string_view s) {
-  if (s == "admin") return Role::kAdmin;
-  if (s == "agent") return Role::kAgent;
-  if (s == "user") return Role::kUser;
-  return std::nullopt;
 }
 
 Result<JobSpec> ParseJobSpec(const json& body) {

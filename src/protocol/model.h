@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/gpu.h"
 #include "core/status.h"
 
@@ -19,15 +20,25 @@ namespace stoker::protocol {
 using json = nlohmann::json;
 
 enum class JobState { kQueued, kAssigned, kRunning, kCancelling, kSucceeded, kFailed, kCancelled };
-const char* JobStateName(JobState s);
-std::optional<JobState> ParseJobState(std::string_view s);
+inline constexpr EnumTable<JobState, 7> kJobStateNames{"job state",
+                                                       {{{JobState::kQueued, "queued"},
+                                                         {JobState::kAssigned, "assigned"},
+                                                         {JobState::kRunning, "running"},
+                                                         {JobState::kCancelling, "cancelling"},
+                                                         {JobState::kSucceeded, "succeeded"},
+                                                         {JobState::kFailed, "failed"},
+                                                         {JobState::kCancelled, "cancelled"}}}};
+inline const char* JobStateName(JobState v) { return kJobStateNames.CName(v); }
+inline std::optional<JobState> ParseJobState(std::string_view s) { return kJobStateNames.Find(s); }
 bool IsTerminal(JobState s);
 // Assigned, running or cancelling: the job holds resources on a node.
 bool IsActive(JobState s);
 
 enum class Role { kAdmin, kAgent, kUser };
-const char* RoleName(Role r);
-std::optional<Role> ParseRole(std::string_view s);
+inline constexpr EnumTable<Role, 3> kRoleNames{
+    "role", {{{Role::kAdmin, "admin"}, {Role::kAgent, "agent"}, {Role::kUser, "user"}}}};
+inline const char* RoleName(Role v) { return kRoleNames.CName(v); }
+inline std::optional<Role> ParseRole(std::string_view s) { return kRoleNames.Find(s); }
 
 // Who is asking: a token's name (the admin's, the user's, the node's) and its role.
 struct Principal {

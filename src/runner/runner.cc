@@ -97,18 +97,6 @@ bool ProcessAlive(int pid, std::optional<uint64_t> start_time) {
 
 }  // namespace
 
-std::string JobPhaseName(JobPhase p) {
-  switch (p) {
-    case JobPhase::kStarting:
-      return "starting";
-    case JobPhase::kRunning:
-      return "running";
-    case JobPhase::kExited:
-      return "exited";
-  }
-  return "unknown";
-}
-
 void CloseDescriptorsFrom(int lowest) {
   if (::close_range(static_cast<unsigned>(lowest), ~0U, 0) == 0) return;
   // Kernels before 5.9: close one by one up to the descriptor limit.

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/enum_table.h"
 #include "core/status.h"
 #include "runner/cgroup.h"
 
@@ -138,6 +139,10 @@ int ShimMain(const std::string& job_dir);
 // it). Async-signal-safe: for use between fork and exec.
 void CloseDescriptorsFrom(int lowest);
 
-std::string JobPhaseName(JobPhase p);
+inline constexpr EnumTable<JobPhase, 3> kJobPhaseNames{"job phase",
+                                                       {{{JobPhase::kStarting, "starting"},
+                                                         {JobPhase::kRunning, "running"},
+                                                         {JobPhase::kExited, "exited"}}}};
+inline std::string JobPhaseName(JobPhase v) { return std::string(kJobPhaseNames.Name(v)); }
 
 }  // namespace stoker::runner

@@ -61,13 +61,6 @@ Percentiles SummarisePercentiles(std::vector<double> values) {
   return Summarise(std::move(values));
 }
 
-Result<BackfillMode> ParseBackfillMode(std::string_view name) {
-  if (name == "none") return BackfillMode::kNone;
-  if (name == "easy") return BackfillMode::kEasy;
-  return InvalidArgument("unknown backfill mode '" + std::string(name) +
-                         "' (expected none or easy)");
-}
-
 std::vector<JobSpec> JobsFromTrace(const Trace& trace) {
   std::vector<JobSpec> out;
   out.reserve(trace.jobs.size());

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/status.h"
 #include "scheduler/cluster.h"
 #include "scheduler/policy.h"
@@ -34,7 +35,11 @@ enum class BackfillMode {
   kEasy,  // EASY: reserve the earliest start for the blocked head, backfill jobs that do not delay
           // it
 };
-Result<BackfillMode> ParseBackfillMode(std::string_view name);
+inline constexpr EnumTable<BackfillMode, 2> kBackfillModeNames{
+    "backfill mode", {{{BackfillMode::kNone, "none"}, {BackfillMode::kEasy, "easy"}}}};
+inline Result<BackfillMode> ParseBackfillMode(std::string_view name) {
+  return kBackfillModeNames.Parse(name);
+}
 
 // One job as the simulator runs it (built from a TraceJob, or directly by tests).
 struct JobSpec {

@@ -181,26 +181,6 @@ Result<TraceJob> ParseRow(TraceFormat format, const Columns& cols,
 
 }  // namespace
 
-Result<TraceFormat> ParseTraceFormat(std::string_view name) {
-  if (name == "itp") return TraceFormat::kItp;
-  if (name == "philly") return TraceFormat::kPhilly;
-  if (name == "tiresias") return TraceFormat::kTiresias;
-  return InvalidArgument("unknown trace format '" + std::string(name) +
-                         "' (expected itp, philly or tiresias)");
-}
-
-std::string_view TraceFormatName(TraceFormat format) {
-  switch (format) {
-    case TraceFormat::kItp:
-      return "itp";
-    case TraceFormat::kPhilly:
-      return "philly";
-    case TraceFormat::kTiresias:
-      return "tiresias";
-  }
-  return "?";
-}
-
 Result<ClusterShape> ParseClusterShape(std::string_view text) {
   const size_t x = text.find_first_of("xX");
   auto bad = [&] {

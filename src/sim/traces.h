@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/status.h"
 
 namespace stoker::sim {
@@ -22,8 +23,17 @@ using SimMs = int64_t;
 enum class TraceFormat { kItp, kPhilly, kTiresias };
 
 // "itp", "philly", "tiresias" (case-sensitive; the CLI passes the flag through).
-Result<TraceFormat> ParseTraceFormat(std::string_view name);
-std::string_view TraceFormatName(TraceFormat format);
+inline constexpr EnumTable<TraceFormat, 3> kTraceFormatNames{
+    "trace format",
+    {{{TraceFormat::kItp, "itp"},
+      {TraceFormat::kPhilly, "philly"},
+      {TraceFormat::kTiresias, "tiresias"}}}};
+inline Result<TraceFormat> ParseTraceFormat(std::string_view name) {
+  return kTraceFormatNames.Parse(name);
+}
+inline std::string_view TraceFormatName(TraceFormat format) {
+  return kTraceFormatNames.Name(format);
+}
 
 struct TraceJob {
   std::string id;         // trace job id (ITP uuid, Tiresias number, Philly row number)

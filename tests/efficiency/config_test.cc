@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "efficiency/alerts.h"
+#include "efficiency/idle_reclaim.h"
+#include "efficiency/jobs.h"
+#include "efficiency/market.h"
+#include "efficiency/zones.h"
+
 namespace stoker::efficiency {
 namespace {
 
@@ -144,6 +150,36 @@ service: {evaluate_every: 5s, keep_samples: 1000}
     EXPECT_NE(bad.status().message().find(field), std::string::npos) << bad.status().message();
     EXPECT_NE(bad.status().message().find("eff.yaml"), std::string::npos) << bad.status().message();
   }
+}
+
+// Every name the engine writes (API answers, metrics labels, records) parses back to its value,
+// and no two values share a name.
+template <class E, size_t N>
+void ExpectRoundTrip(const EnumTable<E, N>& t) {
+  EXPECT_TRUE(NamesAreDistinct(t)) << t.what();
+  for (const auto& [value, name] : t.entries()) {
+    auto back = t.Parse(name);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(*back, value) << name;
+  }
+}
+
+TEST(EnumNames, EveryEfficiencyTableRoundTrips) {
+  ExpectRoundTrip(kActivityMetricNames);
+  ExpectRoundTrip(kGradeNames);
+  ExpectRoundTrip(kCompareOpNames);
+  ExpectRoundTrip(kRuleScopeNames);
+  ExpectRoundTrip(kAlertStateNames);
+  ExpectRoundTrip(kReclaimActionNames);
+  ExpectRoundTrip(kTierNames);
+  ExpectRoundTrip(kLedgerKindNames);
+  ExpectRoundTrip(kZoneNames);
+  ExpectRoundTrip(kShareModeNames);
+  EXPECT_EQ(*ParseGrade("ORANGE"), Grade::kOrange);  // grades are read in any case
+  EXPECT_EQ(ParseGrade("purple").status().message(),
+            "unknown grade 'purple' (yellow, orange, red)");
+  EXPECT_EQ(ParseCompareOp("=>").status().message(),
+            "unknown operator '=>' (<, <=, >, >=, ==, !=)");
 }
 
 }  // namespace

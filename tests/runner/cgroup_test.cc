@@ -81,6 +81,12 @@ TEST_F(CgroupTest, EveryProcessOfTheJobIsInItsCgroupAndDiesOnCancel) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   const int escaped = std::stoi(Slurp(pid_file));
+  // The job's processes can run before the shim has recorded the job's pid; until then Cancel
+  // answers "still starting; retry" (the agent retries). Wait for the record.
+  for (int i = 0; i < 500; ++i) {
+    if (auto st = runner_->Get("7"); st.ok() && st->pid > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   // The escaped process is in the job's cgroup (the convention the agent attributes by).
   EXPECT_NE(Slurp("/proc/" + std::to_string(escaped) + "/cgroup").find("stoker-job-7.scope"),
             std::string::npos);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "cluster_util.h"
 #include "core/clock.h"
 #include "slurm/client.h"
 #include "slurm/controller.h"
@@ -15,33 +16,14 @@
 namespace stoker::slurm {
 namespace {
 
-const std::string kConf = STOKER_SLURM_CONF;
-const std::string kDir = kConf.substr(0, kConf.rfind('/'));
-
-std::string Sh(const std::string& cmd) {
-  auto r = RunCommand({"/bin/sh", "-c", cmd}, {{"SLURM_CONF", kConf}}, std::chrono::seconds(60),
-                      1 << 20);
-  EXPECT_TRUE(r.ok()) << cmd << ": " << r.status().ToString();
-  if (!r.ok()) return "";
-  EXPECT_EQ(r->exit_code, 0) << cmd << ": " << r->err;
-  std::string out = r->out;
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  return out;
-}
+using testing::kConf;
+using testing::kDir;
+using testing::Sh;
+using testing::WaitFor;
 
 uint32_t Submit(const std::string& args) {
   return static_cast<uint32_t>(
       std::stoul(Sh("cd " + kDir + " && sbatch --parsable -o /dev/null " + args)));
-}
-
-template <typename F>
-bool WaitFor(F f, std::chrono::seconds limit = std::chrono::seconds(30)) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (f()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return f();
 }
 
 class SlurmCluster : public ::testing::Test {

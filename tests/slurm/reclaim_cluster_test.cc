@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "cluster_util.h"
 #include "core/clock.h"
 #include "slurm/client.h"
 #include "slurm/reclaim.h"
@@ -16,29 +17,10 @@
 namespace stoker::slurm {
 namespace {
 
-const std::string kConf = STOKER_SLURM_CONF;
-const std::string kDir = kConf.substr(0, kConf.rfind('/'));
-
-std::string Sh(const std::string& cmd) {
-  auto r = RunCommand({"/bin/sh", "-c", cmd}, {{"SLURM_CONF", kConf}}, std::chrono::seconds(60),
-                      1 << 20);
-  EXPECT_TRUE(r.ok()) << cmd << ": " << r.status().ToString();
-  if (!r.ok()) return "";
-  EXPECT_EQ(r->exit_code, 0) << cmd << ": " << r->err;
-  std::string out = r->out;
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  return out;
-}
-
-template <typename F>
-bool WaitFor(F f, std::chrono::seconds limit = std::chrono::seconds(30)) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (f()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return f();
-}
+using testing::kConf;
+using testing::kDir;
+using testing::Sh;
+using testing::WaitFor;
 
 struct RealJob {
   uint32_t id = 0;

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "core/prometheus_text.h"
 #include "telemetry/xid.h"
 
 namespace stoker::telemetry {
@@ -53,15 +54,7 @@ void AppendHelpText(std::string& out, std::string_view help) {
     out.append(help);
     return;
   }
-  for (char c : help) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
+  out += prom::EscapeHelp(help);  // rare: the exposition format's escaping, written once
 }
 
 // One metric family; HELP and TYPE are written before its first sample, so a family with no
@@ -176,21 +169,7 @@ void AppendLabelValue(std::string* out, std::string_view value) {
     out->append(value);
     return;
   }
-  for (char c : value) {
-    switch (c) {
-      case '\\':
-        *out += "\\\\";
-        break;
-      case '"':
-        *out += "\\\"";
-        break;
-      case '\n':
-        *out += "\\n";
-        break;
-      default:
-        *out += c;
-    }
-  }
+  *out += prom::EscapeLabelValue(value);
 }
 
 MetricsRenderer::MetricsRenderer(RendererOptions options) : options_(std::move(options)) {}

@@ -290,16 +290,7 @@ std::string FormatMs(int64_t ms) {
 }
 int RunGetAndPrint(const ClientFlags& c, const std::string& path,
                    const std::function<void(const json&)>& table) {
-  auto client = MakeClient(c);
-  if (!client.ok()) return Fail(client.status());
-  auto r = Call(*client, "GET", path);
-  if (!r.ok()) return Fail(r.status());
-  if (c.json) {
-    fmt::print("{}\n", r->dump(2));
-  } else {
-    table(*r);
-  }
-  return kExitOk;
+  return RunAndPrint(c, "GET", path, nullptr, table);
 }
 
 std::string UrlEncode(const std::string& s) {

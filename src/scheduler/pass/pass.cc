@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <functional>
 #include <set>
 #include <unordered_map>
 
@@ -293,21 +294,28 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
     }
     decision.actions.push_back(std::move(act));
   };
+  // Which jobs a trial has taken away: those already being stopped (every active job with
+  // `preempted_by` set), plus `out`.
+  auto preempted_before = [&](int64_t id) {
+    return held.count(id) != 0 && jobs.at(id).preempted_by != 0;
+  };
   // With oversubscription, releasing a victim in a trial frees only what it held within
   // capacity, so a trial placement may look roomier than the GPUs are. Guaranteed work gets a
   // GPU only where guaranteed + its share + the preemptible shares that stay fit in one GPU:
   // returns the further preemptible jobs (youngest first) that must go for placement `p`, given
-  // the jobs already `gone`; nullopt if jobs `j` may not preempt are in the way.
+  // the jobs already gone (preempted before, or in `out`); nullopt if jobs `j` may not preempt
+  // are in the way.
   auto overflow_victims = [&](const JobView& j, const scheduler::Placement& p,
-                              std::set<int64_t> gone) -> std::optional<std::vector<int64_t>> {
+                              std::set<int64_t> out) -> std::optional<std::vector<int64_t>> {
     std::vector<int64_t> more;
     if (cluster.spec(p.node).mig_enabled) return more;
+    auto gone = [&](int64_t id) { return out.count(id) != 0 || preempted_before(id); };
     for (int i = 0; i < p.num_gpus; ++i) {
       const auto& holders = commits.Holders(p.node, p.gpus[i].gpu);
       int64_t load = p.gpus[i].milli;
       std::vector<const GpuCommitments::Holder*> movable;
       for (const auto& h : holders) {
-        if (gone.count(h.job)) continue;
+        if (gone(h.job)) continue;
         load += h.milli;
         const JobView& hj = jobs.at(h.job);
         if (h.preemptible && hj.preempted_by == 0 && hj.phase != JobPhase::kCancelling &&
@@ -321,29 +329,57 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
       });
       for (const auto* h : movable) {
         if (load <= scheduler::kMilliPerGpu) break;
-        if (gone.count(h->job)) continue;
+        if (gone(h->job)) continue;
         load -= h->milli;
-        gone.insert(h->job);
+        out.insert(h->job);
         more.push_back(h->job);
       }
       if (load > scheduler::kMilliPerGpu) return std::nullopt;
     }
     return more;
   };
-  // For a guaranteed job that does not fit now: on a copy of the cluster, release what jobs
-  // already being preempted hold, then victims one by one until the placement policy finds
-  // room; the victims on the node it picks are stopped (the rest stay). Returns whether the job
-  // will fit once they are gone.
+  // For a guaranteed job that does not fit now: in a trial, release what jobs already being
+  // preempted hold, then victims one by one (in the victim order) until the placement policy
+  // finds room; the victims on the node it picks are stopped (the rest stay). Returns whether
+  // the job will fit once they are gone.
+  //
+  // The trial is the pass's own cluster, changed in place and restored before returning (a
+  // copy would make the policy index a new cluster history every time: O(nodes) per blocked
+  // job). The policy is asked only after a release that lets the job fit on a node it touched:
+  // a release changes only its own nodes, so where nothing fitted before, the policy can find
+  // room only there (and a policy asked where nothing fits finds nothing, changing no state).
   auto try_preempt = [&](const JobView& j, const scheduler::Request& r) -> bool {
     if (victims.empty() && !preempting_any) return false;
-    scheduler::ClusterState trial = cluster;
-    std::set<int64_t> gone;
-    auto release = [&](int64_t id) {
-      gone.insert(id);
-      for (const scheduler::Placement& p : held[id]) (void)trial.Release(p);
+    std::vector<std::pair<bool, scheduler::Placement>> undo;  // (was a release, placement)
+    auto trial_release = [&](const scheduler::Placement& p) {
+      if (cluster.Release(p).ok()) undo.emplace_back(true, p);
+    };
+    auto trial_allocate = [&](const scheduler::Placement& p) {
+      const bool ok = cluster.Allocate(p).ok();
+      if (ok) undo.emplace_back(false, p);
+      return ok;
+    };
+    struct Restore {
+      std::function<void()> run;
+      ~Restore() { run(); }
+    } restore{[&] {
+      for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
+        Status s = it->first ? cluster.Allocate(it->second) : cluster.Release(it->second);
+        if (!s.ok()) {
+          decision.warnings.push_back("job " + std::to_string(j.id) +
+                                      ": preemption trial not restored: " + s.ToString());
+        }
+      }
+    }};
+    const std::vector<scheduler::Placement> none;
+    auto held_by = [&](int64_t id) -> const std::vector<scheduler::Placement>& {
+      auto it = held.find(id);
+      return it == held.end() ? none : it->second;
     };
     for (const auto& [id, h] : held) {
-      if (jobs.at(id).preempted_by != 0) release(id);
+      if (jobs.at(id).preempted_by != 0) {
+        for (const scheduler::Placement& p : h) trial_release(p);
+      }
     }
     // Stops `released` victims on the node of `p` and the overflow victims `more`. The GPUs the
     // job waits for are reserved in the commitments for the rest of the pass, so preemptible
@@ -377,28 +413,36 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
         reasons[j.id] = "waiting for " + std::to_string(stopped) + " preempted job(s) to stop";
       }
     };
-    if (scheduler::PlacementResult pr = placement_->Place(r, trial); pr.placed()) {
-      if (auto more = overflow_victims(j, pr.placement, gone)) {
+    // Whether the policy's last answer was "no room" (so a release can only make room where it
+    // happens).
+    bool no_room = true;
+    if (scheduler::PlacementResult pr = placement_->Place(r, cluster); pr.placed()) {
+      if (auto more = overflow_victims(j, pr.placement, {})) {
         stop_for(pr.placement, {}, *more);
         return true;
       }
+      no_room = false;
     }
-    std::vector<int64_t> released;
+    // Victims released so far, by node name (a victim is on one node).
+    std::unordered_map<std::string_view, std::vector<int64_t>> released_on;
     for (int64_t v : victims) {
       const JobView& vj = jobs.at(v);
       if (vj.preempted_by != 0 || vj.priority > j.priority) continue;
-      release(v);
-      released.push_back(v);
-      scheduler::PlacementResult pr = placement_->Place(r, trial);
-      if (!pr.placed()) continue;
+      bool may_fit = false;
+      for (const scheduler::Placement& p : held_by(v)) {
+        trial_release(p);
+        may_fit = may_fit || cluster.Fits(p.node, r);
+      }
+      if (vj.placement) released_on[vj.placement->node].push_back(v);
+      if (no_room && !may_fit) continue;
+      scheduler::PlacementResult pr = placement_->Place(r, cluster);
+      no_room = !pr.placed();
+      if (no_room) continue;
       // Victims released on other nodes stay; only those on the chosen node are gone.
       const std::string& node = vnodes[pr.placement.node].node->name;
       std::set<int64_t> gone_there;
-      for (int64_t id : gone) {
-        const JobView& g = jobs.at(id);
-        if (g.preempted_by != 0 || (g.placement && g.placement->node == node)) {
-          gone_there.insert(id);
-        }
+      if (auto it = released_on.find(node); it != released_on.end()) {
+        gone_there.insert(it->second.begin(), it->second.end());
       }
       auto more = overflow_victims(j, pr.placement, gone_there);
       if (!more) continue;
@@ -406,10 +450,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
       // ones the job does not need after all (the policy's choice may leave room for some),
       // oldest first, as they lose the most work: one stays if its CPU and memory still fit
       // beside the job and the chosen GPUs stay within one GPU with it.
-      std::vector<int64_t> candidates;
-      for (int64_t id : released) {
-        if (gone_there.count(id)) candidates.push_back(id);
-      }
+      std::vector<int64_t> candidates(gone_there.begin(), gone_there.end());
       for (int64_t id : *more) {
         gone_there.insert(id);
         candidates.push_back(id);
@@ -418,13 +459,13 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
         const int64_t sx = jobs.at(x).start_ms, sy = jobs.at(y).start_ms;
         return sx != sy ? sx < sy : x < y;
       });
-      if (trial.Allocate(pr.placement).ok()) {
+      if (trial_allocate(pr.placement)) {
         for (int64_t c : candidates) {
           gone_there.erase(c);
           auto extra = overflow_victims(j, pr.placement, gone_there);
           bool fits = extra && extra->empty();
           std::vector<scheduler::Placement> back;
-          for (scheduler::Placement part : held[c]) {
+          for (scheduler::Placement part : held_by(c)) {
             if (!fits) break;
             // GPU use is checked on the commitments above, except for MIG slices (never
             // oversubscribed, so the trial counts them exactly).
@@ -432,11 +473,11 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
               part.num_gpus = 0;
               part.gpus = {};
             }
-            fits = trial.Allocate(part).ok();
+            fits = trial_allocate(part);
             if (fits) back.push_back(part);
           }
           if (!fits) {
-            for (const scheduler::Placement& part : back) (void)trial.Release(part);
+            for (const scheduler::Placement& part : back) trial_release(part);
             gone_there.insert(c);
           }
         }

@@ -16,7 +16,8 @@ ALLOWED = {
     # The scheduling pass (src/scheduler/pass): placement, preemption and oversubscription over
     # a cluster view; the scheduler library (and its queue policies) below it, nothing else.
     "scheduler/pass": {"core", "scheduler"},
-    "sim": {"core", "scheduler"},
+    # The simulators call the scheduling pass the server runs.
+    "sim": {"core", "scheduler", "scheduler/pass"},
     "protocol": {"core", "scheduler"},  # the scheduler's resource vocabulary (GPU/MIG limits)
     "http": {"core", "protocol"},
     "client": {"core"},

@@ -1,6 +1,6 @@
 // Cost of oversubscription in the trace simulator: one JobsSim run of a synthetic busy trace
 // with co-location off (preemptible jobs are ordinary jobs) and on (shares admitted and
-// preempted by the engine's AdmitPreemptible/PlanPreemption), and the three-variant comparison.
+// preempted by the scheduling pass's rules), and the three-variant comparison.
 #include <benchmark/benchmark.h>
 
 #include "efficiency/sim_idle.h"
@@ -36,7 +36,7 @@ void BM_JobsSimRun(benchmark::State& state) {
   opt.cluster = {16, 8};
   OversubscriptionPolicy ratio;
   ratio.max_ratio_milli = 1500;
-  if (coloc) opt.colocation = MakeCoLocationPolicy(ratio);
+  if (coloc) opt.colocation = MakeCoLocation(ratio);
   int64_t preemptions = 0;
   for (auto _ : state) {
     auto q = queue::CreateQueuePolicy("fifo");

@@ -5,7 +5,6 @@
 #include <random>
 
 #include "efficiency/idle_reclaim.h"
-#include "efficiency/oversub.h"
 #include "scheduler/queue/queue_policy.h"
 
 namespace stoker::efficiency {
@@ -32,46 +31,6 @@ class NoActions final : public JobActions {
 };
 
 Duration Ms(sim::SimMs ms) { return std::chrono::milliseconds(ms); }
-
-// Translates the simulator's GPU views to the engine's GpuLoad and back: job ids travel as
-// their decimal index.
-class OversubCoLocation final : public sim::CoLocationPolicy {
- public:
-  explicit OversubCoLocation(const OversubscriptionPolicy& p) : p_(p) {}
-  int64_t preemptible_milli() const override { return p_.max_ratio_milli - 1000; }
-  sim::SimMs grace_ms() const override {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(p_.grace).count();
-  }
-  bool Admit(const sim::GpuLoadView& gpu, int64_t milli) const override {
-    return AdmitPreemptible(p_, Convert(gpu), milli);
-  }
-  std::vector<queue::JobId> Victims(const std::vector<sim::GpuLoadView>& gpus, int64_t milli,
-                                    sim::SimMs now) const override {
-    std::vector<GpuLoad> loads;
-    loads.reserve(gpus.size());
-    for (const auto& g : gpus) loads.push_back(Convert(g));
-    const PreemptionPlan plan =
-        PlanPreemption(p_, loads, static_cast<int>(loads.size()), milli, WallTime{} + Ms(now));
-    std::vector<queue::JobId> out;
-    if (!plan.feasible) return out;
-    for (const auto& v : plan.victims) out.push_back(std::stoull(v.job));
-    return out;
-  }
-
- private:
-  static GpuLoad Convert(const sim::GpuLoadView& v) {
-    GpuLoad g;
-    g.gpu = std::to_string(v.gpu);
-    g.shares.reserve(v.shares.size());
-    for (const auto& s : v.shares) {
-      g.shares.push_back({std::to_string(s.job),
-                          s.preemptible ? Tier::kPreemptible : Tier::kGuaranteed, s.milli,
-                          WallTime{} + Ms(s.started_ms)});
-    }
-    return g;
-  }
-  OversubscriptionPolicy p_;
-};
 
 TierStats Stats(const sim::JobsSim& simulator, const std::vector<bool>& preemptible, bool want) {
   TierStats t;
@@ -105,9 +64,10 @@ std::vector<bool> DrawPreemptible(const std::vector<sim::JobSpec>& jobs,
   return out;
 }
 
-std::shared_ptr<const sim::CoLocationPolicy> MakeCoLocationPolicy(const OversubscriptionPolicy& p) {
-  if (p.max_ratio_milli <= 1000) return nullptr;
-  return std::make_shared<OversubCoLocation>(p);
+std::optional<sim::CoLocation> MakeCoLocation(const OversubscriptionPolicy& p) {
+  if (p.max_ratio_milli <= 1000) return std::nullopt;
+  return sim::CoLocation{static_cast<int32_t>(p.max_ratio_milli),
+                         std::chrono::duration_cast<std::chrono::milliseconds>(p.grace).count()};
 }
 
 std::vector<IdleProfile> DrawIdleness(const std::vector<sim::JobSpec>& jobs,
@@ -203,7 +163,7 @@ Result<std::vector<VariantResult>> CompareReclaim(const std::vector<sim::JobSpec
       }
     }
     sim::JobsSimOptions run_options = sim_options;
-    if (oversub) run_options.colocation = MakeCoLocationPolicy(o.oversub);
+    if (oversub) run_options.colocation = MakeCoLocation(o.oversub);
     STOKER_ASSIGN_OR_RETURN(auto policy, queue::CreateQueuePolicy(o.queue_policy));
     STOKER_ASSIGN_OR_RETURN(auto simulator,
                             sim::JobsSim::Create(std::move(specs), std::move(policy), run_options));

@@ -10,8 +10,8 @@
 // recorded) vs reclaim.
 //
 // A third variant adds oversubscription: preemptible (best-effort) jobs share GPUs beyond 1.0 up
-// to the configured ratio, admitted and preempted by the engine's AdmitPreemptible and
-// PlanPreemption (oversub.h) inside sim::JobsSim's co-location. Model, stated in
+// to the configured ratio, admitted and preempted inside sim::JobsSim's co-location by the
+// scheduling pass's rules (pass::AdmitsPreemptible, pass::ShareVictims). Model, stated in
 // docs/efficiency.md: a guaranteed job keeps busy_activity of its GPUs while busy and none in its
 // idle tail, and is not slowed by co-located work (an assumption: MPS/time-slicing with priority
 // to the guaranteed job); preemptible jobs on a GPU split the activity it leaves; a preempted
@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,9 +60,9 @@ struct PreemptibleModel {
 };
 std::vector<bool> DrawPreemptible(const std::vector<sim::JobSpec>& jobs, const PreemptibleModel& m);
 
-// The engine's oversubscription decisions as the simulator's co-location policy. A preemptible
-// job commits max_ratio - 1.0 of a GPU (0.5 at 1.5 : 1). Null when max_ratio is 1.0 (off).
-std::shared_ptr<const sim::CoLocationPolicy> MakeCoLocationPolicy(const OversubscriptionPolicy& p);
+// The oversubscription settings as the simulator's co-location. A preemptible job commits
+// max_ratio - 1.0 of a GPU (0.5 at 1.5 : 1). Empty when max_ratio is 1.0 (off).
+std::optional<sim::CoLocation> MakeCoLocation(const OversubscriptionPolicy& p);
 
 // Runs the IdleReclaimer over one job's samples; `gpus` GPUs all follow the profile.
 ReclaimDecision DecideReclaim(const IdleProfile& p, int gpus, const IdleReclaimPolicy& policy,

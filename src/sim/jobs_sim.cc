@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "scheduler/pass/gpu_commitments.h"
 #include "scheduler/registry.h"
 
 namespace stoker::sim {
@@ -148,8 +149,8 @@ Status JobsSim::Init() {
   if (coloc()) {
     const int64_t milli = options_.colocation->preemptible_milli();
     if (milli <= 0 || milli > 1000)
-      return InvalidArgument("colocation: preemptible share must be in 1..1000 milli-GPU");
-    if (options_.colocation->grace_ms() < 0)
+      return InvalidArgument("colocation: ratio must be above 1000 and at most 2000 milli-GPU");
+    if (options_.colocation->grace_ms < 0)
       return InvalidArgument("colocation: grace must not be negative");
     gpu_host_.assign(static_cast<size_t>(cluster_.total_gpus()), kNoJob);
     gpu_pre_.assign(static_cast<size_t>(cluster_.total_gpus()), {});
@@ -265,17 +266,22 @@ Status JobsSim::Start(queue::JobId id, std::vector<scheduler::Placement> placeme
   std::vector<int32_t> gpu_ids;
   if (coloc()) {
     gpu_ids = GpusOf(j.placements);
-    std::vector<GpuLoadView> views;
+    // The pass's preemption rule on each GPU the job takes (no guaranteed work there: the
+    // placement found it free), its preemptible jobs all movable.
+    std::vector<queue::JobId> evict_now;
+    const SimMs grace = options_.colocation->grace_ms;
+    const int64_t share = options_.colocation->preemptible_milli();
     for (int32_t g : gpu_ids) {
       if (gpu_pre_[g].empty()) continue;
-      views.emplace_back();
-      LoadViewOf(g, /*with_host=*/false, views.back());
-    }
-    std::vector<queue::JobId> evict_now;
-    if (!views.empty()) {
-      const SimMs grace = options_.colocation->grace_ms();
-      for (queue::JobId v : options_.colocation->Victims(views, 1000, now_)) {
-        if (v >= jobs_.size() || jobs_[v].state != JobState::kRunning || jobs_[v].gpu < 0) continue;
+      std::vector<pass::ShareHolder> holders;
+      for (queue::JobId p : gpu_pre_[g]) {
+        holders.push_back(
+            pass::ShareHolder{static_cast<int64_t>(p), share, true, jobs_[p].active_from_ms});
+      }
+      const auto victims = pass::ShareVictims(std::move(holders), scheduler::kMilliPerGpu);
+      if (!victims) continue;
+      for (int64_t v64 : *victims) {
+        const auto v = static_cast<queue::JobId>(v64);
         SimJob& vj = jobs_[v];
         if (!vj.evicting) {
           vj.evicting = true;
@@ -335,14 +341,9 @@ std::vector<int32_t> JobsSim::GpusOf(const std::vector<scheduler::Placement>& pl
   return out;
 }
 
-void JobsSim::LoadViewOf(int32_t gpu, bool with_host, GpuLoadView& out) const {
-  out.gpu = gpu;
-  out.shares.clear();
-  const queue::JobId h = gpu_host_[gpu];
-  if (with_host && h != kNoJob) out.shares.push_back({h, false, 1000, jobs_[h].first_start_ms});
-  const int64_t milli = options_.colocation->preemptible_milli();
-  for (queue::JobId p : gpu_pre_[gpu])
-    out.shares.push_back({p, true, milli, jobs_[p].active_from_ms});
+int64_t JobsSim::CommittedMilli(int32_t gpu) const {
+  return (gpu_host_[gpu] != kNoJob ? scheduler::kMilliPerGpu : 0) +
+         options_.colocation->preemptible_milli() * static_cast<int64_t>(gpu_pre_[gpu].size());
 }
 
 int64_t JobsSim::GpuLoadMilli(int32_t gpu) const {
@@ -393,20 +394,19 @@ void JobsSim::ReleaseHost(queue::JobId id, const std::vector<scheduler::Placemen
 
 void JobsSim::SchedulePreemptible() {
   if (!coloc() || pre_waiting_.empty() || !pre_scan_dirty_) return;
-  const CoLocationPolicy& pol = *options_.colocation;
-  const int64_t milli = pol.preemptible_milli();
+  const CoLocation& co = *options_.colocation;
+  const int64_t milli = co.preemptible_milli();
   const auto n = static_cast<int32_t>(gpu_pre_.size());
   while (!pre_waiting_.empty()) {
     // The GPU where the job would run fastest (most spare activity per co-located job); the
-    // policy decides whether it may go there at all. Ties go to the highest index: placement
-    // policies break ties toward low node ids, so guaranteed work lands there less often.
+    // pass's admission decides whether it may go there at all. Ties go to the highest index:
+    // placement policies break ties toward low node ids, so guaranteed work lands there less often.
     int32_t best = -1;
     double best_rate = 0;
     for (int32_t g = n - 1; g >= 0; --g) {
       const double rate = SpareActivity(g) / static_cast<double>(gpu_pre_[g].size() + 1);
       if (rate <= best_rate) continue;
-      LoadViewOf(g, /*with_host=*/true, scratch_view_);
-      if (!pol.Admit(scratch_view_, milli)) continue;
+      if (!pass::AdmitsPreemptible(CommittedMilli(g), milli, co.ratio_milli)) continue;
       best = g;
       best_rate = rate;
       if (rate >= 1.0) break;

@@ -10,7 +10,8 @@
 // Extension points for idleness models and idle reclaim: JobSpec::gpu_util carries a per-job
 // utilisation profile, and SimObserver sees every event, every interval of constant allocation
 // (OnAdvance) and optional periodic ticks. Oversubscription is a co-location mode
-// (JobsSimOptions::colocation, off by default) whose decisions come from a CoLocationPolicy.
+// (JobsSimOptions::colocation, off by default) decided by the scheduling pass's admission and
+// preemption rules.
 
 #include <cstdint>
 #include <functional>
@@ -91,30 +92,16 @@ struct SimJob {
   int64_t lost_gpu_ms = 0;  // work thrown away by preemptions
 };
 
-// Co-location of preemptible (best-effort) jobs on GPUs beyond 1.0 GPU of commitments. The
-// decisions come from a policy object (the efficiency engine's oversubscription code; sim/ does
-// not depend on it); the simulator applies them. GPUs are numbered node * gpus_per_node + index.
-struct GpuShareView {
-  queue::JobId job = 0;
-  bool preemptible = false;
-  int64_t milli = 0;
-  SimMs started_ms = 0;
-};
-struct GpuLoadView {
-  int32_t gpu = 0;
-  std::vector<GpuShareView> shares;
-};
-class CoLocationPolicy {
- public:
-  virtual ~CoLocationPolicy() = default;
-  // Share of its GPU a preemptible job commits (e.g. 500 at a 1.5 : 1 ratio).
-  virtual int64_t preemptible_milli() const = 0;
-  virtual SimMs grace_ms() const = 0;
-  virtual bool Admit(const GpuLoadView& gpu, int64_t milli) const = 0;
-  // The preemptible jobs to evict so that a guaranteed job gets `milli` on each of `gpus` (GPUs
-  // with preemptible shares only, no guaranteed work).
-  virtual std::vector<queue::JobId> Victims(const std::vector<GpuLoadView>& gpus, int64_t milli,
-                                            SimMs now) const = 0;
+// Co-location of preemptible (best-effort) jobs on GPUs beyond 1.0 GPU of commitments, by the
+// scheduling pass's rules (scheduler/pass/gpu_commitments.h): a preemptible job commits
+// `ratio_milli - 1000` of a GPU and is admitted where the GPU's commitments stay within the
+// ratio (pass::AdmitsPreemptible); a guaranteed job that lands on GPUs with preemptible work
+// stops it by the preemption rule (pass::ShareVictims), each victim after `grace_ms`. Which GPU
+// a preemptible job goes to is the simulator's activity model (the most spare activity).
+struct CoLocation {
+  int32_t ratio_milli = 1500;  // 1001..2000
+  SimMs grace_ms = 0;
+  int64_t preemptible_milli() const { return ratio_milli - 1000; }
 };
 
 enum class JobEventKind { kArrive, kStart, kFinish, kPreempt, kInfeasible };
@@ -154,8 +141,8 @@ struct JobsSimOptions {
   // Cap on the number of (time, allocated GPUs) points kept for the allocation series; the
   // series is downsampled by time-weighted averaging into this many buckets at the end.
   size_t allocation_series_points = 2000;
-  // Off when null: preemptible jobs are ordinary jobs. On: they share GPUs as the policy admits.
-  std::shared_ptr<const CoLocationPolicy> colocation;
+  // Off when empty: preemptible jobs are ordinary jobs. On: they share GPUs as it admits.
+  std::optional<CoLocation> colocation;
 };
 
 struct Percentiles {
@@ -246,9 +233,10 @@ class JobsSim {
   void RecordAllocation();
   void Notify(JobEventKind kind, queue::JobId id);
   // Co-location.
-  bool coloc() const { return options_.colocation != nullptr; }
+  bool coloc() const { return options_.colocation.has_value(); }
   std::vector<int32_t> GpusOf(const std::vector<scheduler::Placement>& placements) const;
-  void LoadViewOf(int32_t gpu, bool with_host, GpuLoadView& out) const;
+  // Milli-GPU committed on `gpu`: its guaranteed job (a whole GPU) and the preemptible shares.
+  int64_t CommittedMilli(int32_t gpu) const;
   void Retime(int32_t gpu);  // preemptible jobs on `gpu`: progress so far, new rates and finishes
   void ReleaseHost(queue::JobId id, const std::vector<scheduler::Placement>& placements);
   void SchedulePreemptible();
@@ -290,7 +278,6 @@ class JobsSim {
   std::set<std::pair<SimMs, queue::JobId>> pre_waiting_;  // (submission, id): FIFO
   size_t pre_running_ = 0;
   bool pre_scan_dirty_ = true;  // a GPU changed since the last scan found no room
-  GpuLoadView scratch_view_;
 };
 
 }  // namespace stoker::sim

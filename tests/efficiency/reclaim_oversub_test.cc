@@ -1,7 +1,6 @@
 #include <gtest/gtest.h>
 
 #include "efficiency/idle_reclaim.h"
-#include "efficiency/oversub.h"
 #include "test_util.h"
 
 namespace stoker::efficiency {
@@ -133,40 +132,6 @@ TEST(IdleReclaimTest, ExemptionsDryRunAndCancelPolicy) {
   EXPECT_EQ(warns, 1);
   EXPECT_EQ(cancels, 1);
   EXPECT_TRUE(act.calls.empty());  // dry run touches nothing
-}
-
-GpuLoad Gpu(std::string id, std::vector<GpuShare> shares) {
-  return {std::move(id), std::move(shares), false, true};
-}
-
-TEST(OversubTest, AdmitsPreemptibleUpToTheRatio) {
-  OversubscriptionPolicy p;
-  p.max_ratio_milli = 1500;
-  GpuLoad g = Gpu("g", {{"a", Tier::kGuaranteed, 1000, T0()}});
-  EXPECT_TRUE(AdmitPreemptible(p, g, 500));
-  EXPECT_FALSE(AdmitPreemptible(p, g, 501));
-  p.max_ratio_milli = 1000;
-  EXPECT_FALSE(AdmitPreemptible(p, g, 1));
-  g.healthy = false;
-  EXPECT_FALSE(AdmitPreemptible(p, g, 1));
-}
-
-TEST(OversubTest, PreemptsFewestAndYoungestWithGrace) {
-  OversubscriptionPolicy p;
-  std::vector<GpuLoad> gpus = {
-      Gpu("g0", {{"old", Tier::kPreemptible, 1000, T0()}}),
-      Gpu("g1", {{"young", Tier::kPreemptible, 1000, T0() + 1h}}),
-      Gpu("g2", {{"guar", Tier::kGuaranteed, 1000, T0()}, {"p", Tier::kPreemptible, 500, T0()}}),
-      Gpu("g3", {}),
-  };
-  auto plan = PlanPreemption(p, gpus, 2, 1000, T0() + 2h);
-  ASSERT_TRUE(plan.feasible);
-  EXPECT_EQ(plan.gpus, (std::vector<std::string>{"g3", "g1"}));
-  ASSERT_EQ(plan.victims.size(), 1u);
-  EXPECT_EQ(plan.victims[0].job, "young");
-  EXPECT_EQ(plan.victims[0].deadline, T0() + 2h + p.grace);
-  // Guaranteed work is never preempted: four GPUs are not available.
-  EXPECT_FALSE(PlanPreemption(p, gpus, 4, 1000, T0()).feasible);
 }
 
 }  // namespace

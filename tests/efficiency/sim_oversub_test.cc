@@ -1,6 +1,6 @@
 // Oversubscription in the trace simulator: preemptible jobs co-located on GPUs up to the ratio,
-// admitted and preempted by the engine's AdmitPreemptible / PlanPreemption through
-// sim::JobsSim's co-location hook.
+// admitted and preempted by the scheduling pass's rules (pass::AdmitsPreemptible,
+// pass::ShareVictims) in sim::JobsSim's co-location.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -37,7 +37,7 @@ std::unique_ptr<sim::JobsSim> Simulate(std::vector<sim::JobSpec> jobs, sim::Clus
   OversubscriptionPolicy p;
   p.max_ratio_milli = ratio_milli;
   p.grace = grace;
-  opt.colocation = MakeCoLocationPolicy(p);
+  opt.colocation = MakeCoLocation(p);
   auto queue = queue::CreateQueuePolicy("fifo");
   EXPECT_TRUE(queue.ok());
   auto simulator = sim::JobsSim::Create(std::move(jobs), std::move(*queue), opt);
@@ -265,7 +265,7 @@ TEST(CompareOversubTest, BadOversubscriptionIsRejectedNamingTheField) {
   so.cluster = {1, 4};
   OversubscriptionPolicy on;
   on.max_ratio_milli = 1500;
-  so.colocation = MakeCoLocationPolicy(on);
+  so.colocation = MakeCoLocation(on);
   auto q = queue::CreateQueuePolicy("fifo");
   ASSERT_TRUE(q.ok());
   auto bad = sim::JobsSim::Create({Job("gang", 0, kMin, 2, true)}, std::move(*q), so);

@@ -8,6 +8,24 @@ using scheduler::ClusterState;
 using scheduler::kMilliPerGpu;
 using scheduler::Placement;
 
+std::optional<std::vector<int64_t>> ShareVictims(std::vector<ShareHolder> holders, int64_t milli) {
+  int64_t load = milli;
+  for (const ShareHolder& h : holders) load += h.milli;
+  std::vector<int64_t> out;
+  if (load <= kMilliPerGpu) return out;
+  std::erase_if(holders, [](const ShareHolder& h) { return !h.movable; });
+  std::sort(holders.begin(), holders.end(), [](const ShareHolder& x, const ShareHolder& y) {
+    return x.started_ms != y.started_ms ? x.started_ms > y.started_ms : x.job > y.job;
+  });
+  for (const ShareHolder& h : holders) {
+    if (load <= kMilliPerGpu) break;
+    load -= h.milli;
+    out.push_back(h.job);
+  }
+  if (load > kMilliPerGpu) return std::nullopt;
+  return out;
+}
+
 void GpuCommitments::Add(int64_t job, bool preemptible, const Placement& p, bool mig) {
   if (mig || p.node < 0) return;
   for (int i = 0; i < p.num_gpus; ++i) {

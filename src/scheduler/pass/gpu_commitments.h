@@ -5,7 +5,10 @@
 // work. With oversubscription on (ratio R, 1000 < R <= 1500 milli), preemptible jobs may bring a
 // GPU's total commitments up to R, and guaranteed work still needs real room: a guaranteed job
 // lands on a GPU only where guaranteed + its share + the remaining preemptible shares fit in
-// one GPU (the rule of efficiency::PlanPreemption), so preemptible jobs in the way are preempted.
+// one GPU, so preemptible jobs in the way are preempted.
+//
+// The two rules, one GPU at a time (the server's pass and the simulator's co-location both
+// decide by them): AdmitsPreemptible and ShareVictims below.
 //
 // GpuCommitments keeps the true sums per GPU during one pass. The library sees two views of
 // them, so every policy works unchanged:
@@ -15,12 +18,35 @@
 //    used, so a preemptible share m fits exactly where T + m <= R.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/status.h"
 #include "scheduler/cluster.h"
 
 namespace stoker::pass {
+
+// The oversubscription admission: a preemptible share of `milli` may join a GPU whose
+// commitments (guaranteed and preemptible shares) total `total` while all of them stay within
+// the ratio. (The best-effort view below is this rule in the placement library's terms: a share
+// fits there exactly where this admits it.)
+inline bool AdmitsPreemptible(int64_t total, int64_t milli, int32_t ratio_milli) {
+  return milli > 0 && total + milli <= ratio_milli;
+}
+
+// One share on a GPU, as the preemption rule sees it.
+struct ShareHolder {
+  int64_t job = 0;
+  int64_t milli = 0;
+  bool movable = false;  // preemptible and allowed to make room for the job at hand
+  int64_t started_ms = 0;
+};
+
+// The preemption rule for one GPU: guaranteed work gets a share of `milli` only where it, the
+// holders that stay and nothing else fit in one GPU. Movable holders go youngest first (latest
+// started; the larger job id first among equals), only as many as needed. Returns the jobs to
+// stop, or nullopt when stopping every movable holder would still not make room.
+std::optional<std::vector<int64_t>> ShareVictims(std::vector<ShareHolder> holders, int64_t milli);
 
 class GpuCommitments {
  public:

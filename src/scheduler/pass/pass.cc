@@ -310,31 +310,24 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
     std::vector<int64_t> more;
     if (cluster.spec(p.node).mig_enabled) return more;
     auto gone = [&](int64_t id) { return out.count(id) != 0 || preempted_before(id); };
+    std::vector<ShareHolder> holders;
     for (int i = 0; i < p.num_gpus; ++i) {
-      const auto& holders = commits.Holders(p.node, p.gpus[i].gpu);
-      int64_t load = p.gpus[i].milli;
-      std::vector<const GpuCommitments::Holder*> movable;
-      for (const auto& h : holders) {
+      holders.clear();
+      for (const auto& h : commits.Holders(p.node, p.gpus[i].gpu)) {
         if (gone(h.job)) continue;
-        load += h.milli;
         const JobView& hj = jobs.at(h.job);
-        if (h.preemptible && hj.preempted_by == 0 && hj.phase != JobPhase::kCancelling &&
-            hj.priority <= j.priority) {
-          movable.push_back(&h);
-        }
+        holders.push_back(ShareHolder{h.job, h.milli,
+                                      h.preemptible && hj.preempted_by == 0 &&
+                                          hj.phase != JobPhase::kCancelling &&
+                                          hj.priority <= j.priority,
+                                      hj.start_ms});
       }
-      std::sort(movable.begin(), movable.end(), [&](const auto* x, const auto* y) {
-        const int64_t sx = jobs.at(x->job).start_ms, sy = jobs.at(y->job).start_ms;
-        return sx != sy ? sx > sy : x->job > y->job;
-      });
-      for (const auto* h : movable) {
-        if (load <= scheduler::kMilliPerGpu) break;
-        if (gone(h->job)) continue;
-        load -= h->milli;
-        out.insert(h->job);
-        more.push_back(h->job);
+      auto stop = ShareVictims(std::move(holders), p.gpus[i].milli);
+      if (!stop) return std::nullopt;
+      for (int64_t id : *stop) {
+        out.insert(id);
+        more.push_back(id);
       }
-      if (load > scheduler::kMilliPerGpu) return std::nullopt;
     }
     return more;
   };

@@ -119,5 +119,50 @@ TEST(GpuCommitments, MigSlicesAreNeverShared) {
   EXPECT_EQ(view->node(0).gpu_free_slices[0], 4);  // as in the real cluster
 }
 
+TEST(GpuCommitments, AdmitsPreemptibleUpToTheRatioAndNotOneMilliBeyond) {
+  EXPECT_TRUE(AdmitsPreemptible(1000, 500, 1500));  // a guaranteed GPU plus half a GPU
+  EXPECT_FALSE(AdmitsPreemptible(1000, 501, 1500));
+  EXPECT_TRUE(AdmitsPreemptible(1000, 500, 1500));
+  EXPECT_TRUE(AdmitsPreemptible(0, 1000, 1000));
+  EXPECT_FALSE(AdmitsPreemptible(1000, 1, 1000));  // ratio 1.0: nothing beyond capacity
+  EXPECT_FALSE(AdmitsPreemptible(0, 0, 1500));     // an empty share is no admission
+}
+
+// The best-effort view is the admission rule in the placement library's terms: a share fits on a
+// GPU of the view exactly where AdmitsPreemptible says yes.
+TEST(GpuCommitments, BestEffortViewAgreesWithTheAdmissionRule) {
+  for (int32_t ratio : {1000, 1200, 1500}) {
+    for (int64_t total = 0; total <= ratio; total += 50) {
+      for (int64_t milli = 50; milli <= 1000; milli += 50) {
+        const bool fits = BestEffortUsed(total, ratio) + milli <= scheduler::kMilliPerGpu;
+        EXPECT_EQ(fits, AdmitsPreemptible(total, milli, ratio))
+            << "ratio " << ratio << " total " << total << " milli " << milli;
+      }
+    }
+  }
+}
+
+TEST(GpuCommitments, ShareVictimsStopsTheYoungestAndOnlyWhatIsNeeded) {
+  // A guaranteed 500 beside old (500, started 1) and young (500, started 9) preemptible shares:
+  // the young one goes, the old one stays (500 + 500 fit).
+  auto v = ShareVictims({{1, 500, true, 1}, {2, 500, true, 9}}, 500);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(*v, (std::vector<int64_t>{2}));
+  // A whole GPU: both go, youngest first; equal starts: the larger id first.
+  v = ShareVictims({{1, 500, true, 1}, {2, 500, true, 9}, {3, 300, true, 9}}, 1000);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(*v, (std::vector<int64_t>{3, 2, 1}));
+  // Room already: nobody stops.
+  v = ShareVictims({{1, 300, true, 1}}, 700);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_TRUE(v->empty());
+  // Guaranteed (or otherwise unmovable) work is never stopped: not enough room, no plan.
+  EXPECT_FALSE(ShareVictims({{1, 1000, false, 1}, {2, 500, true, 1}}, 100).has_value());
+  EXPECT_FALSE(ShareVictims({{1, 600, false, 1}, {2, 500, true, 2}}, 500).has_value());
+  v = ShareVictims({{1, 500, false, 1}, {2, 500, true, 2}}, 500);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(*v, (std::vector<int64_t>{2}));
+}
+
 }  // namespace
 }  // namespace stoker::pass

@@ -71,7 +71,33 @@ void AdaptiveController::Recompute(const ServiceModel& model) {
     }
   }
   limit_ = std::max(by_latency, by_rate);
-  const double left = budget - 2 * model.Predict(limit_);
+  // The delay D: the oldest request waits D, then for the batch ahead of its own if that still
+  // runs (it started before this request arrived, so it is done by then when D >= t(b)), then
+  // runs in a batch of what arrived meanwhile: max(D, t(b)) + t(b) <= budget, with b the 99th
+  // percentile of 1 + Poisson(rate * D), at most the limit. Planning with the batch
+  // the measured rate forms (not with the limit, which light load never reaches) is what lets
+  // light load wait and form batches: with a large fixed cost a, 2 t(limit) takes the whole
+  // budget and the model would run batches of one back to back.
+  double left = budget - 2 * model.Predict(limit_);
+  if (rate_ > 0) {
+    const auto batch_at = [&](double d) {
+      const double mean = rate_ * d;
+      return 1 + mean + 2.33 * std::sqrt(mean);
+    };
+    const auto fits = [&](double d) {
+      const double t = a + c * std::min(batch_at(d), static_cast<double>(limit_));
+      return std::max(d, t) + t <= budget;
+    };
+    // Latency grows with D, so the longest D that fits is found by bisection.
+    double lo = 0, hi = std::max(budget, delay_cap_);
+    if (fits(lo)) {
+      for (int i = 0; i < 40; ++i) {
+        const double mid = (lo + hi) / 2;
+        (fits(mid) ? lo : hi) = mid;
+      }
+      left = std::max(left, lo);
+    }
+  }
   delay_ = std::chrono::duration_cast<Duration>(
       std::chrono::duration<double>(std::clamp(left, 0.0, delay_cap_)));
 }

@@ -12,8 +12,13 @@
 //     without bound and no budget would be met), plus what drains the requests already queued
 //     within one objective (else a backlog left by a burst drains in batches sized for the
 //     arrival rate alone);
-//   - the queue delay: what is left of B after 2 t(limit), capped by Options::max_queue_delay
-//     (or by the objective when that is 0), so that light load still forms batches.
+//   - the queue delay D: once the arrival rate r is measured, the longest D with
+//     max(D, t(b)) + t(b) <= B, where b is the batch that forms meanwhile (the 99th percentile
+//     of 1 + Poisson(r D), at most the limit): the oldest request waits D, then for the batch
+//     ahead of its own if that one still runs, then runs. Before a rate is measured (or if no D
+//     fits), what is left of B after 2 t(limit). Capped by Options::max_queue_delay (or by the
+//     objective when that is 0). Planning with the batch the rate forms, not with the limit
+//     that light load never reaches, is what lets light load wait and form batches.
 // Not thread-safe: the batcher calls it under its lock.
 
 #include <cstddef>

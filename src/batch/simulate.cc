@@ -25,10 +25,11 @@ namespace {
 Duration Secs(double s) {
   return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
 }
-}  // namespace
 
-SimResult Simulate(const Options& o, const ServiceCurve& curve, double rate, uint64_t requests,
-                   uint64_t seed) {
+// `service(items, rng)`: seconds of one batch; it may draw from the arrival stream's generator
+// (the curve's jitter does, in the order the curve simulation always had).
+template <typename Service>
+SimResult Run(const Options& o, Service&& service, double rate, uint64_t requests, uint64_t seed) {
   SimResult r;
   BatchQueue q(o);
   ServiceModel model(o.model_a_seconds, o.model_c_seconds);
@@ -43,7 +44,6 @@ SimResult Simulate(const Options& o, const ServiceCurve& curve, double rate, uin
   }
   std::mt19937_64 rng(seed);
   std::exponential_distribution<double> gap(rate);
-  std::uniform_real_distribution<double> noise(-1.0, 1.0);
 
   const MonoTime t0(std::chrono::seconds(1));
   MonoTime next_arrival = t0 + Secs(gap(rng));
@@ -108,8 +108,7 @@ SimResult Simulate(const Options& o, const ServiceCurve& curve, double rate, uin
     while (free_instances > 0) {
       std::optional<Formed> f = q.Take(now, &wake);
       if (!f) break;
-      double secs = curve.a + curve.c * static_cast<double>(f->items);
-      if (curve.jitter > 0) secs *= 1 + curve.jitter * noise(rng);
+      const double secs = service(f->items, rng);
       busy += secs;
       items += f->items;
       ++r.batches;
@@ -129,6 +128,27 @@ SimResult Simulate(const Options& o, const ServiceCurve& curve, double rate, uin
   r.model_a = model.a();
   r.model_c = model.c();
   return r;
+}
+
+}  // namespace
+
+SimResult Simulate(const Options& o, const ServiceCurve& curve, double rate, uint64_t requests,
+                   uint64_t seed) {
+  std::uniform_real_distribution<double> noise(-1.0, 1.0);
+  return Run(
+      o,
+      [&](size_t items, std::mt19937_64& rng) {
+        double secs = curve.a + curve.c * static_cast<double>(items);
+        if (curve.jitter > 0) secs *= 1 + curve.jitter * noise(rng);
+        return secs;
+      },
+      rate, requests, seed);
+}
+
+SimResult Simulate(const Options& o, const ServiceTime& service, double rate, uint64_t requests,
+                   uint64_t seed) {
+  return Run(
+      o, [&](size_t items, std::mt19937_64&) { return service(items); }, rate, requests, seed);
 }
 
 }  // namespace stoker::batch

@@ -7,6 +7,7 @@
 // sweep loads with it, with no timing flakiness.
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "batch/options.h"
@@ -37,6 +38,14 @@ struct SimResult {
 
 // `rate`: arrivals per second; `requests`: how many arrive; `seed`: the arrival stream.
 SimResult Simulate(const Options& o, const ServiceCurve& curve, double rate, uint64_t requests,
+                   uint64_t seed = 1);
+
+// The same simulation over a measured service: `service(items)` runs (or replays) one batch of
+// that many items and returns the seconds it took. bench/inference runs the real model in it and
+// returns the thread's CPU time, so latencies are those of a dedicated worker whatever else the
+// machine runs.
+using ServiceTime = std::function<double(size_t items)>;
+SimResult Simulate(const Options& o, const ServiceTime& service, double rate, uint64_t requests,
                    uint64_t seed = 1);
 
 // p-quantile (nearest rank) of `v` (reordered).

@@ -97,6 +97,28 @@ TEST(AdaptiveController, FixedSettingsMissWhereItHolds) {
   EXPECT_LT(heavy.throughput, 0.2 * 0.85 * kCurve.Limit(64));
 }
 
+TEST(AdaptiveController, WaitsToFormBatchesAtLightLoadWhenTheFixedCostIsLarge) {
+  // t(b) = 5 ms + 0.05 ms * b up to 256 (a GPU-like curve): the largest batch that fits 25 ms
+  // is 150, and 2 t(150) takes the whole budget. The delay used to be what the budget left after
+  // that (0), so at light load batches of one ran back to back (busy 0.99 at 5 % load). Planned
+  // with the batch the measured rate forms, it waits and keeps the model far less busy.
+  const ServiceCurve gpu{0.005, 0.00005, 0.1};
+  Options o = AdaptiveOptionsFor(milliseconds(25));
+  o.max_batch_size = 256;
+  o.max_queue_delay = milliseconds(20);
+  for (double load : {0.05, 0.2, 0.5}) {
+    const double rate = load * gpu.Limit(256);
+    const SimResult r = Simulate(o, gpu, rate, 40000, 3);
+    SCOPED_TRACE(testing::Message() << "load " << load);
+    EXPECT_EQ(r.rejected, 0u);
+    EXPECT_LE(r.p99, 0.025);
+    EXPECT_NEAR(r.throughput, rate, 0.05 * rate);
+    // Greedy batching (delay 0) keeps it busy all the time at every one of these loads.
+    EXPECT_LT(r.busy_fraction, 0.8 + 0.1 * (load > 0.4));
+    EXPECT_GT(r.mean_batch, 1 + 0.01 * rate);  // at least what 10 ms of arrivals brings
+  }
+}
+
 TEST(AdaptiveController, ShrinksTheBudgetAfterAMissAndGrowsItBack) {
   Options o = AdaptiveOptionsFor(milliseconds(10));
   o.adaptive.window = 10;

@@ -17,6 +17,7 @@
 #include "efficiency/replay.h"
 #include "efficiency/report.h"
 #include "integration/http_poster.h"
+#include "web/site.h"
 #ifdef STOKER_HAVE_EFFICIENCY_SIM
 #include "efficiency/sim_idle.h"
 #include "sim/traces.h"
@@ -313,7 +314,7 @@ int RunReport(const CommonFlags& f, bool csv, const std::string& html, const std
   const eff::Report r = eff::BuildReport(recs, cfg, opt);
   if (!html.empty()) {
     std::ofstream out(html);
-    out << eff::RenderHtml(r);
+    out << eff::RenderHtml(r, web::ReportChartScript());
     if (!out) {
       std::cerr << "error: cannot write " << html << "\n";
       return kExitFailure;

@@ -151,6 +151,7 @@ Status StartEfficiency(RunningServer& rs, const ServerFlags& f,
   rs.efficiency =
       std::make_unique<efficiency::EfficiencyService>(*cfg, rs.core.get(), rs.ledger.get());
   STOKER_RETURN_IF_ERROR(rs.efficiency->Init(rs.clock.WallNow()));
+  rs.efficiency->SetReportChartScript(web::ReportChartScript());
   rs.efficiency->AddNotifier(&rs.log_notifier);
   if (!f.alertmanager.empty()) {
     rs.poster = std::make_unique<efficiency::HttplibPoster>();

@@ -584,64 +584,20 @@ std::string Html(const std::string& s) {
   return o;
 }
 
-// A line chart of values in 0..100 over the buckets, as inline SVG.
-std::string LineChart(const std::vector<double>& ys, const std::vector<std::optional<double>>& ys2,
-                      const std::string& label1, const std::string& label2) {
-  const int w = 720, h = 220, pad = 30;
-  std::ostringstream o;
-  o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << w << "' height='" << h
-    << "' role='img'>";
-  o << "<rect width='100%' height='100%' fill='#fafafa'/>";
-  for (int p = 0; p <= 100; p += 25) {
-    const double y = h - pad - (h - 2 * pad) * p / 100.0;
-    o << "<line x1='" << pad << "' x2='" << w - 5 << "' y1='" << y << "' y2='" << y
-      << "' stroke='#ddd'/>";
-    o << "<text x='2' y='" << y + 4 << "' font-size='10'>" << p << "%</text>";
-  }
-  auto path = [&](auto get, size_t n, const char* color) {
-    std::string d;
-    for (size_t i = 0; i < n; ++i) {
-      auto v = get(i);
-      if (!v) continue;
-      const double x =
-          pad + (n > 1 ? (w - pad - 5) * static_cast<double>(i) / static_cast<double>(n - 1) : 0);
-      const double y = h - pad - (h - 2 * pad) * std::clamp(*v, 0.0, 100.0) / 100.0;
-      d += (d.empty() ? "M" : " L") + Fixed(x) + " " + Fixed(y);
+// JSON text safe inside a <script> element: '<' only occurs in JSON strings, where \u003c
+// means the same, so no "</script>" or "<!--" can end or confuse the element.
+std::string ScriptSafeJson(const nlohmann::json& j) {
+  const std::string text = j.dump();
+  std::string o;
+  o.reserve(text.size());
+  for (char c : text) {
+    if (c == '<') {
+      o += "\\u003c";
+    } else {
+      o += c;
     }
-    if (!d.empty())
-      o << "<path d='" << d << "' fill='none' stroke='" << color << "' stroke-width='2'/>";
-  };
-  path([&](size_t i) { return std::optional<double>(ys[i]); }, ys.size(), "#d9480f");
-  path([&](size_t i) { return ys2[i]; }, ys2.size(), "#1c7ed6");
-  o << "<text x='" << pad << "' y='14' font-size='12' fill='#d9480f'>" << Html(label1) << "</text>";
-  o << "<text x='" << pad + 260 << "' y='14' font-size='12' fill='#1c7ed6'>" << Html(label2)
-    << "</text>";
-  o << "</svg>";
-  return o.str();
-}
-
-std::string BarChart(const std::vector<OwnerReport>& owners) {
-  const int row = 22, w = 720, left = 120;
-  double max = 0;
-  for (const auto& u : owners) max = std::max(max, u.alloc_gpu_hours);
-  if (max <= 0) max = 1;
-  std::ostringstream o;
-  o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << w << "' height='"
-    << row * owners.size() + 24 << "'>";
-  int y = 4;
-  for (const auto& u : owners) {
-    const double a = (w - left - 10) * u.alloc_gpu_hours / max;
-    const double used = (w - left - 10) * u.used_gpu_hours / max;
-    o << "<text x='2' y='" << y + 14 << "' font-size='12'>" << Html(u.name) << "</text>";
-    o << "<rect x='" << left << "' y='" << y << "' width='" << Fixed(a)
-      << "' height='16' fill='#ced4da'/>";
-    o << "<rect x='" << left << "' y='" << y << "' width='" << Fixed(used)
-      << "' height='16' fill='#2f9e44'/>";
-    y += row;
   }
-  o << "<text x='" << left << "' y='" << y + 14
-    << "' font-size='11'>grey = allocated GPU-h, green = used</text></svg>";
-  return o.str();
+  return o;
 }
 
 }  // namespace
@@ -668,7 +624,7 @@ std::string RenderCsv(const Report& r) {
   return o.str();
 }
 
-std::string RenderHtml(const Report& r) {
+std::string RenderHtml(const Report& r, std::string_view chart_script) {
   std::ostringstream o;
   o << "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Stoker efficiency report</title>"
        "<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}"
@@ -680,26 +636,22 @@ std::string RenderHtml(const Report& r) {
   o << "<p><b>" << Fixed(r.cluster_alloc_gpu_hours) << "</b> GPU-hours allocated, <b>"
     << Fixed(r.cluster_used_gpu_hours) << "</b> used (activity-weighted), <b>"
     << Fixed(r.cluster_idle_gpu_hours) << "</b> idle.</p>";
-  std::vector<double> act;
-  std::vector<std::optional<double>> frag;
-  for (const auto& t : r.timeline) {
-    act.push_back(t.avg_activity_pct);
-    frag.push_back(t.fragmentation_pct);
-  }
-  o << "<h2>Cluster over time</h2>"
-    << LineChart(act, frag, "mean GPU activity %", "stranded free GPUs %");
-  std::vector<std::optional<double>> fgd;
-  bool any_fgd = false;
-  for (const auto& t : r.timeline) {
-    fgd.push_back(t.fgd_fragmentation_pct);
-    any_fgd = any_fgd || t.fgd_fragmentation_pct.has_value();
-  }
+  // The charts are drawn in the browser by `chart_script` (the dashboard's charting library,
+  // web/src/report.ts) from the report's JSON, both inlined so the file works offline.
+  const std::string no_script =
+      chart_script.empty()
+          ? "<p><i>(chart not drawn: this report was written without its chart script)</i></p>"
+          : "";
+  o << "<h2>Cluster over time</h2><div id='chart-cluster'>" << no_script << "</div>";
+  const bool any_fgd = std::any_of(r.timeline.begin(), r.timeline.end(), [](const TimeBucket& t) {
+    return t.fgd_fragmentation_pct.has_value();
+  });
   if (any_fgd) {
-    o << "<h2>Fragmentation over time (FGD measure, from the scheduler)</h2>"
-      << LineChart(act, fgd, "mean GPU activity %",
-                   "GPUs the typical jobs cannot use, % of cluster");
+    o << "<h2>Fragmentation over time (FGD measure, from the scheduler)</h2><div id='chart-fgd'>"
+      << no_script << "</div>";
   }
-  o << "<h2>Users: allocated vs used</h2>" << BarChart(r.users);
+  o << "<h2>Users: allocated vs used</h2><div id='chart-owners'>" << no_script << "</div>";
+  o << "<h2>Cost by team</h2><div id='chart-cost'>" << no_script << "</div>";
   o << "<h2>Jobs</h2><table><tr><th class='l'>job</th><th class='l'>user</th><th "
        "class='l'>model</th>"
        "<th>GPUs</th><th>alloc GPU-h</th><th>used GPU-h</th><th>idle GPU-h</th><th>util %</th>"
@@ -763,7 +715,12 @@ std::string RenderHtml(const Report& r) {
   }
   o << "</ul><h2>Notes</h2><ul>";
   for (const auto& n : r.notes) o << "<li>" << Html(n) << "</li>";
-  o << "</ul></body></html>\n";
+  o << "</ul>";
+  if (!chart_script.empty()) {
+    o << "<script type='application/json' id='stoker-report-data'>" << ScriptSafeJson(ToJson(r))
+      << "</script><script>" << chart_script << "</script>";
+  }
+  o << "</body></html>\n";
   return o.str();
 }
 

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "efficiency/config.h"
@@ -127,7 +128,10 @@ Report BuildReport(const RecordSet& records, const EfficiencyConfig& cfg,
 
 std::string RenderText(const Report& r);
 std::string RenderJson(const Report& r);
-std::string RenderCsv(const Report& r);   // one row per job
-std::string RenderHtml(const Report& r);  // self-contained, inline SVG
+std::string RenderCsv(const Report& r);  // one row per job
+// Self-contained HTML: tables, and charts drawn in the browser by `chart_script` (the report's
+// chart bundle, web::ReportChartScript(), inlined with the report's JSON). Without a script the
+// page says where each chart would be.
+std::string RenderHtml(const Report& r, std::string_view chart_script = {});
 
 }  // namespace stoker::efficiency

@@ -739,7 +739,8 @@ void EfficiencyService::AddRoutes(http::Router* router) {
            return server::ApiResponse{200, RenderCsv(*r), "text/csv; charset=utf-8"};
          }
          if (*format == "html") {
-           return server::ApiResponse{200, RenderHtml(*r), "text/html; charset=utf-8"};
+           return server::ApiResponse{200, RenderHtml(*r, report_chart_script_),
+                                      "text/html; charset=utf-8"};
          }
          return server::ApiResponse{200, RenderText(*r), "text/plain; charset=utf-8"};
        }});

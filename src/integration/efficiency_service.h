@@ -33,6 +33,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -99,6 +100,9 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   Result<Report> BuildServerReport(const ReportOptions& opt,
                                    const std::string& only_user = "") const;
   void AddNotifier(Notifier* n);
+  // The chart script GET /report?format=html inlines (web::ReportChartScript(); the caller keeps
+  // it alive). Set before the routes serve; without it the HTML report has no charts.
+  void SetReportChartScript(std::string_view script) { report_chart_script_ = script; }
 
  private:
   class Directory;
@@ -121,6 +125,7 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   std::string TeamOfLocked(const std::string& job_id) const;
 
   mutable std::mutex mu_;
+  std::string_view report_chart_script_;
   EfficiencyConfig cfg_;
   std::unique_ptr<Directory> directory_;
   std::unique_ptr<Actions> actions_;

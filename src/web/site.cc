@@ -2,6 +2,13 @@
 
 namespace stoker::web {
 
+std::string_view ReportChartScript() {
+  for (const Asset& a : EmbeddedAssets()) {
+    if (a.path == "/report.js") return a.body;
+  }
+  return {};
+}
+
 Site::Site(const http::Handler* api, std::span<const Asset> assets) : api_(api), assets_(assets) {}
 
 const Asset* Site::Find(std::string_view path) const {

@@ -23,6 +23,10 @@ struct Asset {
 // The embedded build output (generated).
 std::span<const Asset> EmbeddedAssets();
 
+// The HTML report's chart script (web/src/report.ts, built as one file): what
+// efficiency::RenderHtml inlines so a report draws its charts with the dashboard's library.
+std::string_view ReportChartScript();
+
 class Site final : public http::Handler {
  public:
   // `api` (not owned) answers every request that is not a file of the site.

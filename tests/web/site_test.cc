@@ -6,6 +6,8 @@
 
 #include <regex>
 
+#include "efficiency/report.h"
+
 namespace stoker::web {
 namespace {
 
@@ -61,6 +63,25 @@ TEST(Site, EverythingElseGoesToTheApi) {
   const Asset shadow[] = {{"/api/v1/jobs", "text/plain; charset=utf-8", "x"}};
   Site shadowed(&api, shadow);
   EXPECT_EQ(shadowed.Handle(Get("/api/v1/jobs")).body, "api:GET /api/v1/jobs");
+}
+
+TEST(ReportChartScript, IsEmbeddedAndTheHtmlReportInlinesItWithItsDataEscaped) {
+  const std::string_view script = ReportChartScript();
+  ASSERT_GT(script.size(), 10000u);  // the charting library is in it
+  EXPECT_NE(script.find("stoker-report-data"), std::string_view::npos);
+  EXPECT_EQ(script.find("</script"), std::string_view::npos);
+  // A name that would end the data's <script> element if it were written as it is.
+  efficiency::Report r;
+  r.users.push_back({.name = "eve</script><script>alert(1)</script>", .jobs = 1});
+  const std::string html = efficiency::RenderHtml(r, script);
+  EXPECT_EQ(html.find("alert(1)</script>"), std::string::npos);
+  EXPECT_NE(html.find("eve\\u003c/script>"), std::string::npos);
+  EXPECT_NE(html.find("<div id='chart-owners'>"), std::string::npos);
+  EXPECT_NE(html.find(script.substr(0, 200)), std::string::npos);
+  // Without the script the page says the charts are missing, and holds no data element.
+  const std::string bare = efficiency::RenderHtml(r);
+  EXPECT_NE(bare.find("chart not drawn"), std::string::npos);
+  EXPECT_EQ(bare.find("stoker-report-data"), std::string::npos);
 }
 
 }  // namespace

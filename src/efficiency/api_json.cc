@@ -39,7 +39,9 @@ json ZonesToJson(const std::vector<ZoneStatus>& gpus, const std::vector<ZoneStat
               {"jobs", json::array()},
               {"consolidation", json::array()},
               {"gpus_freed", plan.gpus_freed},
-              {"window", FormatDuration(cfg.window)}};
+              {"window", FormatDuration(cfg.window)},
+              // A zone stays unknown until its window holds this much of samples.
+              {"min_coverage", FormatDuration(cfg.min_coverage)}};
   for (const auto& s : gpus) out["gpus"].push_back(ZoneStatusToJson(s));
   for (const auto& s : jobs) out["jobs"].push_back(ZoneStatusToJson(s));
   for (const auto& g : plan.groups) out["consolidation"].push_back(PackGroupToJson(g));

@@ -48,6 +48,7 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
 
 export const get = <T>(path: string) => call<T>("GET", path);
 export const post = <T>(path: string, body?: unknown) => call<T>("POST", path, body ?? {});
+export const del = <T>(path: string) => call<T>("DELETE", path);
 
 // The shapes the dashboard reads (docs/api.md; GET /api/v1/openapi.json has the full schemas).
 export interface Whoami {
@@ -137,6 +138,7 @@ export interface Zones {
   gpus: ZoneStatus[];
   jobs: ZoneStatus[];
   window: string;
+  min_coverage?: string;  // a zone stays unknown until its window holds this much of samples
   gpus_freed: number;
 }
 export interface Alert {
@@ -155,9 +157,96 @@ export interface Alert {
 export interface Silence {
   id: string;
   matchers: unknown;
-  starts_at: string;
-  ends_at: string;
+  starts_at: number;  // Unix seconds
+  ends_at: number | null;
   comment: string;
+}
+export interface ReclaimRecord {
+  at: string;
+  job: string;
+  user: string;
+  action: "warn" | "requeue" | "cancel" | string;
+  dry_run: boolean;
+  result: string;
+  reason: string;
+  evidence: {
+    window_start: string;
+    window_end: string;
+    samples: number;
+    max_activity_pct: number;
+    gpus: number;
+    idle_gpus: number;
+    idle_threshold_pct: number;
+    warn_after: string;
+    act_after: string;
+  };
+}
+export interface Budget {
+  team: string;
+  balance: number;
+  granted: number;
+  charged: number;
+  idle_charged: number;
+  reclaimed_charged: number;
+  allowed_tier: "guaranteed" | "preemptible";
+}
+export interface LedgerEntry {
+  seq: number;
+  at: string;
+  team: string;
+  kind: "grant" | "charge" | "idle_charge" | "refund";
+  credits: number;
+  job: string;
+  tier: string;
+  gpu_model: string;
+  gpu_hours: number;
+  reclaimed: boolean;
+  note: string;
+}
+// GET /report (JSON): the efficiency report over what the server recorded (a user's covers their
+// own jobs). Estimates are labelled as such by their names.
+export interface ReportJob {
+  id: string;
+  user: string;
+  team: string;
+  model: string;
+  gpus: number;
+  start: string;
+  end: string;
+  samples: number;
+  alloc_gpu_hours: number;
+  used_gpu_hours: number;
+  idle_gpu_hours: number;
+  avg_util_pct: number;
+  peak_util_pct: number;
+  avg_sm_pct: number | null;
+  avg_tensor_pct: number | null;
+  mem_peak_bytes: number;
+  mem_total_bytes: number;
+  energy_kwh: number | null;
+  achieved_tflops_estimate: number | null;
+  tflops_per_watt_estimate: number | null;
+  peak_tflops: number | null;
+  zone: string;
+  zone_history: { at: string; zone: string }[];
+  cost: number;
+}
+export interface ReportOwner {
+  name: string;
+  jobs: number;
+  alloc_gpu_hours: number;
+  used_gpu_hours: number;
+  idle_gpu_hours: number;
+  cost: number;
+}
+export interface Report {
+  from: string;
+  to: string;
+  jobs: ReportJob[];
+  users: ReportOwner[];
+  teams: ReportOwner[];
+  advice: { job: string; kind: string; text: string; evidence: string }[];
+  notes: string[];
 }
 export interface GpuHistory {
   start_ms: number;

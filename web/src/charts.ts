@@ -1,6 +1,7 @@
-// ECharts, with only the chart types and components the dashboard draws (tree-shaken).
+// ECharts, with only the chart types and components the dashboard draws (tree-shaken): the
+// heatmap's cells are a custom series (heatmap.ts says why), the rest lines and bars.
 import * as echarts from "echarts/core";
-import { BarChart, HeatmapChart, LineChart } from "echarts/charts";
+import { BarChart, CustomChart, LineChart } from "echarts/charts";
 import {
   DataZoomComponent,
   GridComponent,
@@ -14,7 +15,7 @@ import { CanvasRenderer } from "echarts/renderers";
 
 echarts.use([
   BarChart,
-  HeatmapChart,
+  CustomChart,
   LineChart,
   DataZoomComponent,
   GridComponent,
@@ -27,6 +28,8 @@ echarts.use([
 ]);
 
 export type Chart = echarts.ECharts;
+// Colour helpers (parse, interpolate) of the library, so the heatmap's cells match its scale.
+export const color = echarts.color;
 export type Option = echarts.EChartsCoreOption;
 
 // A chart in `host`, made once and kept while the view lives (refreshes only set its option, so

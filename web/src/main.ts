@@ -4,7 +4,7 @@
 import "./style.css";
 import { ApiError, get, setToken, token, type Node, type Whoami } from "./api";
 import { drawHeatmap, heatmapControls, type HeatmapState } from "./heatmap";
-import { alertsView, fragmentationView, jobView, jobsView, nodesView, queueView, type Refresh } from "./views";
+import { alertsView, costView, forgetReport, fragmentationView, jobView, jobsView, nodesView, queueView, type Refresh } from "./views";
 import { el, fmtClock, viewerZone } from "./util";
 
 const REFRESH_MS = 5000;
@@ -47,6 +47,7 @@ const ROUTES: { hash: string; title: string }[] = [
   { hash: "#/queue", title: "Queue" },
   { hash: "#/fragmentation", title: "Fragmentation" },
   { hash: "#/alerts", title: "Alerts" },
+  { hash: "#/cost", title: "Cost" },
   { hash: "#/nodes", title: "Nodes" },
 ];
 
@@ -79,10 +80,13 @@ function shell(): { main: HTMLElement; status: HTMLElement } {
 }
 
 let statusEl: HTMLElement | null = null;
+let simulatedAt = 0;
 
 async function runRefresh(): Promise<void> {
   if (!current) return;
   try {
+    // Which nodes are simulated (for the labels), at most every 30 s.
+    if (Date.now() - simulatedAt > 30000) await refreshSimulated();
     await current();
     if (statusEl) {
       statusEl.textContent = `updated ${fmtClock(Date.now())}`;
@@ -109,10 +113,12 @@ function startRefresh(): void {
 async function refreshSimulated(): Promise<void> {
   const nodes = await get<Node[]>("/nodes");
   simulated = new Set(nodes.filter((n) => n.simulated).map((n) => n.name));
+  simulatedAt = Date.now();
 }
 
 function route(): void {
   if (!me) return;
+  forgetReport();  // a new view reads a fresh report
   const { main, status } = shell();
   statusEl = status;
   const hash = location.hash || "#/";
@@ -127,7 +133,9 @@ function route(): void {
   } else if (hash === "#/fragmentation") {
     current = fragmentationView(main);
   } else if (hash === "#/alerts") {
-    current = alertsView(main);
+    current = alertsView(main, me, sims);
+  } else if (hash === "#/cost") {
+    current = costView(main, me, sims);
   } else if (hash === "#/nodes") {
     current = nodesView(main, me);
   } else {

@@ -1,43 +1,37 @@
 // Dashboard cost with many GPUs (docs/performance.md): a real `stoker up` with the history in
 // 1 s buckets, NODES-1 more registered nodes of 8 GPUs whose heartbeats (samples cloned from the
-// simulated node's, utilization varied) fill the last WINDOW seconds, then the heatmap in
-// headless Chromium: first paint (navigation to the heatmap drawn), the API answer's size and
-// time, and what each auto-refresh costs (fetch, draw) over a few refreshes.
+// simulated node's, utilization varied) fill the heatmap's whole span for the time of the
+// measurement, then the heatmap in headless Chromium: first paint (navigation to the heatmap
+// drawn), the API answer's size and time, what each auto-refresh costs (fetch, draw), and a
+// zoom. With --compare DIR (the `dist/` of another build of the front end, e.g. an older commit)
+// the same page is measured from both front ends, alternating, against the same server, so the
+// two are compared in one run on the same data.
 //
-//   node perf.mjs --stoker BUILD/bin/stoker [--nodes 125] [--window 240] [--refreshes 4]
-import { spawn } from "node:child_process";
+//   node perf.mjs --stoker BUILD/bin/stoker [--nodes 125] [--span 240] [--refreshes 3]
+//                 [--rounds 2] [--compare OLD_DIST] [--artifacts DIR]
+//
+// The samples are stamped from SPAN seconds ago to almost 5 minutes ahead (the server takes
+// samples within 5 minutes of its clock), ten seconds of them per heartbeat, so the span stays
+// covered while the pages are measured; each measurement says how much of it was covered.
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { chromium } from "playwright-core";
+import { parseArgs, startBrowser, startUp } from "./harness.mjs";
 
-const args = Object.fromEntries(
-  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith("--") ? [...acc, [a.slice(2), all[i + 1]]] : acc), []),
-);
+const args = parseArgs(process.argv.slice(2));
 const nodesWanted = Number(args.nodes ?? 125);
-const windowS = Number(args.window ?? 240);
-const refreshes = Number(args.refreshes ?? 4);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const port = await new Promise((resolve) => {
-  const s = net.createServer();
-  s.listen(0, "127.0.0.1", () => {
-    const p = s.address().port;
-    s.close(() => resolve(p));
-  });
-});
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), "stoker-perf-"));
-const base = `http://127.0.0.1:${port}`;
-const env = { ...process.env, XDG_CONFIG_HOME: path.join(dir, "config") };
-delete env.STOKER_SERVER;
-delete env.STOKER_TOKEN;
-const up = spawn(
-  args.stoker,
-  ["up", "--data-dir", path.join(dir, "data"), "--listen", `127.0.0.1:${port}`, "--node-timeout", "600", "--dashboard-bucket", "1s"],
-  { env, stdio: ["ignore", fs.openSync(path.join(dir, "up.log"), "w"), "ignore"] },
-);
-async function api(method, p, tok, body) {
-  const res = await fetch(`${base}/api/v1${p}`, {
+const spanS = Number(args.span ?? 240);
+const refreshes = Number(args.refreshes ?? 3);
+const rounds = Number(args.rounds ?? (args.compare ? 2 : 1));
+const aheadS = 285;
+const perHeartbeat = 10;
+const artifacts = args.artifacts ?? os.tmpdir();
+fs.mkdirSync(artifacts, { recursive: true });
+
+const up = await startUp(args.stoker, ["--dashboard-bucket", "1s"], {}, { nodeTimeoutS: 900 });
+let b;
+const api = async (method, p, tok, body) => {
+  const res = await fetch(`${up.base}/api/v1${p}`, {
     method,
     headers: { Authorization: `Bearer ${tok}`, "Content-Type": "application/json" },
     body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
@@ -45,28 +39,92 @@ async function api(method, p, tok, body) {
   const text = await res.text();
   if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text.slice(0, 200)}`);
   return text ? JSON.parse(text) : null;
+};
+
+// Serves the page's files from DIST instead of the server (the API still goes to the server).
+async function serveFrom(page, dist) {
+  await page.route(`${up.base}/**`, (route) => {
+    const url = new URL(route.request().url());
+    if (url.pathname.startsWith("/api/")) return route.continue();
+    const file = path.join(dist, url.pathname === "/" ? "index.html" : url.pathname);
+    if (!file.startsWith(dist) || !fs.existsSync(file)) return route.continue();
+    const type = file.endsWith(".js") ? "text/javascript" : file.endsWith(".css") ? "text/css" : "text/html";
+    return route.fulfill({ status: 200, contentType: type, body: fs.readFileSync(file) });
+  });
 }
-async function until(fn) {
-  for (let i = 0; i < 600; i++) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch {}
-    await sleep(200);
+
+async function measure(admin, variant, dist) {
+  const page = await b.page(variant, { width: 1600, height: 1000 });
+  if (dist) await serveFrom(page, dist);
+  // Log in by storing the token as the login form does, then time a fresh load of the page.
+  await page.goto(`${up.base}/`);
+  await page.evaluate((t) => sessionStorage.setItem("stoker.token", t), admin);
+  await page.goto(`${up.base}/#/?span=${spanS}s`);
+  await page.reload();
+  await page.waitForSelector('#heatmap[data-drawn="1"]', { timeout: 180000 });
+  const first = await page.evaluate(() => {
+    const nav = performance.getEntriesByType("navigation")[0];
+    const fetchM = performance.getEntriesByName("heatmap-fetch")[0];
+    const drawM = performance.getEntriesByName("heatmap-draw")[0];
+    const fcp = performance.getEntriesByName("first-contentful-paint")[0];
+    const host = document.querySelector("#heatmap");
+    return {
+      first_contentful_paint_ms: fcp ? Math.round(fcp.startTime) : null,
+      heatmap_drawn_ms: Math.round(drawM.startTime + drawM.duration),
+      dom_content_loaded_ms: Math.round(nav.domContentLoadedEventEnd),
+      fetch_ms: Math.round(fetchM.duration),
+      draw_ms: Math.round(drawM.duration),
+      cells: Number(host.dataset.cells),
+      rows: JSON.parse(host.dataset.rows).length,
+    };
+  });
+  const out = { variant, first_load: first };
+  // The auto-refresh redraws every 5 s; a redraw that does not finish in 60 s is reported as such.
+  try {
+    await page.waitForSelector(`#heatmap[data-drawn="${refreshes + 1}"]`, { timeout: 60000 * refreshes });
+  } catch {
+    out.refresh_note = `fewer than ${refreshes} redraws finished within ${60 * refreshes} s`;
   }
-  throw new Error("timed out");
+  Object.assign(
+    out,
+    await page.evaluate(() => ({
+      refresh_fetch_ms: performance.getEntriesByName("heatmap-fetch").slice(1).map((m) => Math.round(m.duration)),
+      refresh_draw_ms: performance.getEntriesByName("heatmap-draw").slice(1).map((m) => Math.round(m.duration)),
+      cells_last: Number(document.querySelector("#heatmap").dataset.cells),
+      js_heap_mb: performance.memory ? Math.round(performance.memory.usedJSHeapSize / 1e6) : null,
+    })),
+  );
+  out.window_covered = Number((out.cells_last / (1000 * spanS)).toFixed(3));
+  // A zoom with the mouse wheel over the cells: from the wheel to the chart rendered again
+  // (front ends that count renders only: data-rendered).
+  const rendered = await page.getAttribute("#heatmap", "data-rendered");
+  if (rendered !== null) {
+    const box = await page.locator("#heatmap canvas").first().boundingBox();
+    await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5);
+    const zooms = [];
+    for (let i = 0; i < 3; i++) {
+      const before = Number(await page.getAttribute("#heatmap", "data-rendered"));
+      const t0 = Date.now();
+      await page.mouse.wheel(0, i % 2 ? 300 : -300);
+      await page.waitForFunction((n) => Number(document.querySelector("#heatmap").dataset.rendered) > n, before, { timeout: 60000 });
+      zooms.push(Date.now() - t0);
+    }
+    out.zoom_ms = zooms;
+  }
+  await page.screenshot({ path: path.join(artifacts, `heatmap-1000-${variant}.png`) });
+  await page.context().close();
+  return out;
 }
-let browser;
+
 try {
-  const admin = await until(() => fs.readFileSync(path.join(dir, "data", "admin.token"), "utf8").trim());
-  const sim = await until(async () => {
+  const admin = await up.adminToken();
+  const sim = await up.waitFor("the simulated node's samples", async () => {
     const n = await api("GET", "/nodes", admin);
     if (!n.length) return null;
     const one = await api("GET", `/nodes/${n[0].name}`, admin);
     return one.samples.length ? one : null;
   });
   const template = sim.samples;
-  const now = Date.now() / 1000;
   const names = [];
   for (let n = 1; n < nodesWanted; n++) {
     const name = `perf-${String(n).padStart(3, "0")}`;
@@ -80,105 +138,84 @@ try {
       gpus: template.map((s, i) => ({ index: i, uuid: `GPU-${name}-${i}`, model: s.name, memory_mib: 81920, mig_enabled: false })),
     });
   }
+  const now = Math.floor(Date.now() / 1000);
   const t0 = Date.now();
   let posted = 0;
-  // One queue per node, oldest sample first (a bucket older than the GPU's newest is not
-  // written again), and nodes spread over 16 workers.
-  const queues = names.map(() => []);
-  for (let t = now - windowS + 1; t <= now; t += 1) {
-    for (const [k, name] of names.entries()) {
-      const samples = template.map((s, i) => {
-        const c = structuredClone(s);
-        c.uuid = `GPU-${name}-${i}`;
-        c.index = i;
-        c.timestamp_unix = t;
-        // Only what the heatmap draws (a real agent sends every field; the server takes any subset).
-        c.fields = {
-          util_gpu_pct: { state: "value", value: Math.round(50 + 50 * Math.sin((t + k * 7 + i) / 20)) },
-          memory_total_bytes: s.fields.memory_total_bytes,
-          memory_used_bytes: s.fields.memory_used_bytes,
-        };
-        c.processes = [];
-        c.mig_instances = [];
-        return c;
-      });
-      queues[k].push(JSON.stringify({ jobs: [], samples }));
-    }
-  }
-  // 16 heartbeats in flight at a time.
+  const sample = (s, name, k, i, t) => ({
+    ...s,
+    uuid: `GPU-${name}-${i}`,
+    index: i,
+    timestamp_unix: t,
+    // Only what the heatmap draws (a real agent sends every field; the server takes any subset).
+    fields: {
+      util_gpu_pct: { state: "value", value: Math.round(50 + 50 * Math.sin((t + k * 7 + i) / 20)) },
+      memory_total_bytes: s.fields.memory_total_bytes,
+      memory_used_bytes: s.fields.memory_used_bytes,
+    },
+    processes: [],
+    mig_instances: [],
+  });
+  // Each node's heartbeats in time order (a bucket older than the GPU's newest is not written
+  // again), nodes spread over 16 workers, 16 heartbeats in flight.
+  const first = now - spanS + 1;
+  const last = now + aheadS;
   await Promise.all(
     Array.from({ length: 16 }, async (_, w) => {
       const mine = names.map((name, k) => [name, k]).filter(([, k]) => k % 16 === w);
-      for (let step = 0; step < windowS; step++) for (const [name, k] of mine) {
-        const body = queues[k][step];
-        for (let attempt = 0; ; attempt++) {
-          try {
-            await api("POST", `/nodes/${name}/heartbeat`, admin, body);
-            break;
-          } catch (e) {
-            if (attempt >= 3) throw e;  // a closed keep-alive connection: try again
+      for (let from = first; from <= last; from += perHeartbeat) {
+        for (const [name, k] of mine) {
+          const samples = [];
+          for (let t = from; t < from + perHeartbeat && t <= last; t++) template.forEach((s, i) => samples.push(sample(s, name, k, i, t)));
+          const body = JSON.stringify({ jobs: [], samples });
+          for (let attempt = 0; ; attempt++) {
+            try {
+              await api("POST", `/nodes/${name}/heartbeat`, admin, body);
+              break;
+            } catch (e) {
+              if (attempt >= 3) throw e;  // a closed keep-alive connection: try again
+            }
           }
+          posted++;
         }
-        posted++;
       }
     }),
   );
   const backfillS = (Date.now() - t0) / 1000;
-  const gpus = nodesWanted * template.length;
-  const t1 = performance.now();
-  const hist = await fetch(`${base}/api/v1/history/gpus?window=${windowS}s&points=240`, { headers: { Authorization: `Bearer ${admin}` } });
-  const histText = await hist.text();
-  const histMs = performance.now() - t1;
-  const histJson = JSON.parse(histText);
+  const metrics = await (await fetch(`${up.base}/metrics`, { headers: { Authorization: `Bearer ${admin}` } })).text();
+  const refused = metrics.split("\n").filter((l) => l.startsWith("stoker_server_heartbeat_samples_refused_total"));
+  const h0 = performance.now();
+  const histText = await (await fetch(`${up.base}/api/v1/history/gpus?window=${spanS}s&points=240`, { headers: { Authorization: `Bearer ${admin}` } })).text();
+  const histMs = performance.now() - h0;
+  const hist = JSON.parse(histText);
+  const rowsWithData = hist.gpus.filter((g) => g.util.some((v) => v !== null)).length;
 
-  browser = await chromium.launch({ executablePath: args.chromium ?? "/usr/bin/chromium", headless: true, args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"] });
-  const page = await (await browser.newContext({ viewport: { width: 1600, height: 1000 } })).newPage();
-  // Log in by storing the token as the login form does, then time a fresh load of the page.
-  await page.goto(`${base}/`);
-  await page.evaluate((t) => sessionStorage.setItem("stoker.token", t), admin);
-  await page.goto(`${base}/#/?span=${windowS}s`);
-  await page.reload();
-  await page.waitForSelector('#heatmap[data-drawn="1"]', { timeout: 120000 });
-  const first = await page.evaluate(() => {
-    const nav = performance.getEntriesByType("navigation")[0];
-    const fetchM = performance.getEntriesByName("heatmap-fetch")[0];
-    const drawM = performance.getEntriesByName("heatmap-draw")[0];
-    const fcp = performance.getEntriesByName("first-contentful-paint")[0];
-    return {
-      first_contentful_paint_ms: fcp ? fcp.startTime : null,
-      heatmap_drawn_ms: drawM.startTime + drawM.duration,
-      dom_content_loaded_ms: nav.domContentLoadedEventEnd,
-      fetch_ms: fetchM.duration,
-      draw_ms: drawM.duration,
-      cells: Number(document.querySelector("#heatmap").dataset.cells),
-      rows: JSON.parse(document.querySelector("#heatmap").dataset.rows).length,
-    };
-  });
-  await page.waitForSelector(`#heatmap[data-drawn="${refreshes + 1}"]`, { timeout: 120000 });
-  const later = await page.evaluate(() => ({
-    fetch_ms: performance.getEntriesByName("heatmap-fetch").slice(1).map((m) => Math.round(m.duration)),
-    draw_ms: performance.getEntriesByName("heatmap-draw").slice(1).map((m) => Math.round(m.duration)),
-    js_heap_mb: performance.memory ? Math.round(performance.memory.usedJSHeapSize / 1e6) : null,
-  }));
-  await page.screenshot({ path: path.join(args.artifacts ?? os.tmpdir(), "heatmap-1000.png") });
+  b = await startBrowser(args.chromium ?? "/usr/bin/chromium", up.base);
+  const results = [];
+  for (let r = 0; r < rounds; r++) {
+    if (args.compare) results.push(await measure(admin, `compare-${r}`, path.resolve(args.compare)));
+    results.push(await measure(admin, `this-${r}`, null));
+  }
   console.log(
     JSON.stringify(
       {
-        gpus,
-        window_s: windowS,
+        gpus: nodesWanted * template.length,
+        span_s: spanS,
         heartbeats_posted: posted,
+        samples_per_heartbeat: perHeartbeat * template.length,
         backfill_s: backfillS,
-        history_api: { ms: Math.round(histMs), bytes: histText.length, gpus: histJson.gpus.length, columns: histJson.columns },
-        first_load: first,
-        refreshes: later,
+        samples_refused: refused,
+        history_api: { ms: Math.round(histMs), bytes: histText.length, gpus: hist.gpus.length, rows_with_data: rowsWithData, columns: hist.columns },
+        load_average: os.loadavg().map((x) => Number(x.toFixed(1))),
+        pages: results,
       },
       null,
       1,
     ),
   );
+} catch (e) {
+  process.exitCode = 1;
+  console.error(e);
 } finally {
-  if (browser) await browser.close();
-  up.kill("SIGTERM");
-  await new Promise((r) => up.on("exit", r));
-  fs.rmSync(dir, { recursive: true, force: true });
+  if (b) await b.close();
+  await up.stop();
 }

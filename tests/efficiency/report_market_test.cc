@@ -137,10 +137,19 @@ TEST(ReportTest, RenderersProduceWellFormedOutput) {
   const std::string csv = RenderCsv(r);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
   EXPECT_EQ(csv.rfind("job,user,team", 0), 0u);
+  // Without a chart script: the chart places say so, and nothing is scripted.
   const std::string html = RenderHtml(r);
-  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("<div id='chart-cluster'><p><i>(chart not drawn"), std::string::npos);
   EXPECT_NE(html.find("</html>"), std::string::npos);
-  EXPECT_EQ(html.find("<script"), std::string::npos);  // self-contained, no scripts
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  // With one (the dashboard's bundle in production; web_test checks that one): the report's
+  // JSON for it, then the script, both inline, so the file still needs nothing else.
+  const std::string charted = RenderHtml(r, "drawCharts();");
+  const size_t data = charted.find("<script type='application/json' id='stoker-report-data'>");
+  ASSERT_NE(data, std::string::npos);
+  EXPECT_NE(charted.find("\"id\":\"train\"", data), std::string::npos);
+  EXPECT_NE(charted.find("<script>drawCharts();</script>", data), std::string::npos);
+  EXPECT_EQ(charted.find("chart not drawn"), std::string::npos);
   EXPECT_NE(RenderText(r).find("estimates"), std::string::npos);
 }
 

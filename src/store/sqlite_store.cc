@@ -207,8 +207,12 @@ class SqliteStore final : public Store {
         options_(options),
         path_(std::move(path)),
         warnings_(std::move(warnings)) {
+    // An upsert changes a stored job in place (REPLACE would delete the row and insert it
+    // again, updating every index twice); indexes change only where their column does.
     put_job_ = std::make_unique<Stmt>(
-        writer_, "INSERT OR REPLACE INTO jobs(id,user,state,node,doc) VALUES(?,?,?,?,?)");
+        writer_,
+        "INSERT INTO jobs(id,user,state,node,doc) VALUES(?,?,?,?,?) ON CONFLICT(id) DO UPDATE "
+        "SET user=excluded.user,state=excluded.state,node=excluded.node,doc=excluded.doc");
     put_node_ =
         std::make_unique<Stmt>(writer_, "INSERT OR REPLACE INTO nodes(name,doc) VALUES(?,?)");
     put_token_ = std::make_unique<Stmt>(

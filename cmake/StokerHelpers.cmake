@@ -54,5 +54,6 @@ function(stoker_bench name)
                         benchmark::benchmark)
   target_compile_definitions(${name} PRIVATE
     STOKER_SHARED_DIR="${STOKER_SHARED_DIR}"
+    STOKER_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     STOKER_BINARY_DIR="${PROJECT_BINARY_DIR}")
 endfunction()

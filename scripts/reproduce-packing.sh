@@ -4,18 +4,17 @@
 # allocation (mean over seeds) beside the published figures (docs/scheduling.md).
 #
 # Usage: scripts/reproduce-packing.sh [STOKER_BINARY] [SEEDS]   (defaults: build/bin/stoker, 42-51)
-# Env: SHARED (default ../shared), OUT (CSV directory, default /tmp/stoker-packing), THREADS
-# (default 2: the machine is shared), NICE (default 10). About 10 minutes wall for 9 workloads x
-# 8 policies x 10 seeds on two cores.
+# Env: OUT (CSV directory, default /tmp/stoker-packing), THREADS (default 2: the machine is
+# shared), NICE (default 10). The traces are found as docs/traces.md says (scripts/trace-path.sh).
+# About 10 minutes wall for 9 workloads x 8 policies x 10 seeds on two cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stoker=${1:-build/bin/stoker}
 seeds=${2:-42-51}
-shared=${SHARED:-../shared}
 out=${OUT:-/tmp/stoker-packing}
 threads=${THREADS:-2}
 niceness=${NICE:-10}
-openb="$shared/traces/openb"
+openb=$(dirname "$(scripts/trace-path.sh openb/reference_results.csv)")
 mkdir -p "$out"
 workloads=$(cut -d, -f1 "$openb/reference_results.csv" | tail -n +2 | sort -u | sed 's/^openb_pod_list_//')
 for w in $workloads; do

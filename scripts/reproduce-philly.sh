@@ -17,7 +17,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
 stoker="$build/bin/stoker"
-trace="${STOKER_SHARED_DIR:-$root/../shared}/traces/philly/philly.csv"
+trace=$("$root/scripts/trace-path.sh" philly/philly.csv)
 out="${OUT_DIR:-$build/philly-repro}"
 mkdir -p "$out"
 

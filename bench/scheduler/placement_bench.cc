@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <deque>
 #include <string>
@@ -13,6 +14,7 @@
 #include "scheduler/stoker_policy.h"
 #include "sim/packing.h"
 #include "sim/packing_trace.h"
+#include "support/traces.h"
 
 namespace stoker {
 namespace {
@@ -20,13 +22,14 @@ namespace {
 using scheduler::ClusterState;
 using scheduler::Request;
 
-const std::string kOpenb = std::string(STOKER_SHARED_DIR) + "/traces/openb/";
-
-// The openb default pod shapes (falls back to a synthetic mix if the traces are absent).
+// The openb default pod shapes (falls back to a synthetic mix, and says so, if the traces are
+// absent: support/traces.h says where they are looked for).
 std::vector<Request> Workload() {
   scheduler::GpuModelTable models;
-  auto pods = sim::LoadOpenbPods(kOpenb + "openb_pod_list_default.csv", models);
+  auto pods = sim::LoadOpenbPods(testing::TracePath("openb/openb_pod_list_default.csv"), models);
   if (pods.ok()) return pods->pods;
+  std::fprintf(stderr, "openb traces not found (%s): a synthetic pod mix stands in\n",
+               pods.status().ToString().c_str());
   std::vector<Request> synthetic;
   for (int i = 0; i < 100; ++i) {
     synthetic.push_back(i % 3 == 0 ? Request::GpuShare(100 + 7 * i, 4000, 8192)
@@ -218,12 +221,13 @@ BENCHMARK(BM_ClusterModelBytes)->Arg(10000)->Unit(benchmark::kMillisecond);
 
 // One static packing run: default workload, one seed (42), 1.3x inflation.
 void BM_StaticPackingRun(benchmark::State& state, const std::string& policy) {
-  auto cluster = sim::LoadOpenbNodes(kOpenb + "openb_node_list_gpu_node.csv");
-  if (!cluster.ok()) {
-    state.SkipWithError("openb traces not found");
+  auto cluster = sim::LoadOpenbNodes(testing::TracePath("openb/openb_node_list_gpu_node.csv"));
+  auto pods = sim::LoadOpenbPods(testing::TracePath("openb/openb_pod_list_default.csv"),
+                                 cluster.ok() ? cluster->models() : scheduler::GpuModelTable());
+  if (!cluster.ok() || !pods.ok()) {
+    state.SkipWithError("openb traces not found (docs/traces.md)");
     return;
   }
-  auto pods = sim::LoadOpenbPods(kOpenb + "openb_pod_list_default.csv", cluster->models());
   const auto typical = scheduler::ComputeTypicalShapes(pods->pods, 95);
   for (auto _ : state) {
     auto curve = sim::RunPacking(*cluster, pods->pods, typical, {policy, 42, 1300});

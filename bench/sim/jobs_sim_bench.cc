@@ -10,6 +10,7 @@
 #include "scheduler/queue/queue_policy.h"
 #include "sim/jobs_sim.h"
 #include "sim/traces.h"
+#include "support/traces.h"
 
 namespace stoker::sim {
 namespace {
@@ -18,7 +19,12 @@ const Trace& CachedTrace(const std::string& rel, TraceFormat format) {
   static std::map<std::string, Trace> cache;
   auto it = cache.find(rel);
   if (it == cache.end()) {
-    auto t = LoadTrace(std::string(STOKER_SHARED_DIR) + "/" + rel, format);
+    const std::string path = testing::TracePath(rel);
+    if (path.empty()) {
+      std::fprintf(stderr, "%s\n", testing::MissingTraceMessage(rel).c_str());
+      std::abort();
+    }
+    auto t = LoadTrace(path, format);
     if (!t.ok()) {
       std::fprintf(stderr, "%s\n", t.status().ToString().c_str());
       std::abort();
@@ -62,10 +68,10 @@ void RunSim(benchmark::State& state, const std::string& rel, TraceFormat format,
 }
 
 void BM_PhillySlice(benchmark::State& state) {
-  RunSim(state, "traces/philly/philly.csv", TraceFormat::kPhilly, ClusterShape{64, 8});
+  RunSim(state, "philly/philly.csv", TraceFormat::kPhilly, ClusterShape{64, 8});
 }
 void BM_ItpCluster04(benchmark::State& state) {
-  RunSim(state, "traces/itp/cluster04.csv", TraceFormat::kItp, ClusterShape{128, 8});
+  RunSim(state, "itp/cluster04.csv", TraceFormat::kItp, ClusterShape{128, 8});
 }
 
 BENCHMARK(BM_PhillySlice)

@@ -9,11 +9,11 @@
 #include "sim/jobs_partition.h"
 #include "sim/jobs_report.h"
 #include "sim/traces.h"
+#include "support/trace_test.h"
 
 namespace stoker::sim {
 namespace {
 
-const std::string kShared = STOKER_SHARED_DIR;
 constexpr SimMs kS = 1000;
 
 JobSpec J(const std::string& name, SimMs submit_s, SimMs duration_s, int gpus, int priority = 0) {
@@ -214,7 +214,8 @@ void ExpectReservationsHonoured(const Run& r) {
 TEST(JobsSim, EasyNeverDelaysReservationOnItpSlice) {
   TraceLoadOptions o;
   o.limit = 400;
-  auto trace = LoadTrace(kShared + "/traces/itp/cluster03.csv", TraceFormat::kItp, o);
+  STOKER_TRACE_OR_SKIP(path, "itp/cluster03.csv");
+  auto trace = LoadTrace(path, TraceFormat::kItp, o);
   ASSERT_TRUE(trace.ok()) << trace.status().ToString();
   auto r = Simulate(JobsFromTrace(*trace), "fifo", {8, 8}, BackfillMode::kEasy);
   ASSERT_TRUE(r);
@@ -253,7 +254,8 @@ TEST(JobsSim, RejectsBadInput) {
 // uncontended) and squeezed onto 2x4 GPUs (contended): every job completes, no GPU is
 // over-allocated at any time (Recorder), JCT >= duration, and the policies differ as expected.
 TEST(JobsSim, TiresiasSixtyJobsEndToEnd) {
-  auto trace = LoadTrace(kShared + "/traces/tiresias/60_job.csv", TraceFormat::kTiresias);
+  STOKER_TRACE_OR_SKIP(path, "tiresias/60_job.csv");
+  auto trace = LoadTrace(path, TraceFormat::kTiresias);
   ASSERT_TRUE(trace.ok()) << trace.status().ToString();
   ASSERT_TRUE(trace->cluster.has_value());
   for (const ClusterShape cluster : {*trace->cluster, ClusterShape{2, 4}}) {

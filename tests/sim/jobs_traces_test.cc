@@ -1,13 +1,15 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "sim/traces.h"
+#include "support/trace_test.h"
 
 namespace stoker::sim {
 namespace {
-
-const std::string kShared = STOKER_SHARED_DIR;
 
 Result<Trace> Parse(const std::string& text, TraceFormat f, TraceLoadOptions o = {}) {
   std::istringstream in(text);
@@ -128,28 +130,55 @@ TEST(TraceParse, ClusterShape) {
   EXPECT_FALSE(ParseTraceFormat("csv").ok());
 }
 
-TEST(TraceFiles, SharedTracesLoad) {
-  auto itp = LoadTrace(kShared + "/traces/itp/cluster01.csv", TraceFormat::kItp);
+TEST(TraceFiles, PublishedTracesLoad) {
+  STOKER_TRACE_OR_SKIP(itp_path, "itp/cluster01.csv");
+  STOKER_TRACE_OR_SKIP(philly_path, "philly/philly.csv");
+  STOKER_TRACE_OR_SKIP(tiresias_path, "tiresias/60_job.csv");
+  auto itp = LoadTrace(itp_path, TraceFormat::kItp);
   ASSERT_TRUE(itp.ok()) << itp.status().ToString();
   EXPECT_EQ(itp->jobs.size(), 1595u);
   EXPECT_EQ(itp->skipped_rows, 0);
 
-  auto philly = LoadTrace(kShared + "/traces/philly/philly.csv", TraceFormat::kPhilly);
+  auto philly = LoadTrace(philly_path, TraceFormat::kPhilly);
   ASSERT_TRUE(philly.ok()) << philly.status().ToString();
   EXPECT_EQ(philly->jobs.size(), 82247u);
   for (size_t i = 1; i < philly->jobs.size(); ++i) {
     ASSERT_LE(philly->jobs[i - 1].submit_ms, philly->jobs[i].submit_ms);
   }
 
-  auto tiresias = LoadTrace(kShared + "/traces/tiresias/60_job.csv", TraceFormat::kTiresias);
+  auto tiresias = LoadTrace(tiresias_path, TraceFormat::kTiresias);
   ASSERT_TRUE(tiresias.ok()) << tiresias.status().ToString();
   EXPECT_EQ(tiresias->jobs.size(), 60u);
   ASSERT_TRUE(tiresias->cluster.has_value());
   EXPECT_EQ(tiresias->cluster->nodes, 16);
   EXPECT_EQ(tiresias->cluster->gpus_per_node, 4);
 
-  auto missing = LoadTrace(kShared + "/traces/none.csv", TraceFormat::kItp);
+  auto missing = LoadTrace(itp_path + ".none", TraceFormat::kItp);
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+// The lookup (support/traces.h, docs/traces.md): $STOKER_TRACES first, then ../shared/traces,
+// then data/traces of the checkout; each file in the first folder that has it.
+TEST(TraceFiles, LookupOrderAndMessage) {
+  const std::string dir = ::testing::TempDir() + "/stoker-traces-lookup";
+  std::filesystem::create_directories(dir + "/itp");
+  { std::ofstream(dir + "/itp/mine.csv") << "job_id,submission_time,duration,num_gpu\n"; }
+  const char* before = std::getenv("STOKER_TRACES");
+  const std::string saved = before != nullptr ? before : "";
+  setenv("STOKER_TRACES", dir.c_str(), 1);
+  EXPECT_EQ(testing::TraceDirs().front(), dir);
+  EXPECT_EQ(testing::TracePath("itp/mine.csv"), dir + "/itp/mine.csv");
+  EXPECT_EQ(testing::TracePath("itp/none.csv"), "");
+  const std::string message = testing::MissingTraceMessage("itp/none.csv");
+  EXPECT_NE(message.find("scripts/fetch-traces.sh"), std::string::npos) << message;
+  EXPECT_NE(message.find(dir), std::string::npos) << message;
+  EXPECT_NE(message.find("/data/traces"), std::string::npos) << message;
+  if (before != nullptr) {
+    setenv("STOKER_TRACES", saved.c_str(), 1);
+  } else {
+    unsetenv("STOKER_TRACES");
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

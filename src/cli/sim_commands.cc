@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "scheduler/registry.h"
 #include "sim/packing.h"
 #include "sim/packing_trace.h"
+#include "sim/packing_workload.h"
 
 namespace stoker::cli {
 
@@ -59,11 +61,17 @@ struct PackingFlags {
   std::string csv, plot;
   bool skip_bad_rows = false;
   int threads = 0;
+  sim::WorkloadVariant variant;
+  int64_t variant_seed = -1;  // -1: each run draws its variant with its own seed
 };
 
 int RunPackingCommand(const PackingFlags& f) {
   if (f.inflate < 0.1 || f.inflate > 10) {
     std::cerr << "error: --inflate must be within 0.1..10\n";
+    return kExitUsage;
+  }
+  if (Status v = sim::ValidateWorkloadVariant(f.variant); !v.ok()) {
+    std::cerr << "error: " << v.message() << "\n";
     return kExitUsage;
   }
   auto seeds = ParseSeeds(f.seeds);
@@ -75,7 +83,11 @@ int RunPackingCommand(const PackingFlags& f) {
   if (f.policy == "all") {
     policies = scheduler::PlacementPolicyNames();
   } else {
-    policies.push_back(f.policy);
+    for (size_t pos = 0; pos <= f.policy.size();) {
+      const size_t comma = std::min(f.policy.find(',', pos), f.policy.size());
+      policies.push_back(f.policy.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
   }
   for (const std::string& p : policies) {
     auto made = scheduler::CreatePlacementPolicy(p, {});
@@ -99,7 +111,9 @@ int RunPackingCommand(const PackingFlags& f) {
     std::cerr << "skipped bad rows: " << skipped_nodes << " in " << f.nodes << ", "
               << pods->skipped_rows << " in " << f.pods << "\n";
   }
-  const scheduler::TypicalShapes typical = scheduler::ComputeTypicalShapes(pods->pods, 95);
+  const std::string workload = f.variant.Name(pods->workload);
+  std::optional<uint64_t> variant_seed;
+  if (f.variant_seed >= 0) variant_seed = static_cast<uint64_t>(f.variant_seed);
   const int32_t inflate_permille = static_cast<int32_t>(f.inflate * 1000.0 + 0.5);
 
   // One job per (policy, seed); workers take the next job index.
@@ -113,7 +127,7 @@ int RunPackingCommand(const PackingFlags& f) {
   auto worker = [&] {
     for (size_t j = next++; j < n_jobs; j = next++) {
       sim::PackingRun run{policies[j / n_seeds], (*seeds)[j % n_seeds], inflate_permille};
-      results[j] = sim::RunPacking(*cluster, pods->pods, typical, run);
+      results[j] = sim::RunPackingVariant(*cluster, pods->pods, f.variant, variant_seed, run);
       const size_t d = ++done;
       if (tty) {
         std::lock_guard<std::mutex> lock(progress_mu);
@@ -148,7 +162,7 @@ int RunPackingCommand(const PackingFlags& f) {
       runs.push_back(*r);
     }
     sim::PackingCurve mean = sim::MeanCurve(runs);
-    csv += sim::PackingCsvRows(pods->workload, policies[p], static_cast<int>(n_seeds), mean);
+    csv += sim::PackingCsvRows(workload, policies[p], static_cast<int>(n_seeds), mean);
     std::fprintf(stderr,
                  "%-12s alloc@100%%=%6.2f alloc@130%%=%6.2f (pods: %lld placed, %lld no room, %lld "
                  "infeasible over %zu seeds)\n",
@@ -170,9 +184,9 @@ int RunPackingCommand(const PackingFlags& f) {
   }
   if (!f.plot.empty()) {
     std::ofstream out(f.plot);
-    out << sim::PackingSvg("GPU allocation, workload " + pods->workload + " (mean of " +
-                               std::to_string(n_seeds) + " seeds)",
-                           curves);
+    out << sim::PackingSvg(
+        "GPU allocation, workload " + workload + " (mean of " + std::to_string(n_seeds) + " seeds)",
+        curves);
     if (!out) {
       std::cerr << "error: cannot write " << f.plot << "\n";
       return kExitFailure;
@@ -188,7 +202,8 @@ void RegisterSimPackingCommand(CLI::App& sim, int& exit_code) {
   cmd->add_option("--nodes", flags->nodes, "Node list CSV (openb_node_list_gpu_node.csv)")
       ->required();
   cmd->add_option("--pods", flags->pods, "Pod list CSV (openb_pod_list_*.csv)")->required();
-  cmd->add_option("--policy", flags->policy, "Placement policy name, or 'all'")
+  cmd->add_option("--policy", flags->policy,
+                  "Placement policy name, several separated by commas, or 'all'")
       ->capture_default_str();
   cmd->add_option("--seeds", flags->seeds, "Seeds: a range 42-51 or a list 42,43")
       ->capture_default_str();
@@ -200,6 +215,15 @@ void RegisterSimPackingCommand(CLI::App& sim, int& exit_code) {
   cmd->add_flag("--skip-bad-rows", flags->skip_bad_rows,
                 "Drop and count malformed rows instead of failing");
   cmd->add_option("--threads", flags->threads, "Parallel runs (default: all cores)");
+  cmd->add_option("--constrain", flags->variant.constrain_pct,
+                  "Generated variant: pin this percentage of the GPU pods to one GPU model each, "
+                  "drawn in proportion to the models' GPUs in the node list (FGD's GPU-type "
+                  "experiments)");
+  cmd->add_option("--multi-gpu", flags->variant.multi_gpu_pct,
+                  "Generated variant: append copies of the multi-GPU pods until they ask for this "
+                  "percentage of the GPU request (FGD's multi-GPU workloads)");
+  cmd->add_option("--variant-seed", flags->variant_seed,
+                  "Seed of the generated variant (default: each run's own seed)");
   cmd->callback([flags, &exit_code] { exit_code = RunPackingCommand(*flags); });
 }
 

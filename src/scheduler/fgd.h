@@ -128,6 +128,8 @@ class ShapeLearner {
   bool Observe(const Request& r);
   const TypicalShapes& typical() const { return typical_; }
   int64_t observed() const { return observed_; }
+  // Every shape observed so far with its count (typical or not).
+  const std::map<PodShape, int64_t>& counts() const { return counts_; }
 
  private:
   int coverage_pct_;

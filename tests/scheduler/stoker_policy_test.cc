@@ -160,5 +160,71 @@ TEST(StokerPolicyTest, DeterministicForASeed) {
   EXPECT_GT(StokerAdoptions(*runs[0]), 3);
 }
 
+// The reserve (docs/scheduling.md, "stoker"): capacity that only some expected pods can use is
+// kept for them while other capacity remains. Node 0, half used, holds the cluster's only slot
+// for the 4-GPU pods with 100 CPUs that keep arriving (node 1 has 96 CPUs); a 1-GPU pod, which
+// would otherwise pack onto the fuller node 0, leaves that slot alone.
+TEST(StokerPolicyTest, KeepsTheOnlySlotOfAScarceShapeForIt) {
+  auto cluster = [] {
+    ClusterState c;
+    const GpuModelId g = *c.models().Intern("G");
+    EXPECT_TRUE(c.AddNode({"big", 128000, 786432, 8, g, 0, false}).ok());
+    EXPECT_TRUE(c.AddNode({"medium", 96000, 786432, 8, g, 0, false}).ok());
+    const std::array<uint8_t, 4> four = {0, 1, 2, 3};
+    EXPECT_TRUE(c.Allocate(MakePlacement(Request::WholeGpus(4, 16000, 1), 0, four.data())).ok());
+    return c;
+  };
+  const Request one = Request::WholeGpus(1, 8000, 1);
+  const Request wide = Request::WholeGpus(4, 100000, 1);
+  // Without pods of the scarce shape in view, the fuller node wins (most packed).
+  {
+    auto p = MakeStoker();
+    Teach(*p, one, 16);
+    const PlacementResult r = PlaceObserved(*p, one, cluster());
+    ASSERT_TRUE(r.placed());
+    EXPECT_EQ(r.placement.node, 0);
+  }
+  auto p = MakeStoker();
+  Teach(*p, one, 16);
+  Teach(*p, wide, 8);
+  const ClusterState c = cluster();
+  const PlacementResult r = PlaceObserved(*p, one, c);
+  ASSERT_TRUE(r.placed());
+  EXPECT_EQ(r.placement.node, 1);
+  // The scarce shape itself still takes its slot.
+  const PlacementResult w = PlaceObserved(*p, wide, c);
+  ASSERT_TRUE(w.placed());
+  EXPECT_EQ(w.placement.node, 0);
+}
+
+// Pods pinned to a GPU model make that model a pool: pods with a choice keep off it while other
+// models have room, even where they would pack better on it.
+TEST(StokerPolicyTest, PodsWithAChoiceKeepOffAGpuModelThatPinnedPodsNeed) {
+  ClusterState c;
+  const GpuModelId small = *c.models().Intern("small");
+  const GpuModelId big = *c.models().Intern("big");
+  ASSERT_TRUE(c.AddNode({"small-0", 32000, 131072, 2, small, 0, false}).ok());
+  ASSERT_TRUE(c.AddNode({"big-0", 96000, 393216, 8, big, 0, false}).ok());
+  const Request any = Request::WholeGpus(1, 8000, 1);
+  Request pinned = any;
+  pinned.allowed_models = GpuModelTable::Bit(small);
+  {
+    auto p = MakeStoker();
+    Teach(*p, any, 24);
+    const PlacementResult r = PlaceObserved(*p, any, c);
+    ASSERT_TRUE(r.placed());
+    EXPECT_EQ(r.placement.node, 0) << "unpinned workload: the smaller node packs first";
+  }
+  auto p = MakeStoker();
+  Teach(*p, any, 24);
+  Teach(*p, pinned, 8);
+  const PlacementResult r = PlaceObserved(*p, any, c);
+  ASSERT_TRUE(r.placed());
+  EXPECT_EQ(r.placement.node, 1);
+  const PlacementResult q = PlaceObserved(*p, pinned, c);
+  ASSERT_TRUE(q.placed());
+  EXPECT_EQ(q.placement.node, 0);
+}
+
 }  // namespace
 }  // namespace stoker::scheduler

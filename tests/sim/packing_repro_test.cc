@@ -1,8 +1,8 @@
 // Reproduction of the published static packing results (FGD paper, ATC'23): every baseline must
 // land within 0.5 percentage points of the published mean GPU allocation at every arrived step
 // 50..130 % (1 point for random and clustering), on `default` and one GPU-sharing workload
-// (gpushare80). Runs fewer seeds than the paper (4 instead of 10) to stay within CI time (about 30
-// s on two cores); the 10-seed table for every workload is in docs/scheduling.md.
+// (gpushare80). Runs fewer seeds than the paper (4 instead of 10) to stay within CI time (about 40
+// s on two cores with the guarantee tests below); the 10-seed tables are in docs/scheduling.md.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -18,16 +19,16 @@
 #include "scheduler/policy.h"
 #include "sim/packing.h"
 #include "sim/packing_trace.h"
+#include "sim/packing_workload.h"
+#include "support/trace_test.h"
 
 namespace stoker::sim {
 namespace {
 
-const std::string kOpenb = std::string(STOKER_SHARED_DIR) + "/traces/openb/";
-
 // reference_results.csv: workload,policy,metric,n_seeds,arr_0..arr_130 -> values by step.
-std::map<std::string, std::vector<double>> LoadReference() {
+std::map<std::string, std::vector<double>> LoadReference(const std::string& path) {
   std::map<std::string, std::vector<double>> out;
-  std::ifstream in(kOpenb + "reference_results.csv");
+  std::ifstream in(path);
   std::string line;
   std::getline(in, line);
   while (std::getline(in, line)) {
@@ -53,11 +54,14 @@ class PackingReproTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PackingReproTest, BaselinesMatchPublishedAllocation) {
   const std::string workload = GetParam();
-  auto reference = LoadReference();
-  ASSERT_FALSE(reference.empty()) << "missing " << kOpenb << "reference_results.csv";
-  auto cluster = LoadOpenbNodes(kOpenb + "openb_node_list_gpu_node.csv");
+  STOKER_TRACE_OR_SKIP(ref_path, "openb/reference_results.csv");
+  STOKER_TRACE_OR_SKIP(nodes_path, "openb/openb_node_list_gpu_node.csv");
+  STOKER_TRACE_OR_SKIP(pods_path, "openb/openb_pod_list_" + workload + ".csv");
+  auto reference = LoadReference(ref_path);
+  ASSERT_FALSE(reference.empty()) << "empty " << ref_path;
+  auto cluster = LoadOpenbNodes(nodes_path);
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
-  auto pods = LoadOpenbPods(kOpenb + "openb_pod_list_" + workload + ".csv", cluster->models());
+  auto pods = LoadOpenbPods(pods_path, cluster->models());
   ASSERT_TRUE(pods.ok()) << pods.status().ToString();
   const scheduler::TypicalShapes typical = scheduler::ComputeTypicalShapes(pods->pods, 95);
   const std::vector<Case> cases = {{"random", "01-Random", 1.0},
@@ -121,12 +125,15 @@ INSTANTIATE_TEST_SUITE_P(Openb, PackingReproTest, ::testing::Values("default", "
 // covers default and gpushare80; gpushare40 is not among its baselines because packing sits at
 // exactly the 0.5 tolerance there).
 TEST(StokerVsPublishedFgd, Gpushare40) {
-  auto reference = LoadReference();
+  STOKER_TRACE_OR_SKIP(ref_path, "openb/reference_results.csv");
+  STOKER_TRACE_OR_SKIP(nodes_path, "openb/openb_node_list_gpu_node.csv");
+  STOKER_TRACE_OR_SKIP(pods_path, "openb/openb_pod_list_gpushare40.csv");
+  auto reference = LoadReference(ref_path);
   const auto& fgd = reference["openb_pod_list_gpushare40/06-FGD/gpu_alloc_pct"];
-  ASSERT_EQ(fgd.size(), 14u) << "missing " << kOpenb << "reference_results.csv";
-  auto cluster = LoadOpenbNodes(kOpenb + "openb_node_list_gpu_node.csv");
+  ASSERT_EQ(fgd.size(), 14u) << "no gpushare40 FGD row in " << ref_path;
+  auto cluster = LoadOpenbNodes(nodes_path);
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
-  auto pods = LoadOpenbPods(kOpenb + "openb_pod_list_gpushare40.csv", cluster->models());
+  auto pods = LoadOpenbPods(pods_path, cluster->models());
   ASSERT_TRUE(pods.ok()) << pods.status().ToString();
   const scheduler::TypicalShapes typical = scheduler::ComputeTypicalShapes(pods->pods, 95);
   std::vector<PackingCurve> runs;
@@ -140,6 +147,87 @@ TEST(StokerVsPublishedFgd, Gpushare40) {
     EXPECT_GT(mean.alloc_pct[step], fgd[step / 10]) << "gpushare40 at " << step << " % arrived";
   }
 }
+
+// The guarantee of issue 17 (docs/scheduling.md, "Results"): at every arrival step from 50 % to
+// 130 %, `stoker` allocates at least what FGD does, within 0.05 points (the tolerance the issue
+// measures with; below saturation both place nearly everything that arrives), against our `fgd`
+// on the same arrivals and, where the paper published figures, against those too. On a
+// published workload, a generated GPU-model-constrained one and a generated multi-GPU-heavy one,
+// four seeds (the docs' tables use ten).
+struct GuaranteeCase {
+  std::string workload;  // pod list
+  WorkloadVariant variant;
+};
+
+class StokerGuaranteeTest : public ::testing::TestWithParam<GuaranteeCase> {};
+
+TEST_P(StokerGuaranteeTest, AtOrAboveFgdAtEveryStep) {
+  const GuaranteeCase& g = GetParam();
+  STOKER_TRACE_OR_SKIP(ref_path, "openb/reference_results.csv");
+  STOKER_TRACE_OR_SKIP(nodes_path, "openb/openb_node_list_gpu_node.csv");
+  STOKER_TRACE_OR_SKIP(pods_path, "openb/openb_pod_list_" + g.workload + ".csv");
+  auto cluster = LoadOpenbNodes(nodes_path);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  auto pods = LoadOpenbPods(pods_path, cluster->models());
+  ASSERT_TRUE(pods.ok()) << pods.status().ToString();
+  const std::vector<std::string> policies = {"fgd", "stoker"};
+  const std::vector<uint64_t> seeds = {42, 43, 44, 45};
+  std::vector<PackingCurve> curves(policies.size() * seeds.size());
+  std::vector<std::thread> pool;
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t j = next++; j < curves.size(); j = next++) {
+      auto r = RunPackingVariant(*cluster, pods->pods, g.variant, std::nullopt,
+                                 {policies[j / seeds.size()], seeds[j % seeds.size()], 1300});
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      curves[j] = *r;
+    }
+  };
+  for (int t = 0; t < 2; ++t) pool.emplace_back(work);
+  for (auto& t : pool) t.join();
+  auto mean = [&](size_t p) {
+    return MeanCurve(
+        std::vector<PackingCurve>(curves.begin() + static_cast<long>(p * seeds.size()),
+                                  curves.begin() + static_cast<long>((p + 1) * seeds.size())));
+  };
+  const PackingCurve fgd = mean(0), stoker = mean(1);
+  auto reference = LoadReference(ref_path);
+  const auto& published = reference["openb_pod_list_" + g.workload + "/06-FGD/gpu_alloc_pct"];
+  const bool has_published = g.variant.empty() && published.size() == 14;
+  const std::string name = g.variant.Name(g.workload);
+  std::string line = name + " stoker - max(fgd, published):";
+  for (int step = 50; step <= 130; step += 10) {
+    ASSERT_TRUE(stoker.present[step] && fgd.present[step]) << name << " " << step;
+    double bar = fgd.alloc_pct[step];
+    if (has_published) bar = std::max(bar, published[step / 10]);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " %d:%+.2f", step, stoker.alloc_pct[step] - bar);
+    line += buf;
+    EXPECT_GE(stoker.alloc_pct[step], fgd.alloc_pct[step] - 0.05)
+        << name << " at " << step << " % arrived: stoker " << stoker.alloc_pct[step] << ", our fgd "
+        << fgd.alloc_pct[step];
+    // Below saturation the published curve differs from ours by the seed stream (its arrivals,
+    // not its placements): there our own fgd on the same arrivals is the bar.
+    if (has_published && step >= 100) {
+      EXPECT_GT(stoker.alloc_pct[step], published[step / 10])
+          << name << " at " << step << " % arrived: stoker " << stoker.alloc_pct[step]
+          << ", published FGD " << published[step / 10];
+    }
+  }
+  std::printf("%s\n", line.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Openb, StokerGuaranteeTest,
+                         ::testing::Values(GuaranteeCase{"cpu250", {}},
+                                           GuaranteeCase{"default", {.constrain_pct = 20}},
+                                           GuaranteeCase{"default", {.multi_gpu_pct = 40}}),
+                         [](const ::testing::TestParamInfo<GuaranteeCase>& info) {
+                           std::string n = info.param.variant.Name(info.param.workload);
+                           for (char& ch : n) {
+                             if (ch == '+') ch = '_';
+                           }
+                           return n;
+                         });
 
 }  // namespace
 }  // namespace stoker::sim

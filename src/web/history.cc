@@ -37,58 +37,91 @@ const History::Point* History::Ring::Last() const {
   return full ? &points[(head + points.size() - 1) % points.size()] : &points.back();
 }
 
+History::Ring* History::RingLocked(const std::string& key) {
+  auto it = rings_.find(key);
+  if (it != rings_.end()) return &it->second;
+  if (rings_.size() >= opt_.max_gpus) {
+    ++dropped_gpus_;
+    return nullptr;
+  }
+  return &rings_.emplace(key, Ring{}).first->second;
+}
+
+void History::RecordLocked(Ring& r, WallTime t, std::optional<double> util,
+                           std::optional<double> sm, double mem, int64_t job) {
+  const int64_t bucket = BucketOf(t);
+  const Point* last = r.Last();
+  if (last != nullptr && bucket < last->bucket) return;  // late sample: its bucket is written
+  Point* p = nullptr;
+  if (last != nullptr && last->bucket == bucket) {
+    p = const_cast<Point*>(last);
+  } else if (r.points.size() < capacity_) {
+    r.points.push_back(Point{.bucket = bucket});
+    p = &r.points.back();
+  } else {
+    r.full = true;
+    p = &r.points[r.head];
+    *p = Point{.bucket = bucket};
+    r.head = (r.head + 1) % r.points.size();
+  }
+  if (p->count == 255) return;  // the bucket's mean is settled
+  p->util_sum = static_cast<uint16_t>(p->util_sum + Pct(util.value_or(0)));
+  p->mem_sum = static_cast<uint16_t>(p->mem_sum + Pct(mem));
+  if (sm) {
+    p->sm_sum = static_cast<uint16_t>(p->sm_sum + Pct(*sm));
+    ++p->sm_count;
+  }
+  ++p->count;
+  if (job != 0) {
+    p->job = job;
+    auto j = jobs_.find(job);
+    if (j != jobs_.end()) j->second.last_bucket = bucket;
+  }
+}
+
 void History::OnHeartbeat(const std::string& node, const std::vector<GpuSample>& gpus,
                           WallTime /*at*/) {
   std::lock_guard lock(mu_);
+  auto percent = [](const Field<uint64_t>& used, const Field<uint64_t>& total) {
+    if (total.value_or(0) == 0) return 0.0;
+    return 100.0 * static_cast<double>(used.value_or(0)) / static_cast<double>(total.value());
+  };
+  auto sm_of = [](const GpmMetrics& g) -> std::optional<double> {
+    if (!g.sm_active.has_value()) return std::nullopt;
+    return g.sm_active.value() * 100;
+  };
   for (const GpuSample& s : gpus) {
     const std::string key = node + "/" + std::to_string(s.id.index);
-    auto it = rings_.find(key);
-    if (it == rings_.end()) {
-      if (rings_.size() >= opt_.max_gpus) {
-        ++dropped_gpus_;
-        continue;
-      }
-      it = rings_.emplace(key, Ring{}).first;
-      it->second.node = node;
-      it->second.index = s.id.index;
-    }
-    Ring& r = it->second;
-    r.name = s.id.name;
-    r.uuid = s.id.uuid;
-    r.mig = s.mig_enabled.value_or(false) || !s.mig_instances.empty();
-    const int64_t bucket = BucketOf(s.timestamp);
-    const Point* last = r.Last();
-    if (last != nullptr && bucket < last->bucket) continue;  // late sample: its bucket is written
-    Point* p = nullptr;
-    if (last != nullptr && last->bucket == bucket) {
-      p = const_cast<Point*>(last);
-    } else if (r.points.size() < capacity_) {
-      r.points.push_back(Point{.bucket = bucket});
-      p = &r.points.back();
-    } else {
-      r.full = true;
-      p = &r.points[r.head];
-      *p = Point{.bucket = bucket};
-      r.head = (r.head + 1) % r.points.size();
-    }
-    if (p->count == 255) continue;  // the bucket's mean is settled
-    p->util_sum = static_cast<uint16_t>(p->util_sum + Pct(s.util_gpu_pct.value_or(0)));
-    double mem = 0;
-    if (s.memory_total_bytes.value_or(0) > 0) {
-      mem = 100.0 * static_cast<double>(s.memory_used_bytes.value_or(0)) /
-            static_cast<double>(s.memory_total_bytes.value());
-    }
-    p->mem_sum = static_cast<uint16_t>(p->mem_sum + Pct(mem));
-    if (s.gpm.sm_active.has_value()) {
-      p->sm_sum = static_cast<uint16_t>(p->sm_sum + Pct(s.gpm.sm_active.value() * 100));
-      ++p->sm_count;
-    }
-    ++p->count;
+    Ring* r = RingLocked(key);
+    if (r == nullptr) continue;
+    r->node = node;
+    r->index = s.id.index;
+    r->name = s.id.name;
+    r->uuid = s.id.uuid;
+    r->mig = s.mig_enabled.value_or(false) || !s.mig_instances.empty();
     auto h = holder_.find({node, s.id.index});
-    if (h != holder_.end()) {
-      p->job = h->second;
-      auto j = jobs_.find(h->second);
-      if (j != jobs_.end()) j->second.last_bucket = bucket;
+    RecordLocked(*r, s.timestamp, s.util_gpu_pct.value_or(0), sm_of(s.gpm),
+                 percent(s.memory_used_bytes, s.memory_total_bytes),
+                 h == holder_.end() ? 0 : h->second);
+    for (const MigInstance& m : s.mig_instances) {
+      const std::string id = m.uuid.empty() ? std::to_string(m.gpu_instance_id) + "." +
+                                                  std::to_string(m.compute_instance_id)
+                                            : m.uuid;
+      Ring* slice = RingLocked(key + "/" + id);
+      if (slice == nullptr) continue;
+      slice->node = node;
+      slice->index = s.id.index;
+      slice->name = s.id.name;
+      slice->uuid = s.id.uuid;
+      slice->mig = true;
+      slice->mig_uuid = id;
+      slice->mig_profile = m.profile;
+      slice->mig_slices = m.slices;
+      auto mh = mig_holder_.find({node, m.uuid});
+      const std::optional<double> sm = sm_of(m.gpm);
+      RecordLocked(*slice, s.timestamp, std::nullopt, sm,
+                   percent(m.memory_used_bytes, m.memory_total_bytes),
+                   mh == mig_holder_.end() ? 0 : mh->second);
     }
   }
 }
@@ -102,11 +135,17 @@ void History::OnJobChanged(const server::Job& job) {
   for (auto it = holder_.begin(); it != holder_.end();) {
     it = it->second == job.id ? holder_.erase(it) : std::next(it);
   }
+  for (auto it = mig_holder_.begin(); it != mig_holder_.end();) {
+    it = it->second == job.id ? mig_holder_.erase(it) : std::next(it);
+  }
   JobInfo& info = jobs_[job.id];
   info.user = job.user;
   info.active = holds;
   if (holds) {
     for (uint32_t g : job.assignment->gpu_indices) holder_[{job.assignment->node, g}] = job.id;
+    if (!job.assignment->mig_uuid.empty()) {
+      mig_holder_[{job.assignment->node, job.assignment->mig_uuid}] = job.id;
+    }
   }
   if (jobs_.size() > 4 * opt_.max_gpus + 1024) {
     int64_t newest = 0;
@@ -197,6 +236,11 @@ json History::Gpus(const server::Principal& who, Duration window, int points,
     json g = {{"node", r.node},        {"index", r.index},        {"name", r.name},
               {"mig", r.mig},          {"util", std::move(util)}, {"sm", std::move(sm)},
               {"mem", std::move(mem)}, {"job", std::move(job)}};
+    if (!r.mig_uuid.empty()) {
+      g["util"] = g["sm"];  // NVML has no utilization per MIG instance
+      g["mig_instance"] = {
+          {"uuid", r.mig_uuid}, {"profile", r.mig_profile}, {"slices", r.mig_slices}};
+    }
     gpus.push_back(std::move(g));
   }
   // Users learn the owner of their own jobs only; the jobs' users for admins.
@@ -241,8 +285,9 @@ void History::AddRoutes(http::Router* router) {
                                "how far back from now (default 1h; cut to what is kept)"),
         QueryParam::Int("points", 1, kMaxPoints, "at most this many time columns (default 240)"),
         QueryParam::String("node", 128, "only this node's GPUs")},
-       "Every GPU's utilization, SM activity and memory use over time, in columns of equal "
-       "length, with the job that held it (a user sees their own jobs; others' are -1)",
+       "Every GPU's (and MIG instance's) utilization, SM activity and memory use over time, in "
+       "columns of equal length, with the job that held it (a user sees their own jobs; others' "
+       "are -1)",
        [this](const RouteCall& c) {
          const Duration window = c.QueryDuration("window").value_or(std::chrono::hours(1));
          const std::string* node = c.Query("node");
@@ -278,6 +323,10 @@ json History::OpenApiPaths() const {
             {"properties",
              {{"node", {{"type", "string"}}},
               {"index", {{"type", "integer"}}},
+              {"mig_instance",
+               {{"type", "object"},
+                {"description",
+                 "a MIG instance's row (util is its SM activity): uuid, profile, slices"}}},
               {"util", {{"type", "array"}, {"items", {{"type", "integer"}, {"nullable", true}}}}},
               {"sm", {{"type", "array"}, {"items", {{"type", "integer"}, {"nullable", true}}}}},
               {"mem", {{"type", "array"}, {"items", {{"type", "integer"}, {"nullable", true}}}}},

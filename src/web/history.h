@@ -8,14 +8,19 @@
 //   GET /api/v1/history/gpus?window=1h&points=240&node=   users and admins
 //   GET /api/v1/history/fragmentation?window=24h          users and admins
 //
-// Memory is bounded: `span / bucket` points per GPU (16 bytes each), at most `max_gpus` GPUs
-// (later GPUs are counted as dropped), and job owners for the jobs seen within the span.
+// A MIG GPU also gets a row per MIG instance (slice), after its own: NVML has no utilization per
+// instance, so a slice's `util` is its SM activity (GPM), its memory is the instance's, and its
+// job is the one placed on that instance (a MIG job names its instance's UUID).
+//
+// Memory is bounded: `span / bucket` points per row (24 bytes each), at most `max_gpus` rows
+// (later ones are counted as dropped), and job owners for the jobs seen within the span.
 // A user sees which of their own jobs held a cell; a cell held by another user's job says only
 // that it was busy (job -1), like /allocations hides other users' jobs.
 
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +71,9 @@ class History final : public server::ServerObserver, public server::ApiExtension
     std::string name;
     std::string uuid;
     bool mig = false;
+    // A MIG instance's row: its UUID, profile ("3g.40gb") and GPU slices; empty for a GPU.
+    std::string mig_uuid, mig_profile;
+    uint32_t mig_slices = 0;
     std::vector<Point> points;  // circular, capacity = span / bucket
     size_t head = 0;            // next slot to write once full
     bool full = false;
@@ -80,6 +88,11 @@ class History final : public server::ServerObserver, public server::ApiExtension
 
   int64_t BucketOf(WallTime t) const;
   void PruneJobsLocked(int64_t oldest_bucket);
+  // The ring for `key`, made on first use; nullptr (and counted) beyond max_gpus.
+  Ring* RingLocked(const std::string& key);
+  // Adds one reading (percents; SM activity absent when nullopt) to `r`'s bucket at `t`.
+  void RecordLocked(Ring& r, WallTime t, std::optional<double> util, std::optional<double> sm,
+                    double mem, int64_t job);
 
   const Clock* clock_;
   HistoryOptions opt_;
@@ -88,7 +101,8 @@ class History final : public server::ServerObserver, public server::ApiExtension
   std::map<std::string, Ring> rings_;  // "node/index", guarded by mu_
   int64_t dropped_gpus_ = 0;           // samples of GPUs beyond max_gpus, guarded by mu_
   // (node, gpu index) -> job holding it now; job -> (user, last bucket it was seen active).
-  std::map<std::pair<std::string, uint32_t>, int64_t> holder_;  // guarded by mu_
+  std::map<std::pair<std::string, uint32_t>, int64_t> holder_;         // guarded by mu_
+  std::map<std::pair<std::string, std::string>, int64_t> mig_holder_;  // (node, MIG UUID), mu_
   struct JobInfo {
     std::string user;
     int64_t last_bucket = 0;

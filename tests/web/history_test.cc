@@ -119,6 +119,44 @@ TEST(History, UsersSeeTheirOwnJobsInCellsAndOnlyThatOthersWereBusy) {
   EXPECT_EQ(after["gpus"][0]["job"], json::parse("[7, 0]"));
 }
 
+TEST(History, MigInstancesGetRowsOfTheirOwnWithTheirJob) {
+  ManualClock clock;  // its wall clock starts at kT0
+  History h(&clock, {.bucket = std::chrono::seconds(10)});
+  GpuSample gpu = Sample(3, kT0, 0, 30);  // NVML reports no utilization for a MIG GPU's work
+  gpu.mig_enabled = Field<bool>::Of(true);
+  for (uint32_t gi : {1u, 2u}) {
+    MigInstance m;
+    m.gpu_instance_id = gi;
+    m.profile = "3g.40gb";
+    m.uuid = "MIG-" + std::to_string(gi);
+    m.slices = 3;
+    m.memory_total_bytes = Field<uint64_t>::Of(uint64_t{40} << 30);
+    m.memory_used_bytes = Field<uint64_t>::Of(uint64_t{10 * gi} << 30);
+    if (gi == 1) m.gpm.sm_active = Field<double>::Of(0.8);  // the other has no GPM reading
+    gpu.mig_instances.push_back(m);
+  }
+  Job j = RunningJob(9, "alice", "n1", {3});
+  j.assignment->mig_uuid = "MIG-2";
+  h.OnJobChanged(j);
+  h.OnHeartbeat("n1", {gpu}, kT0);
+  const WallTime now = kT0 + std::chrono::seconds(5);
+  const json out = h.Gpus(Principal{"bob", Role::kUser}, std::chrono::seconds(10), 1, "", now);
+  ASSERT_EQ(out["gpus"].size(), 3u);  // the GPU, then its two instances
+  EXPECT_FALSE(out["gpus"][0].contains("mig_instance"));
+  EXPECT_TRUE(out["gpus"][0]["mig"]);
+  const json& one = out["gpus"][1];
+  EXPECT_EQ(one["mig_instance"], json::parse(R"({"uuid":"MIG-1","profile":"3g.40gb","slices":3})"));
+  EXPECT_EQ(one["util"], json::parse("[80]"));  // its SM activity stands in
+  EXPECT_EQ(one["mem"], json::parse("[25]"));   // 10 GiB of the instance's 40
+  EXPECT_EQ(one["job"], json::parse("[0]"));
+  const json& two = out["gpus"][2];
+  EXPECT_EQ(two["util"], json::parse("[null]"));  // no reading is not 0 %
+  EXPECT_EQ(two["mem"], json::parse("[50]"));
+  EXPECT_EQ(two["job"], json::parse("[-1]"));  // alice's job, seen by bob
+  const json mine = h.Gpus(Principal{"alice", Role::kUser}, std::chrono::seconds(10), 1, "", now);
+  EXPECT_EQ(mine["gpus"][2]["job"], json::parse("[9]"));
+}
+
 TEST(History, FragmentationSamplesForTheWindow) {
   ManualClock clock;  // its wall clock starts at kT0
   History h(&clock);

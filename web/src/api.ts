@@ -260,6 +260,8 @@ export interface GpuHistory {
     index: number;
     name: string;
     mig: boolean;
+    // A MIG instance's row (after its GPU's): its util is its SM activity.
+    mig_instance?: { uuid: string; profile: string; slices: number };
     util: (number | null)[];
     sm: (number | null)[];
     mem: (number | null)[];

@@ -150,7 +150,12 @@ export async function drawHeatmap(host: HTMLElement, info: HTMLElement, state: H
   const zoneOf = new Map((zones?.gpus ?? []).map((z) => [z.key, z]));
   // Alerts name a GPU by its UUID (labels gpu and uuid) and its node by hostname.
   const gpuByUuid = new Map<string, string>();
-  for (const n of nodes) for (const g of n.gpus) gpuByUuid.set(g.uuid, `${n.name}/${g.index}`);
+  for (const n of nodes) {
+    for (const g of n.gpus) {
+      gpuByUuid.set(g.uuid, `${n.name}/${g.index}`);
+      for (const m of g.mig ?? []) gpuByUuid.set(m.uuid, `${n.name}/${g.index}/${m.uuid}`);
+    }
+  }
   const alertedNodes = new Set<string>();
   const alertedGpus = new Set<string>();
   for (const a of alerts) {
@@ -165,17 +170,22 @@ export async function drawHeatmap(host: HTMLElement, info: HTMLElement, state: H
     for (const g of al.gpu_indices) shared.set(`${al.node}/${g}`, (shared.get(`${al.node}/${g}`) ?? 0) + 1);
   }
 
-  // Rows from the bottom up in ECharts, so reverse to read top-down by node and index.
-  const rows = [...hist.gpus].sort((a, b) => a.node.localeCompare(b.node) || a.index - b.index).reverse();
-  const rowKeys = rows.map((g) => `${g.node}/${g.index}`);
+  // Rows from the bottom up in ECharts, so reverse to read top-down by node and index, each MIG
+  // GPU followed by its instances.
+  const slice = (g: GpuHistory["gpus"][number]) => g.mig_instance?.uuid ?? "";
+  const rows = [...hist.gpus]
+    .sort((a, b) => a.node.localeCompare(b.node) || a.index - b.index || slice(a).localeCompare(slice(b)))
+    .reverse();
+  const rowKeys = rows.map((g) => `${g.node}/${g.index}${g.mig_instance ? "/" + g.mig_instance.uuid : ""}`);
   const rowLabels = rows.map((g, i) => {
     const key = rowKeys[i];
     const z = zoneOf.get(key);
     const marks = [z ? ZONE_MARK[z.zone] ?? "" : "", alertedGpus.has(key) || alertedNodes.has(g.node) ? "⚠" : ""]
       .filter(Boolean)
       .join(" ");
-    const kind = g.mig ? " MIG" : shared.has(key) ? ` shared×${shared.get(key)}` : "";
     const sim = nodeOf.get(g.node)?.simulated ? " (sim)" : "";
+    if (g.mig_instance) return `${marks} └ MIG ${g.mig_instance.profile}${sim}`.trim();
+    const kind = g.mig ? " MIG" : shared.has(key) ? ` shared×${shared.get(key)}` : "";
     return `${marks} ${g.node}/gpu${g.index}${kind}${sim}`.trim();
   });
   const times: number[] = [];
@@ -205,7 +215,7 @@ export async function drawHeatmap(host: HTMLElement, info: HTMLElement, state: H
     el(
       "span",
       {},
-      `${rows.length} GPUs on ${new Set(rows.map((r) => r.node)).size} nodes · ${hist.columns} columns of ${Math.round(hist.step_ms / 1000)} s · up to ${fmtTime(hist.now_ms)}`,
+      `${rows.filter((r) => !r.mig_instance).length} GPUs${rows.some((r) => r.mig_instance) ? ` and ${rows.filter((r) => r.mig_instance).length} MIG instances` : ""} on ${new Set(rows.map((r) => r.node)).size} nodes · ${hist.columns} columns of ${Math.round(hist.step_ms / 1000)} s · up to ${fmtTime(hist.now_ms)}`,
     ),
     anySimulated ? simulatedBadge() : "",
     hist.dropped_gpus > 0 ? el("span", { class: "warn" }, ` ${hist.dropped_gpus} GPU samples beyond the history's limit`) : "",
@@ -249,7 +259,13 @@ export async function drawHeatmap(host: HTMLElement, info: HTMLElement, state: H
         ? `<br/>zone ${z.zone}${z.zone === "unknown" && zones ? ` (${coverageNote([z], zones)})` : ""}`
         : "";
       const reading = v === null || v === undefined ? "no sample" : `<b>${v}</b>`;
-      return `${g.node} GPU ${g.index} ${g.name}${g.mig ? " (MIG)" : ""}<br/>${fmtTime(times[col])}<br/>${METRIC_NAMES[state.metric]}: ${reading}<br/>${job}${zone}${sim}`;
+      const m = g.mig_instance;
+      const what = m
+        ? `${g.node} GPU ${g.index} ${g.name}, MIG instance ${m.profile} (${m.slices} slices)`
+        : `${g.node} GPU ${g.index} ${g.name}${g.mig ? " (MIG mode)" : ""}`;
+      const note = m && state.metric === "util" ? "<br/><i>utilization of a MIG instance is its SM activity (NVML has none per instance)</i>" : "";
+      const sharers = !m && shared.has(rowKeys[row]) ? `<br/>shared now by ${shared.get(rowKeys[row])} jobs` : "";
+      return `${what}<br/>${fmtTime(times[col])}<br/>${METRIC_NAMES[state.metric]}: ${reading}${note}<br/>${job}${sharers}${zone}${sim}`;
     },
   };
   drawnOf.set(host, drawn);

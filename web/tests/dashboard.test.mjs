@@ -68,8 +68,15 @@ await runTest(
       return t;
     }, 10000);
     check(tip.includes(node.name) && tip.includes("simulated GPU"), `hovering a cell shows its GPU (${tip.slice(0, 80)}...)`);
+    // Coloured by memory, every MIG instance has a row of its own under its GPU.
     await page.selectOption("#metric", "mem");
-    await page.waitForTimeout(500);
+    const slices = node.gpus.flatMap((g) => (g.mig ?? []).map((m) => `${node.name}/${g.index}/${m.uuid}`));
+    check(slices.length > 0, `the simulated node has MIG instances (${slices.length})`);
+    await up.waitFor("a heatmap row for every MIG instance", async () => {
+      const r = JSON.parse((await page.getAttribute("#heatmap", "data-rows")) ?? "[]");
+      return slices.every((k) => r.includes(k));
+    });
+    check(true, "the heatmap has a row for every MIG instance");
     await page.screenshot({ path: path.join(artifacts, "heatmap.png"), fullPage: true });
 
     // A job through the API, then the jobs table and its page with its logs.

@@ -147,7 +147,15 @@ export async function drawHeatmap(host: HTMLElement, info: HTMLElement, state: H
   const t1 = performance.now();
   performance.measure("heatmap-fetch", { start: t0, end: t1 });
   const nodeOf = new Map(nodes.map((n) => [n.name, n]));
-  const zoneOf = new Map((zones?.gpus ?? []).map((z) => [z.key, z]));
+  // Zones, like alerts, name a GPU by its UUID; rows are "node/index".
+  const zoneByUuid = new Map((zones?.gpus ?? []).map((z) => [z.key, z]));
+  const zoneOf = new Map<string, (typeof zones & object)["gpus"][number]>();
+  for (const n of nodes) {
+    for (const g of n.gpus) {
+      const z = zoneByUuid.get(g.uuid);
+      if (z) zoneOf.set(`${n.name}/${g.index}`, z);
+    }
+  }
   // Alerts name a GPU by its UUID (labels gpu and uuid) and its node by hostname.
   const gpuByUuid = new Map<string, string>();
   for (const n of nodes) {
@@ -207,6 +215,7 @@ export async function drawHeatmap(host: HTMLElement, info: HTMLElement, state: H
   // What the browser test (and a curious reader) can check: the rows drawn and their cells.
   host.dataset.rows = JSON.stringify(rowKeys.filter((_, i) => cellsPerRow[i] > 0));
   host.dataset.cells = String(cellCount);
+  host.dataset.zones = JSON.stringify(Object.fromEntries(rowKeys.filter((k) => zoneOf.has(k)).map((k) => [k, zoneOf.get(k)!.zone])));
   host.dataset.alerted = JSON.stringify(rowKeys.filter((k, i) => alertedGpus.has(k) || alertedNodes.has(rows[i].node)));
 
   const anySimulated = nodes.some((n) => n.simulated);

@@ -50,6 +50,13 @@ await runTest(
     });
     check(want.every((k) => rows.includes(k)), `the heatmap has cells for all ${want.length} GPUs of ${node.name}`);
     check((await page.textContent("#heatmap-info")).includes("simulated data"), "the heatmap says its data is simulated");
+    // Every GPU's row carries its zone (the engine names GPUs by UUID, the rows by node/index);
+    // this early they are unknown, and the page says how much of the window is covered.
+    const zones = await up.waitFor("a zone mark on every GPU's row", async () => {
+      const z = JSON.parse((await page.getAttribute("#heatmap", "data-zones")) ?? "{}");
+      return want.every((k) => z[k]) && z;
+    });
+    check(Object.values(zones).includes("unknown") ? (await page.textContent("#unknown-zones")).includes("covered") : true, `zone marks on all rows (${[...new Set(Object.values(zones))].join(", ")}), unknown ones with their coverage`);
     // The cells are painted: the chart's canvas is not blank where the grid is.
     const painted = await page.evaluate(() => {
       const c = document.querySelector("#heatmap canvas");

@@ -3,6 +3,8 @@
 // --input FILE.jsonl, the same engine replayed offline over recorded samples (format in
 // src/efficiency/records.h). Both paths print the same JSON shapes (efficiency/api_json.h).
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -20,6 +22,7 @@
 #include "web/site.h"
 #ifdef STOKER_HAVE_EFFICIENCY_SIM
 #include "efficiency/sim_idle.h"
+#include "efficiency/sizing.h"
 #include "sim/traces.h"
 #endif
 
@@ -340,62 +343,75 @@ struct SimEffFlags {
   std::string preemptible_max = "2h";
 };
 
+// The trace and the model options every proof-by-simulation command shares (sim efficiency,
+// sim size).
+struct SimEffSetup {
+  sim::Trace trace;
+  sim::JobsSimOptions opt;
+  eff::EfficiencySimOptions o;
+};
+Result<SimEffSetup> LoadSimEff(const SimEffFlags& f) {
+  SimEffSetup setup;
+  STOKER_ASSIGN_OR_RETURN(
+      auto cfg, f.config.empty() ? eff::LoadConfigYaml("") : eff::LoadConfigFile(f.config));
+  STOKER_ASSIGN_OR_RETURN(auto format, sim::ParseTraceFormat(f.format));
+  if (f.idle_share < 0 || f.idle_share > 1) {
+    return InvalidArgument("--idle-share: must be in [0, 1]");
+  }
+  sim::TraceLoadOptions load;
+  load.limit = f.limit;
+  load.skip_bad_rows = true;
+  STOKER_ASSIGN_OR_RETURN(setup.trace, sim::LoadTrace(f.trace, format, load));
+  sim::JobsSimOptions& opt = setup.opt;
+  if (!f.cluster.empty()) {
+    STOKER_ASSIGN_OR_RETURN(opt.cluster, sim::ParseClusterShape(f.cluster));
+  } else if (setup.trace.cluster) {
+    opt.cluster = *setup.trace.cluster;
+  }
+  eff::EfficiencySimOptions& o = setup.o;
+  o.idleness.idle_share = f.idle_share;
+  o.idleness.seed = f.seed;
+  o.policy = cfg.idle;
+  o.queue_policy = f.queue;
+  o.oversub = cfg.oversub;
+  // The third variant exists to show oversubscription: with it off in the configuration (the
+  // default), it simulates the largest ratio allowed.
+  if (!f.oversub_ratio && o.oversub.max_ratio_milli == 1000) o.oversub.max_ratio_milli = 1500;
+  if (f.oversub_ratio) {
+    if (!std::isfinite(*f.oversub_ratio)) return InvalidArgument("--oversub-ratio: not a number");
+    o.oversub.max_ratio_milli = std::llround(*f.oversub_ratio * 1000);
+  }
+  if (!f.grace.empty()) {
+    auto g = ParseDuration(f.grace);
+    if (!g.ok()) return g.status().WithContext("--grace");
+    o.oversub.grace = *g;
+  }
+  STOKER_RETURN_IF_ERROR(eff::ValidateOversubscription(o.oversub));
+  if (f.preemptible_share < 0 || f.preemptible_share > 1) {
+    return InvalidArgument("--preemptible-share: must be in [0, 1]");
+  }
+  o.preemptible.share = f.preemptible_share;
+  if (!(f.busy_activity > 0 && f.busy_activity <= 100)) {
+    return InvalidArgument("--busy-activity: must be in (0, 100] percent");
+  }
+  o.idleness.busy_activity_milli = std::llround(f.busy_activity * 1000);
+  auto pmax = ParseDuration(f.preemptible_max);
+  if (!pmax.ok()) return pmax.status().WithContext("--preemptible-max");
+  o.preemptible.max_duration_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(*pmax).count();
+  return setup;
+}
+
 int RunSimEfficiency(const SimEffFlags& f) {
   auto fail = [](const Status& s) {
     std::cerr << "stoker sim efficiency: " << s.ToString() << "\n";
     return ExitCodeFor(s);
   };
-  auto cfg = f.config.empty() ? eff::LoadConfigYaml("") : eff::LoadConfigFile(f.config);
-  if (!cfg.ok()) return fail(cfg.status());
-  auto format = sim::ParseTraceFormat(f.format);
-  if (!format.ok()) return fail(format.status());
-  if (f.idle_share < 0 || f.idle_share > 1)
-    return fail(InvalidArgument("--idle-share: must be in [0, 1]"));
-  sim::TraceLoadOptions load;
-  load.limit = f.limit;
-  load.skip_bad_rows = true;
-  auto trace = sim::LoadTrace(f.trace, *format, load);
-  if (!trace.ok()) return fail(trace.status());
-  sim::JobsSimOptions opt;
-  if (!f.cluster.empty()) {
-    auto shape = sim::ParseClusterShape(f.cluster);
-    if (!shape.ok()) return fail(shape.status());
-    opt.cluster = *shape;
-  } else if (trace->cluster) {
-    opt.cluster = *trace->cluster;
-  }
-  eff::EfficiencySimOptions o;
-  o.idleness.idle_share = f.idle_share;
-  o.idleness.seed = f.seed;
-  o.policy = cfg->idle;
-  o.queue_policy = f.queue;
-  o.oversub = cfg->oversub;
-  // The third variant exists to show oversubscription: with it off in the configuration (the
-  // default), it simulates the largest ratio allowed.
-  if (!f.oversub_ratio && o.oversub.max_ratio_milli == 1000) o.oversub.max_ratio_milli = 1500;
-  if (f.oversub_ratio) {
-    if (!std::isfinite(*f.oversub_ratio))
-      return fail(InvalidArgument("--oversub-ratio: not a number"));
-    o.oversub.max_ratio_milli = std::llround(*f.oversub_ratio * 1000);
-  }
-  if (!f.grace.empty()) {
-    auto g = ParseDuration(f.grace);
-    if (!g.ok()) return fail(g.status().WithContext("--grace"));
-    o.oversub.grace = *g;
-  }
-  if (Status s = eff::ValidateOversubscription(o.oversub); !s.ok()) return fail(s);
-  if (f.preemptible_share < 0 || f.preemptible_share > 1) {
-    return fail(InvalidArgument("--preemptible-share: must be in [0, 1]"));
-  }
-  o.preemptible.share = f.preemptible_share;
-  if (!(f.busy_activity > 0 && f.busy_activity <= 100)) {
-    return fail(InvalidArgument("--busy-activity: must be in (0, 100] percent"));
-  }
-  o.idleness.busy_activity_milli = std::llround(f.busy_activity * 1000);
-  auto pmax = ParseDuration(f.preemptible_max);
-  if (!pmax.ok()) return fail(pmax.status().WithContext("--preemptible-max"));
-  o.preemptible.max_duration_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(*pmax).count();
+  auto setup = LoadSimEff(f);
+  if (!setup.ok()) return fail(setup.status());
+  const sim::Trace* trace = &setup->trace;
+  const sim::JobsSimOptions& opt = setup->opt;
+  const eff::EfficiencySimOptions& o = setup->o;
   auto results = eff::CompareReclaim(sim::JobsFromTrace(*trace), opt, o);
   if (!results.ok()) return fail(results.status());
   auto tier_json = [](const eff::TierStats& t) {
@@ -463,6 +479,101 @@ int RunSimEfficiency(const SimEffFlags& f) {
                   t->jct_s.mean, t->jct_s.median, static_cast<long long>(t->preemptions),
                   t->lost_gpu_hours);
     }
+  }
+  return kExitOk;
+}
+
+struct SimSizeFlags : SimEffFlags {
+  int gpus_per_node = 8;
+  std::string max_mean_queue = "10m", max_p99_queue = "2h";
+  std::vector<std::string> variants = {"static", "reclaim", "reclaim+oversub"};
+  int max_nodes = 100'000;
+};
+
+int RunSimSize(const SimSizeFlags& f) {
+  auto fail = [](const Status& s) {
+    std::cerr << "stoker sim size: " << s.ToString() << "\n";
+    return ExitCodeFor(s);
+  };
+  if (!f.cluster.empty())
+    return fail(InvalidArgument("--cluster: the size is what sim size finds"));
+  if (f.gpus_per_node <= 0 || f.gpus_per_node > 64) {
+    return fail(InvalidArgument("--gpus-per-node: must be 1..64"));
+  }
+  auto setup = LoadSimEff(f);
+  if (!setup.ok()) return fail(setup.status());
+  eff::SizingOptions so;
+  so.sim = setup->o;
+  so.base = setup->opt;
+  so.base.cluster.gpus_per_node = f.gpus_per_node;
+  so.variants = f.variants;
+  so.max_nodes = f.max_nodes;
+  auto mean = ParseDuration(f.max_mean_queue);
+  if (!mean.ok()) return fail(mean.status().WithContext("--max-mean-queue"));
+  auto p99 = ParseDuration(f.max_p99_queue);
+  if (!p99.ok()) return fail(p99.status().WithContext("--max-p99-queue"));
+  so.targets.max_mean_s = std::chrono::duration<double>(*mean).count();
+  so.targets.max_p99_s = std::chrono::duration<double>(*p99).count();
+  // Progress: one line on stderr, rewritten after every simulation, when it is a terminal.
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  so.on_probe = [&](const eff::SizingProbe& p) {
+    if (!tty) return;
+    std::fprintf(stderr, "\r\033[K[%d] %-16s %6d nodes: queue mean %8.0f s, p99 %8.0f s: %s",
+                 p.probes_done, p.variant.c_str(), p.nodes, p.mean_s, p.p99_s,
+                 p.met ? "meets the targets" : "misses");
+  };
+  const std::vector<sim::JobSpec> jobs = sim::JobsFromTrace(setup->trace);
+  auto sized = eff::SizeCluster(jobs, so);
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  if (!sized.ok()) return fail(sized.status());
+  if (f.json) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const eff::SizedVariant& v : *sized) {
+      nlohmann::json probes = nlohmann::json::array();
+      for (const auto& p : v.probes) {
+        probes.push_back({{"nodes", p.nodes},
+                          {"met", p.met},
+                          {"queue_delay_mean_s", p.mean_s},
+                          {"queue_delay_p99_s", p.p99_s}});
+      }
+      arr.push_back({{"variant", v.name},
+                     {"nodes", v.nodes},
+                     {"gpus", v.nodes > 0 ? int64_t{v.nodes} * f.gpus_per_node : -1},
+                     {"queue_delay_mean_s", v.result.report.queue_delay_s.mean},
+                     {"queue_delay_p99_s", v.result.report.queue_delay_s.p99},
+                     {"used_gpu_utilization_pct", v.result.used_gpu_utilization_pct},
+                     {"mean_allocation_pct", v.result.report.mean_allocation_pct},
+                     {"jct_mean_s", v.result.report.jct_s.mean},
+                     {"jobs_completed", v.result.report.jobs_completed},
+                     {"probes", probes}});
+    }
+    nlohmann::json out = {{"trace", f.trace},
+                          {"jobs", jobs.size()},
+                          {"gpus_per_node", f.gpus_per_node},
+                          {"max_mean_queue_s", so.targets.max_mean_s},
+                          {"max_p99_queue_s", so.targets.max_p99_s},
+                          {"variants", arr}};
+    std::cout << out.dump(2) << "\n";
+    return kExitOk;
+  }
+  std::printf(
+      "trace %s: %zu jobs; targets: mean queueing <= %s, p99 < %s; %d-GPU nodes, queue %s\n",
+      f.trace.c_str(), jobs.size(), f.max_mean_queue.c_str(), f.max_p99_queue.c_str(),
+      f.gpus_per_node, f.queue.c_str());
+  std::printf("%-16s %7s %7s %12s %12s %11s %8s %7s\n", "variant", "nodes", "GPUs", "queue-mean-s",
+              "queue-p99-s", "used-util%", "alloc%", "probes");
+  for (const eff::SizedVariant& v : *sized) {
+    if (v.nodes < 0) {
+      std::printf("%-16s %7s %7s %12.0f %12.0f %11s %8s %7zu  (no size up to %d nodes)\n",
+                  v.name.c_str(), "-", "-", v.result.report.queue_delay_s.mean,
+                  v.result.report.queue_delay_s.p99, "-", "-", v.probes.size(), f.max_nodes);
+      continue;
+    }
+    std::printf("%-16s %7d %7lld %12.0f %12.0f %11.1f %8.1f %7zu\n", v.name.c_str(), v.nodes,
+                static_cast<long long>(int64_t{v.nodes} * f.gpus_per_node),
+                v.result.report.queue_delay_s.mean, v.result.report.queue_delay_s.p99,
+                v.result.used_gpu_utilization_pct, v.result.report.mean_allocation_pct,
+                v.probes.size());
   }
   return kExitOk;
 }
@@ -629,6 +740,43 @@ void RegisterEfficiencyCommands(CLI::App& app, int& exit_code) {
       "percent of its GPUs a busy guaranteed job uses; co-located jobs get the rest (default 60)");
   simeff->add_flag("--json", sim_flags.json, "JSON output");
   simeff->callback([&exit_code] { exit_code = RunSimEfficiency(sim_flags); });
+  static SimSizeFlags size_flags;
+  CLI::App* simsize = parent->add_subcommand(
+      "size",
+      "the smallest cluster (nodes of --gpus-per-node GPUs, found by search) that meets the "
+      "queueing targets, for static allocation, idle reclaim and reclaim+oversubscription");
+  simsize->add_option("--trace", size_flags.trace, "trace CSV")->required();
+  simsize->add_option("--format", size_flags.format, "itp, philly or tiresias");
+  simsize
+      ->add_option("--max-mean-queue", size_flags.max_mean_queue,
+                   "mean queueing delay target (at most)")
+      ->capture_default_str();
+  simsize
+      ->add_option("--max-p99-queue", size_flags.max_p99_queue, "p99 queueing delay target (below)")
+      ->capture_default_str();
+  simsize->add_option("--gpus-per-node", size_flags.gpus_per_node, "GPUs per node")
+      ->capture_default_str();
+  simsize
+      ->add_option("--variants", size_flags.variants,
+                   "variants to size (static, reclaim, reclaim+oversub)")
+      ->delimiter(',');
+  simsize->add_option("--max-nodes", size_flags.max_nodes, "give up beyond this many nodes")
+      ->capture_default_str();
+  simsize->add_option("--queue", size_flags.queue, "queue policy (fifo, sjf, ...)");
+  simsize->add_option("--limit", size_flags.limit, "first N jobs only");
+  simsize->add_option("--idle-share", size_flags.idle_share,
+                      "share of jobs with an idle phase (default 0.36)");
+  simsize->add_option("--seed", size_flags.seed, "idleness model seed");
+  simsize->add_option("--config,-c", size_flags.config,
+                      "efficiency configuration (idle_reclaim and oversubscription sections)");
+  simsize->add_option("--oversub-ratio", size_flags.oversub_ratio,
+                      "reclaim+oversub variant: GPU commitments ratio, 1.0..1.5 (default 1.5)");
+  simsize->add_option("--preemptible-share", size_flags.preemptible_share,
+                      "share of short single-GPU jobs that are preemptible (default 0.5)");
+  simsize->add_option("--busy-activity", size_flags.busy_activity,
+                      "percent of its GPUs a busy guaranteed job uses (default 60)");
+  simsize->add_flag("--json", size_flags.json, "JSON output");
+  simsize->callback([&exit_code] { exit_code = RunSimSize(size_flags); });
 #endif
 }
 

@@ -130,6 +130,57 @@ ReclaimDecision DecideReclaim(const IdleProfile& p, int gpus, const IdleReclaimP
   return d;
 }
 
+Result<VariantResult> RunReclaimVariant(const std::vector<sim::JobSpec>& jobs,
+                                        const std::vector<IdleProfile>& profiles,
+                                        const std::vector<bool>& preemptible,
+                                        const sim::JobsSimOptions& sim_options,
+                                        const EfficiencySimOptions& o, std::string_view name) {
+  if (name != "static" && name != "reclaim" && name != "reclaim+oversub") {
+    return InvalidArgument("variant: unknown '" + std::string(name) +
+                           "' (static, reclaim, reclaim+oversub)");
+  }
+  VariantResult v;
+  v.name = std::string(name);
+  const bool reclaim = v.name != "static";
+  const bool oversub = v.name == "reclaim+oversub";
+  std::vector<sim::JobSpec> specs = jobs;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (reclaim) {
+      const ReclaimDecision d =
+          DecideReclaim(profiles[i], specs[i].gpus, o.policy, o.sample_every, o.check_every);
+      if (d.acted) {
+        ++v.jobs_reclaimed;
+        v.gpu_hours_reclaimed +=
+            static_cast<double>(specs[i].duration_ms - d.run_ms) * specs[i].gpus / 3.6e6;
+        specs[i].duration_ms = d.run_ms;
+      }
+    }
+    if (oversub) {
+      // What co-location needs: the tier, how busy the job keeps its GPUs, and its idle tail
+      // (what is left of it after reclaim).
+      specs[i].preemptible = preemptible[i];
+      specs[i].gpu_util = static_cast<double>(o.idleness.busy_activity_milli) / 100'000.0;
+      specs[i].idle_tail_ms = std::max<sim::SimMs>(0, specs[i].duration_ms - profiles[i].busy_ms);
+    }
+  }
+  sim::JobsSimOptions run_options = sim_options;
+  if (oversub) run_options.colocation = MakeCoLocation(o.oversub);
+  STOKER_ASSIGN_OR_RETURN(auto policy, queue::CreateQueuePolicy(o.queue_policy));
+  STOKER_ASSIGN_OR_RETURN(auto simulator,
+                          sim::JobsSim::Create(std::move(specs), std::move(policy), run_options));
+  STOKER_ASSIGN_OR_RETURN(v.report, simulator->Run());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (simulator->jobs()[i].state != sim::JobState::kDone) continue;  // infeasible: never ran
+    v.busy_gpu_hours += static_cast<double>(profiles[i].busy_ms) * jobs[i].gpus / 3.6e6;
+  }
+  const double capacity_h =
+      static_cast<double>(sim_options.cluster.total_gpus()) * v.report.makespan_s / 3600.0;
+  v.used_gpu_utilization_pct = capacity_h > 0 ? 100.0 * v.busy_gpu_hours / capacity_h : 0;
+  v.guaranteed = Stats(*simulator, preemptible, false);
+  v.preemptible = Stats(*simulator, preemptible, true);
+  return v;
+}
+
 Result<std::vector<VariantResult>> CompareReclaim(const std::vector<sim::JobSpec>& jobs,
                                                   const sim::JobsSimOptions& sim_options,
                                                   const EfficiencySimOptions& o) {
@@ -137,46 +188,9 @@ Result<std::vector<VariantResult>> CompareReclaim(const std::vector<sim::JobSpec
   const std::vector<IdleProfile> profiles = DrawIdleness(jobs, o.idleness);
   const std::vector<bool> preemptible = DrawPreemptible(jobs, o.preemptible);
   std::vector<VariantResult> out;
-  for (const char* name : {"static", "reclaim", "reclaim+oversub"}) {
-    VariantResult v;
-    v.name = name;
-    const bool reclaim = v.name != "static";
-    const bool oversub = v.name == "reclaim+oversub";
-    std::vector<sim::JobSpec> specs = jobs;
-    for (size_t i = 0; i < specs.size(); ++i) {
-      if (reclaim) {
-        const ReclaimDecision d =
-            DecideReclaim(profiles[i], specs[i].gpus, o.policy, o.sample_every, o.check_every);
-        if (d.acted) {
-          ++v.jobs_reclaimed;
-          v.gpu_hours_reclaimed +=
-              static_cast<double>(specs[i].duration_ms - d.run_ms) * specs[i].gpus / 3.6e6;
-          specs[i].duration_ms = d.run_ms;
-        }
-      }
-      if (oversub) {
-        // What co-location needs: the tier, how busy the job keeps its GPUs, and its idle tail
-        // (what is left of it after reclaim).
-        specs[i].preemptible = preemptible[i];
-        specs[i].gpu_util = static_cast<double>(o.idleness.busy_activity_milli) / 100'000.0;
-        specs[i].idle_tail_ms = std::max<sim::SimMs>(0, specs[i].duration_ms - profiles[i].busy_ms);
-      }
-    }
-    sim::JobsSimOptions run_options = sim_options;
-    if (oversub) run_options.colocation = MakeCoLocation(o.oversub);
-    STOKER_ASSIGN_OR_RETURN(auto policy, queue::CreateQueuePolicy(o.queue_policy));
-    STOKER_ASSIGN_OR_RETURN(auto simulator,
-                            sim::JobsSim::Create(std::move(specs), std::move(policy), run_options));
-    STOKER_ASSIGN_OR_RETURN(v.report, simulator->Run());
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      if (simulator->jobs()[i].state != sim::JobState::kDone) continue;  // infeasible: never ran
-      v.busy_gpu_hours += static_cast<double>(profiles[i].busy_ms) * jobs[i].gpus / 3.6e6;
-    }
-    const double capacity_h =
-        static_cast<double>(sim_options.cluster.total_gpus()) * v.report.makespan_s / 3600.0;
-    v.used_gpu_utilization_pct = capacity_h > 0 ? 100.0 * v.busy_gpu_hours / capacity_h : 0;
-    v.guaranteed = Stats(*simulator, preemptible, false);
-    v.preemptible = Stats(*simulator, preemptible, true);
+  for (const char* name : kReclaimVariants) {
+    STOKER_ASSIGN_OR_RETURN(VariantResult v,
+                            RunReclaimVariant(jobs, profiles, preemptible, sim_options, o, name));
     out.push_back(std::move(v));
   }
   return out;

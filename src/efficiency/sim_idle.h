@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "efficiency/config.h"
@@ -96,6 +97,17 @@ struct EfficiencySimOptions {
   OversubscriptionPolicy oversub;  // the third variant; max_ratio 1.0 makes it equal to reclaim
   PreemptibleModel preemptible;
 };
+
+// The variants, in the order every report lists them.
+inline constexpr const char* kReclaimVariants[] = {"static", "reclaim", "reclaim+oversub"};
+
+// One variant on one cluster, given the jobs' idle profiles and tiers (DrawIdleness,
+// DrawPreemptible). InvalidArgument for a name not in kReclaimVariants.
+Result<VariantResult> RunReclaimVariant(const std::vector<sim::JobSpec>& jobs,
+                                        const std::vector<IdleProfile>& profiles,
+                                        const std::vector<bool>& preemptible,
+                                        const sim::JobsSimOptions& sim_options,
+                                        const EfficiencySimOptions& options, std::string_view name);
 
 // Runs static, reclaim and reclaim+oversub on the same jobs and cluster. InvalidArgument for a
 // bad oversubscription policy.

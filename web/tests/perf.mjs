@@ -41,6 +41,22 @@ const api = async (method, p, tok, body) => {
   return text ? JSON.parse(text) : null;
 };
 
+// In the page: the device-pixel lines of the chart, down its middle, on which any of its canvases
+// (ECharts draws progressive renders on a layer of their own) has paint; the cells are most of
+// them, the axis line and zoom slider a few.
+function paintedLines() {
+  const canvases = [...document.querySelectorAll("#heatmap canvas")];
+  if (!canvases.length) return null;
+  const { width, height } = canvases[0];
+  const lines = new Uint8Array(height);
+  for (const c of canvases) {
+    if (c.width !== width || c.height !== height) continue;
+    const d = c.getContext("2d").getImageData(Math.floor(width / 2), 0, 1, height).data;
+    for (let y = 0; y < height; y++) if (d[4 * y + 3] > 0) lines[y] = 1;
+  }
+  return { lines: height, painted: lines.reduce((a, v) => a + v, 0) };
+}
+
 // Serves the page's files from DIST instead of the server (the API still goes to the server).
 async function serveFrom(page, dist) {
   await page.route(`${up.base}/**`, (route) => {
@@ -80,10 +96,20 @@ async function measure(admin, variant, dist) {
   });
   const out = { variant, first_load: first };
   // The auto-refresh redraws every 5 s; a redraw that does not finish in 60 s is reported as such.
-  try {
-    await page.waitForSelector(`#heatmap[data-drawn="${refreshes + 1}"]`, { timeout: 60000 * refreshes });
-  } catch {
-    out.refresh_note = `fewer than ${refreshes} redraws finished within ${60 * refreshes} s`;
+  // Meanwhile the chart's canvases are read every 100 ms: how many of the cells' pixel lines are
+  // painted, so a page that shows fewer rows than its data has (a redraw still under way, or
+  // cells lost) shows in the numbers, not only in a screenshot.
+  const painted = [];
+  const deadline = Date.now() + 60000 * refreshes;
+  for (;;) {
+    const p = await page.evaluate(paintedLines);
+    if (p) painted.push(p.painted);
+    if ((await page.getAttribute("#heatmap", "data-drawn")) === String(refreshes + 1)) break;
+    if (Date.now() > deadline) {
+      out.refresh_note = `fewer than ${refreshes} redraws finished within ${60 * refreshes} s`;
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 100));
   }
   Object.assign(
     out,
@@ -112,6 +138,16 @@ async function measure(admin, variant, dist) {
     out.zoom_ms = zooms;
   }
   await page.screenshot({ path: path.join(artifacts, `heatmap-1000-${variant}.png`) });
+  const atShot = await page.evaluate(paintedLines);
+  const most = Math.max(...painted, atShot?.painted ?? 0);
+  out.painted_lines = {
+    grid: atShot?.lines ?? null,
+    most,
+    least_during_refreshes: painted.length ? Math.min(...painted) : null,
+    samples_below_most: painted.filter((p) => p < most).length,
+    samples: painted.length,
+    at_screenshot: atShot?.painted ?? null,
+  };
   await page.context().close();
   return out;
 }

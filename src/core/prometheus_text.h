@@ -36,6 +36,54 @@ std::string EscapeHelp(std::string_view help);
 // that round-trips.
 std::string FormatValue(double v);
 
+// ---- The primitives every writer appends with ----
+// TextWriter below is built on these; a renderer on a hot path (the agent's, which keeps its
+// label text between samples) uses them directly, so there is still one place that knows the
+// format, and no allocation per sample.
+
+// Appends FormatValue(v) (whole numbers below 2^53 as integers).
+void AppendValue(std::string* out, double v);
+void AppendValue(std::string* out, uint64_t v);
+// Appends `name="value"` to a comma-separated label list, the value escaped.
+void AppendLabel(std::string* labels, std::string_view name, std::string_view value);
+void AppendLabel(std::string* labels, std::string_view name, uint64_t value);
+// Appends the "# HELP" and "# TYPE" lines of a family.
+void AppendFamilyHeader(std::string* out, std::string_view name, std::string_view help, Type type);
+// Appends one sample line: name{labels,extra} value. `labels` and `extra` are label lists as
+// AppendLabel writes them (either may be empty).
+void AppendSample(std::string* out, std::string_view name, std::string_view labels,
+                  std::string_view extra, double value);
+void AppendSample(std::string* out, std::string_view name, std::string_view labels,
+                  std::string_view extra, uint64_t value);
+
+// A family whose HELP and TYPE lines are written before its first sample, so a family with no
+// samples (a field no GPU supports) leaves nothing behind. Names are the caller's constants.
+class LazyFamily {
+ public:
+  LazyFamily(std::string* out, std::string_view name, std::string_view help, Type type)
+      : out_(out), name_(name), help_(help), type_(type) {}
+  void Add(std::string_view labels, std::string_view extra, double value) {
+    Start();
+    AppendSample(out_, name_, labels, extra, value);
+  }
+  void Add(std::string_view labels, std::string_view extra, uint64_t value) {
+    Start();
+    AppendSample(out_, name_, labels, extra, value);
+  }
+
+ private:
+  void Start() {
+    if (started_) return;
+    started_ = true;
+    AppendFamilyHeader(out_, name_, help_, type_);
+  }
+  std::string* out_;
+  std::string_view name_;
+  std::string_view help_;
+  Type type_;
+  bool started_ = false;
+};
+
 // Fixed-bucket histogram data. `bounds` are the finite upper bounds, increasing; `counts` has
 // bounds.size() + 1 entries (the last one is the +Inf bucket), each NOT cumulative.
 class Histogram {
@@ -81,8 +129,7 @@ class TextWriter {
 
  private:
   bool CheckSample(std::string_view name, const Labels& labels);
-  void WriteLabels(const Labels& labels, std::string_view extra_name = {},
-                   std::string_view extra_value = {});
+  static std::string LabelText(const Labels& labels);
   void Fail(std::string message);
 
   std::string out_;

@@ -1,8 +1,5 @@
 #include "telemetry/metrics_renderer.h"
 
-#include <charconv>
-#include <cmath>
-
 #include "core/prometheus_text.h"
 #include "telemetry/xid.h"
 
@@ -13,115 +10,25 @@ using protocol::GpuScalarFields;
 using protocol::ScalarFieldDef;
 using protocol::ViewOf;
 
-void AppendDouble(std::string& out, double v) {
-  if (std::isnan(v)) {
-    out += "NaN";
-    return;
-  }
-  if (std::isinf(v)) {
-    out += v > 0 ? "+Inf" : "-Inf";
-    return;
-  }
-  char buf[32];
-  // Whole numbers print as integers ("1755000000", not "1.755e+09"): easier to read by eye.
-  constexpr double kExact = 9007199254740992.0;  // 2^53
-  if (v == std::floor(v) && std::fabs(v) < kExact) {
-    auto r = std::to_chars(buf, buf + sizeof(buf), static_cast<int64_t>(v));
-    out.append(buf, r.ptr);
-    return;
-  }
-  auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  out.append(buf, r.ptr);
-}
+using prom::AppendLabel;
+using prom::AppendValue;
+using prom::Type;
 
-void AppendUint(std::string& out, uint64_t v) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  out.append(buf, r.ptr);
-}
-
-// A plain loop: string_view::find_first_of calls memchr on the set once per character, which
-// was a fifth of the render time.
-bool NeedsEscape(std::string_view s, bool quote) {
-  for (char c : s) {
-    if (c == '\\' || c == '\n' || (quote && c == '"')) return true;
-  }
-  return false;
-}
-
-void AppendHelpText(std::string& out, std::string_view help) {
-  if (!NeedsEscape(help, false)) {
-    out.append(help);
-    return;
-  }
-  out += prom::EscapeHelp(help);  // rare: the exposition format's escaping, written once
-}
-
-// One metric family; HELP and TYPE are written before its first sample, so a family with no
-// samples (e.g. a field no GPU supports) leaves nothing behind.
+// The families of this exposition: HELP and TYPE before the first sample (core/prometheus_text).
 class Family {
  public:
-  Family(std::string& out, std::string_view name, std::string_view help, std::string_view type)
-      : out_(out), name_(name), help_(help), type_(type) {}
-
+  Family(std::string& out, std::string_view name, std::string_view help, Type type)
+      : f_(&out, name, help, type) {}
   void Add(std::string_view labels, std::string_view extra, double value) {
-    Begin(labels, extra);
-    AppendDouble(out_, value);
-    out_ += '\n';
+    f_.Add(labels, extra, value);
   }
   void AddUint(std::string_view labels, std::string_view extra, uint64_t value) {
-    Begin(labels, extra);
-    AppendUint(out_, value);
-    out_ += '\n';
+    f_.Add(labels, extra, value);
   }
 
  private:
-  void Begin(std::string_view labels, std::string_view extra) {
-    if (!started_) {
-      started_ = true;
-      out_ += "# HELP ";
-      out_ += name_;
-      out_ += ' ';
-      AppendHelpText(out_, help_);
-      out_ += "\n# TYPE ";
-      out_ += name_;
-      out_ += ' ';
-      out_ += type_;
-      out_ += '\n';
-    }
-    out_ += name_;
-    if (!labels.empty() || !extra.empty()) {
-      out_ += '{';
-      out_ += labels;
-      if (!labels.empty() && !extra.empty()) out_ += ',';
-      out_ += extra;
-      out_ += '}';
-    }
-    out_ += ' ';
-  }
-
-  std::string& out_;
-  std::string_view name_;
-  std::string_view help_;
-  std::string_view type_;
-  bool started_ = false;
+  prom::LazyFamily f_;
 };
-
-void AppendLabel(std::string& out, std::string_view name, std::string_view value) {
-  if (!out.empty() && out.back() != '{') out += ',';
-  out += name;
-  out += "=\"";
-  AppendLabelValue(&out, value);
-  out += '"';
-}
-
-void AppendLabelUint(std::string& out, std::string_view name, uint64_t value) {
-  if (!out.empty()) out += ',';
-  out += name;
-  out += "=\"";
-  AppendUint(out, value);
-  out += '"';
-}
 
 bool Fresh(const GpuState& g) { return g.have_sample && g.last_error.empty(); }
 
@@ -145,32 +52,23 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 void MigLabels(std::string& out, const std::string& base, const MigInstance& m) {
   out = base;
-  AppendLabel(out, "mig_profile", m.profile);
-  AppendLabelUint(out, "gpu_instance", m.gpu_instance_id);
-  AppendLabelUint(out, "compute_instance", m.compute_instance_id);
-  AppendLabel(out, "mig_uuid", m.uuid);
+  AppendLabel(&out, "mig_profile", m.profile);
+  AppendLabel(&out, "gpu_instance", m.gpu_instance_id);
+  AppendLabel(&out, "compute_instance", m.compute_instance_id);
+  AppendLabel(&out, "mig_uuid", m.uuid);
 }
 
 std::string_view JobLabel(const JobRef& job) { return job.known() ? job.id : std::string_view(); }
 
 // pid, jobid and user labels of one process's series.
 void ProcessLabels(std::string& out, const GpuProcess& p) {
-  out = "pid=\"";
-  AppendUint(out, p.pid);
-  out += '"';
-  AppendLabel(out, "jobid", JobLabel(p.job));
-  AppendLabel(out, "user", p.job.user);
+  out.clear();
+  AppendLabel(&out, "pid", static_cast<uint64_t>(p.pid));
+  AppendLabel(&out, "jobid", JobLabel(p.job));
+  AppendLabel(&out, "user", p.job.user);
 }
 
 }  // namespace
-
-void AppendLabelValue(std::string* out, std::string_view value) {
-  if (!NeedsEscape(value, true)) {  // the common case
-    out->append(value);
-    return;
-  }
-  *out += prom::EscapeLabelValue(value);
-}
 
 MetricsRenderer::MetricsRenderer(RendererOptions options) : options_(std::move(options)) {}
 
@@ -185,41 +83,40 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
     const GpuIdentity& id = snap.gpus[i].sample.id;
     std::string& b = base_[i];
     b.clear();
-    b += "gpu=\"";
-    AppendUint(b, i);
-    b += '"';
-    AppendLabel(b, "uuid", id.uuid);
-    AppendLabel(b, "pci_bus_id", id.pci_bus_id);
-    AppendLabel(b, "model", id.name);
-    AppendLabel(b, "hostname", options_.hostname);
+    AppendLabel(&b, "gpu", i);
+    AppendLabel(&b, "uuid", id.uuid);
+    AppendLabel(&b, "pci_bus_id", id.pci_bus_id);
+    AppendLabel(&b, "model", id.name);
+    AppendLabel(&b, "hostname", options_.hostname);
   }
 
   // --- agent ---
   {
     scratch_.clear();
-    AppendLabel(scratch_, "version", options_.version);
-    AppendLabel(scratch_, "hostname", options_.hostname);
-    AppendLabel(scratch_, "simulated", snap.simulated ? "true" : "false");
-    AppendLabel(scratch_, "source", snap.source_description);
+    AppendLabel(&scratch_, "version", options_.version);
+    AppendLabel(&scratch_, "hostname", options_.hostname);
+    AppendLabel(&scratch_, "simulated", snap.simulated ? "true" : "false");
+    AppendLabel(&scratch_, "source", snap.source_description);
     Family(o, "stoker_agent_info",
            "Stoker agent build and data source (simulated=\"true\" when "
            "readings come from the fake NVML).",
-           "gauge")
+           Type::kGauge)
         .Add(scratch_, "", 1);
     Family(o, "stoker_agent_nvml_available",
            "1 when NVML was loaded; 0 when only host metrics "
            "are served.",
-           "gauge")
+           Type::kGauge)
         .Add("", "", snap.nvml_available ? 1 : 0);
-    Family(o, "stoker_agent_gpus", "GPUs visible to the agent.", "gauge").AddUint("", "", n);
-    Family(o, "stoker_agent_event_errors_total", "Failed waits for GPU events (XIDs).", "counter")
+    Family(o, "stoker_agent_gpus", "GPUs visible to the agent.", Type::kGauge).AddUint("", "", n);
+    Family(o, "stoker_agent_event_errors_total", "Failed waits for GPU events (XIDs).",
+           Type::kCounter)
         .AddUint("", "", snap.event_errors_total);
   }
 
   // --- health ---
   {
     Family up(o, "stoker_gpu_up", "1 when the latest sample succeeded and the GPU is healthy.",
-              "gauge");
+              Type::kGauge);
     for (size_t i = 0; i < n; ++i) {
       const GpuState& g = snap.gpus[i];
       up.Add(base_[i], "", Fresh(g) && g.sample.health == GpuHealth::kOk ? 1 : 0);
@@ -227,15 +124,14 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
     Family health(o, "stoker_gpu_health",
                   "GPU health state: 1 for the current state, 0 for the "
                   "others (ok, lost = fell off the bus, unreachable = reads fail).",
-                  "gauge");
+                  Type::kGauge);
     for (size_t i = 0; i < n; ++i) {
       const GpuState& g = snap.gpus[i];
       if (!g.have_sample && g.last_error.empty()) continue;  // not sampled yet
       const GpuHealth h = Fresh(g) ? g.sample.health : GpuHealth::kUnreachable;
       for (GpuHealth s : {GpuHealth::kOk, GpuHealth::kLost, GpuHealth::kUnreachable}) {
-        scratch_ = "state=\"";
-        scratch_ += GpuHealthName(s);
-        scratch_ += '"';
+        scratch_.clear();
+        AppendLabel(&scratch_, "state", GpuHealthName(s));
         health.Add(base_[i], scratch_, h == s ? 1 : 0);
       }
     }
@@ -245,7 +141,7 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
   const auto fields = GpuScalarFields();
   for (const ScalarFieldDef& f : fields) {
     if (f.metric.empty()) continue;
-    Family fam(o, f.metric, f.help, f.counter ? "counter" : "gauge");
+    Family fam(o, f.metric, f.help, f.counter ? Type::kCounter : Type::kGauge);
     for (size_t i = 0; i < n; ++i) {
       if (!Fresh(snap.gpus[i])) continue;
       const FieldView v = f.get(snap.gpus[i].sample);
@@ -255,29 +151,28 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
   }
   {
     Family fam(o, "stoker_gpu_clock_event_active",
-               "1 while the clock event (throttle) reason is active.", "gauge");
+               "1 while the clock event (throttle) reason is active.", Type::kGauge);
     for (size_t i = 0; i < n; ++i) {
       if (!Fresh(snap.gpus[i])) continue;
       const Field<uint64_t>& r = snap.gpus[i].sample.clock_event_reasons;
       if (!r.has_value()) continue;
       for (const ClockReason& c : kClockReasons) {
-        scratch_ = "reason=\"";
-        scratch_ += c.name;
-        scratch_ += '"';
+        scratch_.clear();
+        AppendLabel(&scratch_, "reason", c.name);
         fam.Add(base_[i], scratch_, (r.value() & c.bit) != 0 ? 1 : 0);
       }
     }
   }
   {
     Family fam(o, "stoker_gpu_field_errors_total",
-               "Samples in which reading the field failed (the field is then omitted).", "counter");
+               "Samples in which reading the field failed (the field is then omitted).",
+               Type::kCounter);
     for (size_t i = 0; i < n; ++i) {
       for (size_t f = 0; f < fields.size(); ++f) {
         const uint64_t c = snap.gpus[i].field_errors_total[f];
         if (c == 0) continue;
-        scratch_ = "field=\"";
-        scratch_ += fields[f].key;
-        scratch_ += '"';
+        scratch_.clear();
+        AppendLabel(&scratch_, "field", fields[f].key);
         fam.AddUint(base_[i], scratch_, c);
       }
     }
@@ -288,19 +183,17 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
     Family fam(o, "stoker_gpu_xid_errors_total",
                "XID events by code; grade red = node action, amber = degradation, blue = "
                "application fault.",
-               "counter");
+               Type::kCounter);
     for (size_t i = 0; i < n; ++i) {
       for (const auto& [xid, count] : snap.gpus[i].xid_counts) {
-        scratch_ = "xid=\"";
-        AppendUint(scratch_, xid);
-        scratch_ += "\",grade=\"";
-        scratch_ += XidGradeName(GradeXid(xid));
-        scratch_ += '"';
+        scratch_.clear();
+        AppendLabel(&scratch_, "xid", static_cast<uint64_t>(xid));
+        AppendLabel(&scratch_, "grade", XidGradeName(GradeXid(xid)));
         fam.AddUint(base_[i], scratch_, count);
       }
     }
     Family last(o, "stoker_gpu_last_xid",
-                "Most recent XID within the hold time (default 5 min); 0 when none.", "gauge");
+                "Most recent XID within the hold time (default 5 min); 0 when none.", Type::kGauge);
     for (size_t i = 0; i < n; ++i) last.AddUint(base_[i], "", snap.gpus[i].last_xid);
   }
 
@@ -324,7 +217,7 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
         {"stoker_mig_dram_active_ratio", "GPM: DRAM bandwidth use of the MIG instance.",
          [](const MigInstance& m) { return ViewOf(m.gpm.dram_bw_util); }},
     };
-    Family slices(o, "stoker_mig_slices", "GPU slices (1-7) of the MIG instance.", "gauge");
+    Family slices(o, "stoker_mig_slices", "GPU slices (1-7) of the MIG instance.", Type::kGauge);
     for (size_t i = 0; i < n; ++i) {
       if (!Fresh(snap.gpus[i])) continue;
       for (const MigInstance& m : snap.gpus[i].sample.mig_instances) {
@@ -333,7 +226,7 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
       }
     }
     for (const MigFamily& mf : kMig) {
-      Family fam(o, mf.name, mf.help, "gauge");
+      Family fam(o, mf.name, mf.help, Type::kGauge);
       for (size_t i = 0; i < n; ++i) {
         if (!Fresh(snap.gpus[i])) continue;
         for (const MigInstance& m : snap.gpus[i].sample.mig_instances) {
@@ -348,12 +241,12 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
 
   // --- processes and jobs ---
   {
-    Family count(o, "stoker_gpu_processes", "Compute processes on the GPU.", "gauge");
+    Family count(o, "stoker_gpu_processes", "Compute processes on the GPU.", Type::kGauge);
     for (size_t i = 0; i < n; ++i) {
       if (Fresh(snap.gpus[i])) count.AddUint(base_[i], "", snap.gpus[i].sample.processes.size());
     }
     Family mem(o, "stoker_gpu_process_memory_used_bytes",
-               "GPU memory used by one process (pid, jobid, user labels).", "gauge");
+               "GPU memory used by one process (pid, jobid, user labels).", Type::kGauge);
     for (size_t i = 0; i < n; ++i) {
       if (!Fresh(snap.gpus[i])) continue;
       for (const GpuProcess& p : snap.gpus[i].sample.processes) {
@@ -380,7 +273,7 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
          &GpuProcess::mem_util_pct},
     };
     for (const ProcUtil& pu : kProcUtil) {
-      Family fam(o, pu.name, pu.help, "gauge");
+      Family fam(o, pu.name, pu.help, Type::kGauge);
       for (size_t i = 0; i < n; ++i) {
         if (!Fresh(snap.gpus[i])) continue;
         for (const GpuProcess& p : snap.gpus[i].sample.processes) {
@@ -392,12 +285,13 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
       }
     }
     Family job_mem(o, "stoker_gpu_job_memory_used_bytes",
-                   "GPU memory used by all processes of a job on this GPU.", "gauge");
-    Family job_procs(o, "stoker_gpu_job_processes", "Processes of a job on this GPU.", "gauge");
+                   "GPU memory used by all processes of a job on this GPU.", Type::kGauge);
+    Family job_procs(o, "stoker_gpu_job_processes", "Processes of a job on this GPU.",
+                     Type::kGauge);
     Family info(o, "stoker_gpu_job_info",
                 "Job running on the GPU (kind = stoker, slurm or kubernetes; for kubernetes the "
                 "jobid is the pod UID). Join with * on(uuid) group_left.",
-                "gauge");
+                Type::kGauge);
     for (size_t i = 0; i < n; ++i) {
       if (!Fresh(snap.gpus[i])) continue;
       jobs_.clear();
@@ -417,12 +311,12 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
       }
       for (const JobAgg& a : jobs_) {
         scratch_.clear();
-        AppendLabel(scratch_, "jobid", a.job->id);
-        AppendLabel(scratch_, "user", a.job->user);
+        AppendLabel(&scratch_, "jobid", a.job->id);
+        AppendLabel(&scratch_, "user", a.job->user);
         if (a.memory_known) job_mem.AddUint(base_[i], scratch_, a.memory_bytes);
         job_procs.AddUint(base_[i], scratch_, a.processes);
-        AppendLabel(scratch_, "kind", JobKindName(a.job->kind));
-        AppendLabel(scratch_, "container", a.job->container);
+        AppendLabel(&scratch_, "kind", JobKindName(a.job->kind));
+        AppendLabel(&scratch_, "container", a.job->container);
         info.Add(base_[i], scratch_, 1);
       }
     }
@@ -431,15 +325,15 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
   // --- agent self-metrics ---
   {
     Family agent(o, "stoker_agent_sample_duration_seconds",
-                 "Agent's own work per sample, excluding the NVML read.", "gauge");
+                 "Agent's own work per sample, excluding the NVML read.", Type::kGauge);
     Family source(o, "stoker_agent_source_duration_seconds",
-                  "Time spent inside the NVML read of the latest sample.", "gauge");
-    Family samples(o, "stoker_agent_samples_total", "Successful samples.", "counter");
+                  "Time spent inside the NVML read of the latest sample.", Type::kGauge);
+    Family samples(o, "stoker_agent_samples_total", "Successful samples.", Type::kCounter);
     Family errors(o, "stoker_agent_sample_errors_total", "Samples that could not be taken.",
-                  "counter");
+                  Type::kCounter);
     Family skipped(o, "stoker_agent_skipped_ticks_total",
                    "Sample ticks skipped because the previous read overran the interval.",
-                   "counter");
+                   Type::kCounter);
     for (size_t i = 0; i < n; ++i) {
       const GpuState& g = snap.gpus[i];
       agent.Add(base_[i], "", ToSeconds(g.last_agent_duration));
@@ -453,11 +347,11 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
   // --- host (served with or without NVML) ---
   {
     scratch_.clear();
-    AppendLabel(scratch_, "hostname", options_.hostname);
+    AppendLabel(&scratch_, "hostname", options_.hostname);
     const HostStats& h = snap.host;
     auto host = [&](std::string_view name, std::string_view help, const auto& field, double scale) {
       if (field.has_value()) {
-        Family(o, name, help, "gauge")
+        Family(o, name, help, Type::kGauge)
             .Add(scratch_, "", static_cast<double>(field.value()) * scale);
       }
     };
@@ -481,67 +375,65 @@ void MetricsRenderer::RenderDcgm(const TelemetrySnapshot& snap) {
     const GpuIdentity& id = snap.gpus[i].sample.id;
     std::string& b = dcgm_base_[i];
     b.clear();
-    b += "gpu=\"";
-    AppendUint(b, i);
-    b += '"';
-    AppendLabel(b, "UUID", id.uuid);
-    AppendLabel(b, "pci_bus_id", id.pci_bus_id);
-    b += ",device=\"nvidia";
-    AppendUint(b, id.minor.value_or(static_cast<uint32_t>(i)));
-    b += '"';
-    AppendLabel(b, "modelName", id.name);
+    AppendLabel(&b, "gpu", i);
+    AppendLabel(&b, "UUID", id.uuid);
+    AppendLabel(&b, "pci_bus_id", id.pci_bus_id);
+    AppendLabel(&b, "device",
+                "nvidia" + std::to_string(id.minor.value_or(static_cast<uint32_t>(i))));
+    AppendLabel(&b, "modelName", id.name);
     // dcgm-exporter renamed Hostname to hostname in 2026 (PR #655); dashboards of both eras
     // exist, so both are emitted.
-    AppendLabel(b, "Hostname", options_.hostname);
-    AppendLabel(b, "hostname", options_.hostname);
+    AppendLabel(&b, "Hostname", options_.hostname);
+    AppendLabel(&b, "hostname", options_.hostname);
   }
 
   struct Dcgm {
-    std::string_view name, help, type;
+    std::string_view name, help;
+    Type type;
     double scale;
     FieldView (*get)(const GpuSample&);
     FieldView (*mig)(const MigInstance&) = nullptr;  // per-MIG-instance series, when any
   };
   static constexpr Dcgm kDcgm[] = {
-      {"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", "gauge", 1,
+      {"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", Type::kGauge, 1,
        [](const GpuSample& s) { return ViewOf(s.sm_clock_mhz); }},
-      {"DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", "gauge", 1,
+      {"DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", Type::kGauge, 1,
        [](const GpuSample& s) { return ViewOf(s.mem_clock_mhz); }},
-      {"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", "gauge", 1,
+      {"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", Type::kGauge, 1,
        [](const GpuSample& s) { return ViewOf(s.temperature_c); }},
-      {"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", "gauge", 0.001,
+      {"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", Type::kGauge, 0.001,
        [](const GpuSample& s) { return ViewOf(s.power_mw); }},
       {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Total energy consumption since boot (in mJ).",
-       "counter", 1, [](const GpuSample& s) { return ViewOf(s.energy_mj); }},
-      {"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", "gauge", 1,
+       Type::kCounter, 1, [](const GpuSample& s) { return ViewOf(s.energy_mj); }},
+      {"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", Type::kGauge, 1,
        [](const GpuSample& s) { return ViewOf(s.util_gpu_pct); }},
-      {"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", "gauge", 1,
+      {"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", Type::kGauge, 1,
        [](const GpuSample& s) { return ViewOf(s.util_mem_pct); }},
-      {"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", "gauge", 1 / kMiB,
+      {"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", Type::kGauge, 1 / kMiB,
        [](const GpuSample& s) { return ViewOf(s.memory_free_bytes); }},
-      {"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", "gauge", 1 / kMiB,
+      {"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", Type::kGauge, 1 / kMiB,
        [](const GpuSample& s) { return ViewOf(s.memory_used_bytes); },
        [](const MigInstance& m) { return ViewOf(m.memory_used_bytes); }},
-      {"DCGM_FI_DEV_FB_RESERVED", "Framebuffer memory reserved (in MiB).", "gauge", 1 / kMiB,
+      {"DCGM_FI_DEV_FB_RESERVED", "Framebuffer memory reserved (in MiB).", Type::kGauge, 1 / kMiB,
        [](const GpuSample& s) { return ViewOf(s.memory_reserved_bytes); }},
       {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for correctable errors",
-       "counter", 1, [](const GpuSample& s) { return ViewOf(s.remapped_rows_correctable); }},
+       Type::kCounter, 1, [](const GpuSample& s) { return ViewOf(s.remapped_rows_correctable); }},
       {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
-       "Number of remapped rows for uncorrectable errors", "counter", 1,
+       "Number of remapped rows for uncorrectable errors", Type::kCounter, 1,
        [](const GpuSample& s) { return ViewOf(s.remapped_rows_uncorrectable); }},
-      {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "Whether remapping of rows has failed", "gauge", 1,
+      {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "Whether remapping of rows has failed", Type::kGauge, 1,
        [](const GpuSample& s) { return ViewOf(s.remapping_failed); }},
       {"DCGM_FI_PROF_PCIE_TX_BYTES",
        "The rate of data transmitted over the PCIe bus in bytes "
        "per second.",
-       "gauge", 1024, [](const GpuSample& s) { return ViewOf(s.pcie_tx_kbps); }},
+       Type::kGauge, 1024, [](const GpuSample& s) { return ViewOf(s.pcie_tx_kbps); }},
       {"DCGM_FI_PROF_PCIE_RX_BYTES",
        "The rate of data received over the PCIe bus in bytes per "
        "second.",
-       "gauge", 1024, [](const GpuSample& s) { return ViewOf(s.pcie_rx_kbps); }},
+       Type::kGauge, 1024, [](const GpuSample& s) { return ViewOf(s.pcie_rx_kbps); }},
       // Graphics-engine activity approximated by NVML's kernel-running fraction on whole GPUs.
-      {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", "gauge",
-       0.01, [](const GpuSample& s) { return ViewOf(s.util_gpu_pct); }},
+      {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.",
+       Type::kGauge, 0.01, [](const GpuSample& s) { return ViewOf(s.util_gpu_pct); }},
   };
   for (const Dcgm& d : kDcgm) {
     Family fam(o, d.name, d.help, d.type);
@@ -554,14 +446,15 @@ void MetricsRenderer::RenderDcgm(const TelemetrySnapshot& snap) {
         const FieldView mv = d.mig(m);
         if (mv.state != FieldState::kValue) continue;
         scratch_.clear();
-        AppendLabel(scratch_, "GPU_I_PROFILE", m.profile);
-        AppendLabelUint(scratch_, "GPU_I_ID", m.gpu_instance_id);
+        AppendLabel(&scratch_, "GPU_I_PROFILE", m.profile);
+        AppendLabel(&scratch_, "GPU_I_ID", m.gpu_instance_id);
         fam.Add(dcgm_base_[i], scratch_, mv.AsDouble() * d.scale);
       }
     }
   }
   {
-    Family fam(o, "DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", "gauge");
+    Family fam(o, "DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.",
+               Type::kGauge);
     for (size_t i = 0; i < n; ++i) fam.AddUint(dcgm_base_[i], "", snap.gpus[i].last_xid);
   }
   // Profiling ratios: whole GPU, then each MIG instance with GPU_I_PROFILE / GPU_I_ID.
@@ -582,7 +475,7 @@ void MetricsRenderer::RenderDcgm(const TelemetrySnapshot& snap) {
        &GpmMetrics::dram_bw_util},
   };
   for (const Prof& p : kProf) {
-    Family fam(o, p.name, p.help, "gauge");
+    Family fam(o, p.name, p.help, Type::kGauge);
     for (size_t i = 0; i < n; ++i) {
       if (!Fresh(snap.gpus[i])) continue;
       const GpuSample& s = snap.gpus[i].sample;
@@ -592,8 +485,8 @@ void MetricsRenderer::RenderDcgm(const TelemetrySnapshot& snap) {
         const Field<double>& f = m.gpm.*(p.member);
         if (!f.has_value()) continue;
         scratch_.clear();
-        AppendLabel(scratch_, "GPU_I_PROFILE", m.profile);
-        AppendLabelUint(scratch_, "GPU_I_ID", m.gpu_instance_id);
+        AppendLabel(&scratch_, "GPU_I_PROFILE", m.profile);
+        AppendLabel(&scratch_, "GPU_I_ID", m.gpu_instance_id);
         fam.Add(dcgm_base_[i], scratch_, f.value());
       }
     }

@@ -17,21 +17,18 @@
 #include <string_view>
 #include <vector>
 
+#include "core/prometheus_text.h"
 #include "telemetry/snapshot.h"
 
 namespace stoker::telemetry {
 
-inline constexpr std::string_view kPrometheusContentType =
-    "text/plain; version=0.0.4; charset=utf-8";
+inline constexpr std::string_view kPrometheusContentType = prom::kContentType;
 
 struct RendererOptions {
   std::string hostname;
   std::string version;
   bool dcgm_compat = false;
 };
-
-// Appends `value` escaped for a label value (\\, \", \n).
-void AppendLabelValue(std::string* out, std::string_view value);
 
 class MetricsRenderer {
  public:

@@ -86,6 +86,31 @@ TEST(PrometheusText, RefusesBadNamesRepeatsAndStraySamples) {
   }
 }
 
+// The primitives the hot-path renderers append with write what TextWriter writes.
+TEST(PrometheusText, PrimitivesWriteWhatTheWriterWrites) {
+  std::string labels;
+  AppendLabel(&labels, "gpu", uint64_t{3});
+  AppendLabel(&labels, "model", "H100 \"SXM\"\n");
+  EXPECT_EQ(labels, "gpu=\"3\",model=\"H100 \\\"SXM\\\"\\n\"");
+  std::string out;
+  LazyFamily empty(&out, "never_written", "No samples", Type::kGauge);
+  EXPECT_EQ(out, "");  // a family without samples leaves nothing behind
+  LazyFamily f(&out, "temp_celsius", "Temperature", Type::kGauge);
+  f.Add(labels, "", 41.5);
+  f.Add(labels, "kind=\"max\"", uint64_t{90});
+  TextWriter w;
+  w.Family("temp_celsius", "Temperature", Type::kGauge);
+  w.Sample("temp_celsius", {{"gpu", "3"}, {"model", "H100 \"SXM\"\n"}}, 41.5);
+  w.Sample("temp_celsius", {{"gpu", "3"}, {"model", "H100 \"SXM\"\n"}, {"kind", "max"}}, 90);
+  EXPECT_EQ(out, w.text());
+  // Whole numbers up to 2^53 print as integers, beyond as the shortest round-trip form.
+  EXPECT_EQ(FormatValue(9007199254740991.0), "9007199254740991");
+  EXPECT_EQ(FormatValue(9007199254740992.0), "9007199254740992");
+  std::string big;
+  AppendValue(&big, uint64_t{18446744073709551615u});
+  EXPECT_EQ(big, "18446744073709551615");
+}
+
 // promtool is the reference parser and linter; CI installs it (Debian package `prometheus`).
 TEST(PrometheusText, PromtoolAcceptsTheOutput) {
   if (std::system("command -v promtool >/dev/null 2>&1") != 0) {

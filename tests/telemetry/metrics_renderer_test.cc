@@ -135,9 +135,7 @@ TEST(MetricsRendererTest, EscapesLabelValues) {
   const std::string out = Render(snap, false, "host\"x");
   EXPECT_TRUE(Contains(out, "model=\"Weird \\\"GPU\\\" \\\\ model\\nline2\""));
   EXPECT_TRUE(Contains(out, "hostname=\"host\\\"x\""));
-  std::string escaped;
-  AppendLabelValue(&escaped, "a\\b\"c\nd");
-  EXPECT_EQ(escaped, "a\\\\b\\\"c\\nd");
+  EXPECT_EQ(prom::EscapeLabelValue("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
 }
 
 TEST(MetricsRendererTest, ProcessAndJobSeriesFollowTheProcessList) {

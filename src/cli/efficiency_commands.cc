@@ -341,6 +341,8 @@ struct SimEffFlags {
   double preemptible_share = 0.5;
   double busy_activity = 60;  // percent of its GPUs a guaranteed job keeps busy while busy
   std::string preemptible_max = "2h";
+  bool interference = false;           // the published co-location slowdown
+  std::optional<double> shared_speed;  // another speed instead (implies interference)
 };
 
 // The trace and the model options every proof-by-simulation command shares (sim efficiency,
@@ -399,6 +401,14 @@ Result<SimEffSetup> LoadSimEff(const SimEffFlags& f) {
   if (!pmax.ok()) return pmax.status().WithContext("--preemptible-max");
   o.preemptible.max_duration_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(*pmax).count();
+  if (f.shared_speed) {
+    if (!(*f.shared_speed > 0 && *f.shared_speed <= 1)) {
+      return InvalidArgument("--shared-speed: must be above 0 and at most 1");
+    }
+    o.shared_speed = *f.shared_speed;
+  } else if (f.interference) {
+    o.shared_speed = eff::kPublishedSharedSpeed;
+  }
   return setup;
 }
 
@@ -431,10 +441,10 @@ int RunSimEfficiency(const SimEffFlags& f) {
                 FormatDuration(o.policy.act_after).c_str());
     std::printf(
         "oversubscription %.2f:1, grace %s; preemptible: single-GPU jobs <= %s, share %.2f (%lld "
-        "jobs)\n",
+        "jobs); shared guaranteed jobs run at %.3f of their speed\n",
         static_cast<double>(o.oversub.max_ratio_milli) / 1000.0,
         FormatDuration(o.oversub.grace).c_str(), f.preemptible_max.c_str(), o.preemptible.share,
-        static_cast<long long>(results->front().preemptible.jobs));
+        static_cast<long long>(results->front().preemptible.jobs), o.shared_speed);
     std::printf("%-16s %10s %10s %12s %12s %12s %12s %10s %12s\n", "variant", "used-util%",
                 "alloc%", "queue-mean-s", "queue-p99-s", "jct-mean-s", "jct-median-s", "reclaimed",
                 "freed-GPU-h");
@@ -544,6 +554,7 @@ int RunSimSize(const SimSizeFlags& f) {
                      {"used_gpu_utilization_pct", v.result.used_gpu_utilization_pct},
                      {"mean_allocation_pct", v.result.report.mean_allocation_pct},
                      {"jct_mean_s", v.result.report.jct_s.mean},
+                     {"guaranteed_jct_mean_s", v.result.guaranteed.jct_s.mean},
                      {"jobs_completed", v.result.report.jobs_completed},
                      {"probes", probes}});
     }
@@ -552,14 +563,16 @@ int RunSimSize(const SimSizeFlags& f) {
                           {"gpus_per_node", f.gpus_per_node},
                           {"max_mean_queue_s", so.targets.max_mean_s},
                           {"max_p99_queue_s", so.targets.max_p99_s},
+                          {"shared_speed", so.sim.shared_speed},
                           {"variants", arr}};
     std::cout << out.dump(2) << "\n";
     return kExitOk;
   }
   std::printf(
-      "trace %s: %zu jobs; targets: mean queueing <= %s, p99 < %s; %d-GPU nodes, queue %s\n",
+      "trace %s: %zu jobs; targets: mean queueing <= %s, p99 < %s; %d-GPU nodes, queue %s; "
+      "shared guaranteed jobs at %.3f of their speed\n",
       f.trace.c_str(), jobs.size(), f.max_mean_queue.c_str(), f.max_p99_queue.c_str(),
-      f.gpus_per_node, f.queue.c_str());
+      f.gpus_per_node, f.queue.c_str(), so.sim.shared_speed);
   std::printf("%-16s %7s %7s %12s %12s %11s %8s %7s\n", "variant", "nodes", "GPUs", "queue-mean-s",
               "queue-p99-s", "used-util%", "alloc%", "probes");
   for (const eff::SizedVariant& v : *sized) {
@@ -738,6 +751,12 @@ void RegisterEfficiencyCommands(CLI::App& app, int& exit_code) {
   simeff->add_option(
       "--busy-activity", sim_flags.busy_activity,
       "percent of its GPUs a busy guaranteed job uses; co-located jobs get the rest (default 60)");
+  simeff->add_flag("--interference", sim_flags.interference,
+                   "reclaim+oversub: a busy guaranteed job runs at 0.937 of its speed while "
+                   "preemptible work shares its GPU (Lucid, ASPLOS 2023: mean measured speed of "
+                   "co-located training jobs)");
+  simeff->add_option("--shared-speed", sim_flags.shared_speed,
+                     "that speed instead (0..1], e.g. 0.78, Lucid's 10th percentile");
   simeff->add_flag("--json", sim_flags.json, "JSON output");
   simeff->callback([&exit_code] { exit_code = RunSimEfficiency(sim_flags); });
   static SimSizeFlags size_flags;
@@ -775,6 +794,12 @@ void RegisterEfficiencyCommands(CLI::App& app, int& exit_code) {
                       "share of short single-GPU jobs that are preemptible (default 0.5)");
   simsize->add_option("--busy-activity", size_flags.busy_activity,
                       "percent of its GPUs a busy guaranteed job uses (default 60)");
+  simsize->add_flag("--interference", size_flags.interference,
+                    "reclaim+oversub: a busy guaranteed job runs at 0.937 of its speed while "
+                    "preemptible work shares its GPU (Lucid, ASPLOS 2023: mean measured speed of "
+                    "co-located training jobs)");
+  simsize->add_option("--shared-speed", size_flags.shared_speed,
+                      "that speed instead (0..1], e.g. 0.78, Lucid's 10th percentile");
   simsize->add_flag("--json", size_flags.json, "JSON output");
   simsize->callback([&exit_code] { exit_code = RunSimSize(size_flags); });
 #endif

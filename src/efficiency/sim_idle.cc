@@ -164,7 +164,10 @@ Result<VariantResult> RunReclaimVariant(const std::vector<sim::JobSpec>& jobs,
     }
   }
   sim::JobsSimOptions run_options = sim_options;
-  if (oversub) run_options.colocation = MakeCoLocation(o.oversub);
+  if (oversub) {
+    run_options.colocation = MakeCoLocation(o.oversub);
+    if (run_options.colocation) run_options.colocation->shared_speed = o.shared_speed;
+  }
   STOKER_ASSIGN_OR_RETURN(auto policy, queue::CreateQueuePolicy(o.queue_policy));
   STOKER_ASSIGN_OR_RETURN(auto simulator,
                           sim::JobsSim::Create(std::move(specs), std::move(policy), run_options));

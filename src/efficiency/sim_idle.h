@@ -96,7 +96,19 @@ struct EfficiencySimOptions {
   std::string queue_policy = "fifo";
   OversubscriptionPolicy oversub;  // the third variant; max_ratio 1.0 makes it equal to reclaim
   PreemptibleModel preemptible;
+  // Interference (the third variant): the speed of a busy guaranteed job while preemptible work
+  // shares one of its GPUs; 1 = not slowed (the default model), kPublishedSharedSpeed = the
+  // published measurement below.
+  double shared_speed = 1.0;
 };
+
+// A deep-learning training job's speed beside another one on the same GPU, relative to running
+// alone: the mean over both jobs of the 1,388 pairs measured for Lucid (Hu et al., "Lucid: A
+// Non-intrusive, Scalable and Interpretable Scheduler for Deep Learning Training Jobs",
+// ASPLOS 2023; its profiling data, simulation/data/colocate_info.csv, columns speed1/speed2).
+// Median 0.955, 10th percentile 0.78. Measured without priority between the two jobs, so as a
+// model of a guaranteed job that has priority it is on the pessimistic side.
+inline constexpr double kPublishedSharedSpeed = 0.937;
 
 // The variants, in the order every report lists them.
 inline constexpr const char* kReclaimVariants[] = {"static", "reclaim", "reclaim+oversub"};

@@ -152,6 +152,8 @@ Status JobsSim::Init() {
       return InvalidArgument("colocation: ratio must be above 1000 and at most 2000 milli-GPU");
     if (options_.colocation->grace_ms < 0)
       return InvalidArgument("colocation: grace must not be negative");
+    if (!(options_.colocation->shared_speed > 0 && options_.colocation->shared_speed <= 1.0))
+      return InvalidArgument("colocation: shared speed must be above 0 and at most 1");
     gpu_host_.assign(static_cast<size_t>(cluster_.total_gpus()), kNoJob);
     gpu_pre_.assign(static_cast<size_t>(cluster_.total_gpus()), {});
   }
@@ -177,8 +179,12 @@ void JobsSim::UpdateProgress(SimJob& job) {
   // last_update_ms is in the future while a guaranteed job waits out its victims' grace period.
   if (job.state != JobState::kRunning || now_ <= job.last_update_ms) return;
   const SimMs dt = now_ - job.last_update_ms;
-  const int64_t service =
-      job.gpu >= 0 ? std::llround(static_cast<double>(dt) * job.rate) : dt * job.alloc_gpus;
+  int64_t service = dt * job.alloc_gpus;
+  if (job.gpu >= 0) {
+    service = std::llround(static_cast<double>(dt) * job.rate);
+  } else if (job.host_rate < 1.0) {
+    service = std::llround(static_cast<double>(service) * job.host_rate);
+  }
   job.remaining_work = std::max<int64_t>(0, job.remaining_work - service);
   job.attained_gpu_ms += service;
   job.last_update_ms = now_;
@@ -259,6 +265,7 @@ Status JobsSim::Start(queue::JobId id, std::vector<scheduler::Placement> placeme
   waiting_.Remove(id);
   j.state = JobState::kRunning;
   j.alloc_gpus = gpus;
+  j.host_rate = 1.0;
   j.placements = std::move(placements);
   // Co-location: the placement saw only guaranteed work; preemptible jobs on the chosen GPUs are
   // preempted with the policy's grace period, and the guaranteed job runs once they are gone.
@@ -319,17 +326,24 @@ void JobsSim::PushEvent(const Event& e) {
 void JobsSim::ScheduleJobEvents(queue::JobId id) {
   const SimJob& j = jobs_[id];
   const SimMs base = std::max(now_, j.last_update_ms);  // after a grace period, if any
-  const SimMs finish = base + CeilDiv(j.remaining_work, j.alloc_gpus);
+  const SimMs finish = base + RunMs(j, j.remaining_work);
   PushEvent(Event{finish, 0, id, j.epoch});
   if (auto next = policy_->NextKeyChangeGpuMs(View(id))) {
-    const SimMs at = base + CeilDiv(*next - j.attained_gpu_ms, j.alloc_gpus);
+    const SimMs at = base + RunMs(j, *next - j.attained_gpu_ms);
     if (at < finish) PushEvent(Event{at, 1, id, j.epoch});
   }
   // Co-location: the moment the job's GPUs go idle, co-located jobs get all of them.
   const int64_t tail = j.spec.idle_tail_ms * j.spec.gpus;
   if (coloc() && tail > 0 && j.remaining_work > tail) {
-    PushEvent(Event{base + CeilDiv(j.remaining_work - tail, j.alloc_gpus), 2, id, j.epoch});
+    PushEvent(Event{base + RunMs(j, j.remaining_work - tail), 2, id, j.epoch});
   }
+}
+
+SimMs JobsSim::RunMs(const SimJob& job, int64_t work) const {
+  if (job.host_rate >= 1.0) return CeilDiv(work, job.alloc_gpus);
+  if (work <= 0) return 0;
+  return static_cast<SimMs>(
+      std::ceil(static_cast<double>(work) / (static_cast<double>(job.alloc_gpus) * job.host_rate)));
 }
 
 std::vector<int32_t> JobsSim::GpusOf(const std::vector<scheduler::Placement>& placements) const {
@@ -361,13 +375,35 @@ double JobsSim::SpareActivity(int32_t gpu) const {
   const SimJob& j = jobs_[h];
   if (now_ < j.active_from_ms) return 1.0;  // holds the GPU but waits out the grace period
   int64_t remaining = j.remaining_work;
-  if (now_ > j.last_update_ms) remaining -= (now_ - j.last_update_ms) * j.alloc_gpus;
+  if (now_ > j.last_update_ms) {
+    const int64_t full = (now_ - j.last_update_ms) * j.alloc_gpus;
+    remaining -= j.host_rate < 1.0 ? std::llround(static_cast<double>(full) * j.host_rate) : full;
+  }
   if (remaining <= j.spec.idle_tail_ms * j.spec.gpus) return 1.0;  // in its idle tail
   return 1.0 - j.spec.gpu_util.value_or(1.0);
 }
 
+void JobsSim::RetimeHost(queue::JobId id) {
+  SimJob& j = jobs_[id];
+  if (j.state != JobState::kRunning || j.gpu >= 0) return;
+  UpdateProgress(j);
+  bool shared = false;
+  // Waiting out a grace period or in its idle tail, the job has nothing to slow down.
+  if (now_ >= j.active_from_ms && j.remaining_work > j.spec.idle_tail_ms * j.spec.gpus) {
+    for (int32_t g : GpusOf(j.placements)) shared |= !gpu_pre_[g].empty();
+  }
+  const double rate = shared ? options_.colocation->shared_speed : 1.0;
+  if (rate == j.host_rate) return;
+  j.host_rate = rate;
+  ++j.epoch;
+  ScheduleJobEvents(id);
+}
+
 void JobsSim::Retime(int32_t gpu) {
   pre_scan_dirty_ = true;
+  if (options_.colocation->shared_speed < 1.0 && gpu_host_[gpu] != kNoJob) {
+    RetimeHost(gpu_host_[gpu]);
+  }
   const auto& pre = gpu_pre_[gpu];
   if (pre.empty()) return;
   // Co-located jobs split what the guaranteed job leaves; the guaranteed job is not slowed.
@@ -585,7 +621,7 @@ Status JobsSim::EasyBackfill(queue::JobId head) {
   ends.reserve(running_.size());
   for (queue::JobId r : running_) {
     UpdateProgress(jobs_[r]);
-    ends.emplace_back(now_ + CeilDiv(jobs_[r].remaining_work, jobs_[r].alloc_gpus), r);
+    ends.emplace_back(now_ + RunMs(jobs_[r], jobs_[r].remaining_work), r);
   }
   std::sort(ends.begin(), ends.end());
   scheduler::ClusterState shadow = cluster_;

@@ -90,6 +90,9 @@ struct SimJob {
   SimMs evict_at_ms = 0;
   int64_t attained_at_run_start = 0;
   int64_t lost_gpu_ms = 0;  // work thrown away by preemptions
+  // Co-location with interference: the speed a guaranteed job runs at now (shared_speed while
+  // preemptible work shares one of its GPUs, else 1).
+  double host_rate = 1.0;
 };
 
 // Co-location of preemptible (best-effort) jobs on GPUs beyond 1.0 GPU of commitments, by the
@@ -101,6 +104,9 @@ struct SimJob {
 struct CoLocation {
   int32_t ratio_milli = 1500;  // 1001..2000
   SimMs grace_ms = 0;
+  // Interference: the speed (0..1] at which a busy guaranteed job runs while preemptible work
+  // shares any of its GPUs (1: not slowed). Its idle tail is not slowed (nothing runs there).
+  double shared_speed = 1.0;
   int64_t preemptible_milli() const { return ratio_milli - 1000; }
 };
 
@@ -238,6 +244,10 @@ class JobsSim {
   // Milli-GPU committed on `gpu`: its guaranteed job (a whole GPU) and the preemptible shares.
   int64_t CommittedMilli(int32_t gpu) const;
   void Retime(int32_t gpu);  // preemptible jobs on `gpu`: progress so far, new rates and finishes
+  // Interference: a guaranteed job's speed follows whether preemptible work shares its GPUs.
+  void RetimeHost(queue::JobId id);
+  // Simulated time `job` needs for `work` GPU-ms at its allocation and speed.
+  SimMs RunMs(const SimJob& job, int64_t work) const;
   void ReleaseHost(queue::JobId id, const std::vector<scheduler::Placement>& placements);
   void SchedulePreemptible();
   void StartPreemptible(queue::JobId id, int32_t gpu);

@@ -31,13 +31,15 @@ sim::JobSpec Job(std::string name, sim::SimMs submit, sim::SimMs duration, int g
 
 std::unique_ptr<sim::JobsSim> Simulate(std::vector<sim::JobSpec> jobs, sim::ClusterShape shape,
                                        int64_t ratio_milli, Duration grace,
-                                       sim::SimObserver* observer = nullptr) {
+                                       sim::SimObserver* observer = nullptr,
+                                       double shared_speed = 1.0) {
   sim::JobsSimOptions opt;
   opt.cluster = shape;
   OversubscriptionPolicy p;
   p.max_ratio_milli = ratio_milli;
   p.grace = grace;
   opt.colocation = MakeCoLocation(p);
+  if (opt.colocation) opt.colocation->shared_speed = shared_speed;
   auto queue = queue::CreateQueuePolicy("fifo");
   EXPECT_TRUE(queue.ok());
   auto simulator = sim::JobsSim::Create(std::move(jobs), std::move(*queue), opt);
@@ -62,6 +64,41 @@ TEST(SimOversubTest, CoLocatedJobRunsOnTheActivityTheGuaranteedJobLeaves) {
                {1, 1}, 1500, 2min);
   EXPECT_EQ(s->jobs()[1].finish_ms, 7 * kMin);
   EXPECT_EQ(s->jobs()[0].finish_ms, 10 * kMin);
+}
+
+TEST(SimOversubTest, InterferenceSlowsTheGuaranteedJobWhileWorkSharesItsGpu) {
+  // As above with the guaranteed job at 0.8 of its speed while P shares its GPU: P still gets
+  // 40 % and ends at 5 min; A does 4 min of work by then and 6 more alone: 11 min.
+  auto s = Simulate({Job("A", 0, 10 * kMin, 1, false), Job("P", 0, 2 * kMin, 1, true)}, {1, 1},
+                    1500, 2min, nullptr, 0.8);
+  EXPECT_EQ(s->jobs()[1].finish_ms, 5 * kMin);
+  EXPECT_EQ(s->jobs()[0].finish_ms, 11 * kMin);
+  EXPECT_EQ(s->jobs()[0].host_rate, 1.0);
+  // With a 5-minute idle tail: A's 5 busy minutes take 6.25 min beside P (P does 2.5 min of
+  // work), the tail is not slowed (A ends at 11.25 min) and P gets the GPU for its last 1.5 min.
+  s = Simulate({Job("A", 0, 10 * kMin, 1, false, 0.6, 5 * kMin), Job("P", 0, 4 * kMin, 1, true)},
+               {1, 1}, 1500, 2min, nullptr, 0.8);
+  EXPECT_EQ(s->jobs()[0].finish_ms, 11 * kMin + 15'000);
+  EXPECT_EQ(s->jobs()[1].finish_ms, 7 * kMin + 45'000);
+  // A gang is slowed while any one of its GPUs is shared: G (2 GPUs, 10 min) beside P (2 min of
+  // work at 40 %: ends at 5 min) runs at 0.5 until then and ends at 12.5 min.
+  s = Simulate({Job("G", 0, 10 * kMin, 2, false), Job("P", 0, 2 * kMin, 1, true)}, {1, 2}, 1500,
+               2min, nullptr, 0.5);
+  EXPECT_EQ(s->jobs()[1].finish_ms, 5 * kMin);
+  EXPECT_EQ(s->jobs()[0].finish_ms, 12 * kMin + 30'000);
+}
+
+TEST(SimOversubTest, SharedSpeedOutsideZeroToOneIsRejected) {
+  for (double speed : {0.0, -0.5, 1.5}) {
+    sim::JobsSimOptions opt;
+    opt.cluster = {1, 1};
+    opt.colocation = sim::CoLocation{1500, 0, speed};
+    auto queue = queue::CreateQueuePolicy("fifo");
+    ASSERT_TRUE(queue.ok());
+    auto simulator = sim::JobsSim::Create({Job("A", 0, kMin, 1, false)}, std::move(*queue), opt);
+    ASSERT_FALSE(simulator.ok()) << speed;
+    EXPECT_NE(simulator.status().ToString().find("shared speed"), std::string::npos);
+  }
 }
 
 TEST(SimOversubTest, GuaranteedWorkPreemptsAfterTheGraceAndTheVictimRequeuesAndFinishes) {
@@ -215,6 +252,28 @@ TEST(CompareOversubTest, RatioOneGivesExactlyTheReclaimResult) {
     EXPECT_TRUE(SamePercentiles((*again)[i].preemptible.jct_s, (*r15)[i].preemptible.jct_s));
     EXPECT_EQ((*again)[i].preemptible.preemptions, (*r15)[i].preemptible.preemptions);
   }
+}
+
+TEST(CompareOversubTest, InterferenceSlowsOnlyTheCoLocatedVariantsGuaranteedJobs) {
+  sim::JobsSimOptions opt;
+  opt.cluster = {2, 4};
+  EfficiencySimOptions o;
+  o.oversub.max_ratio_milli = 1500;
+  const std::vector<sim::JobSpec> jobs = TraceLike(400);
+  auto plain = CompareReclaim(jobs, opt, o);
+  o.shared_speed = kPublishedSharedSpeed;
+  auto slowed = CompareReclaim(jobs, opt, o);
+  ASSERT_TRUE(plain.ok() && slowed.ok());
+  for (size_t i = 0; i < 2; ++i) {  // static and reclaim share no GPU: unchanged
+    EXPECT_EQ((*slowed)[i].report.makespan_s, (*plain)[i].report.makespan_s);
+    EXPECT_TRUE(SamePercentiles((*slowed)[i].guaranteed.jct_s, (*plain)[i].guaranteed.jct_s));
+  }
+  const VariantResult& a = (*plain)[2];
+  const VariantResult& b = (*slowed)[2];
+  EXPECT_EQ(b.report.jobs_completed, 400);
+  EXPECT_GT(b.guaranteed.jct_s.mean, a.guaranteed.jct_s.mean);
+  // The same work done: busy GPU time is the trace's, only spread over more time.
+  EXPECT_EQ(b.busy_gpu_hours, a.busy_gpu_hours);
 }
 
 TEST(CompareOversubTest, PreemptibleJobsAreShortSingleGpuJobsDrawnBySeed) {

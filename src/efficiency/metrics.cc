@@ -36,6 +36,24 @@ void RenderMetrics(const EngineState& s, std::string* out) {
       w.Sample("stoker_efficiency_job_zone", {{"jobid", j.key}, {"zone", ZoneName(j.zone)}}, 1);
     }
   }
+  if (s.gpu_estimates) {
+    w.Family("stoker_efficiency_gpu_tflops_estimate",
+             "ESTIMATE of the TFLOPS the GPU achieves (tensor activity x tensor peak + the rest of "
+             "SM activity x FP32 peak), from its latest sample.",
+             prom::Type::kGauge);
+    for (const auto& [key, e] : *s.gpu_estimates) {
+      if (e.tflops) w.Sample("stoker_efficiency_gpu_tflops_estimate", {{"uuid", key}}, *e.tflops);
+    }
+    w.Family("stoker_efficiency_gpu_tflops_per_watt_estimate",
+             "ESTIMATE of the GPU's power efficiency: estimated TFLOPS per watt drawn, from its "
+             "latest sample.",
+             prom::Type::kGauge);
+    for (const auto& [key, e] : *s.gpu_estimates) {
+      if (e.tflops_per_watt)
+        w.Sample("stoker_efficiency_gpu_tflops_per_watt_estimate", {{"uuid", key}},
+                 *e.tflops_per_watt);
+    }
+  }
   if (s.active_alerts) {
     w.Family("stoker_efficiency_alerts", "Active graded alerts by rule and state.",
              prom::Type::kGauge);

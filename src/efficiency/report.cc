@@ -76,6 +76,21 @@ std::optional<PeakRates> LookupPeakRates(const std::string& model_name) {
   return std::nullopt;
 }
 
+double EstimateTflops(const PeakRates& peak, double sm_active, double tensor_active) {
+  return tensor_active * peak.tensor_tflops +
+         std::max(0.0, sm_active - tensor_active) * peak.fp32_tflops;
+}
+
+SampleEstimate EstimateSample(const RecordedSample& s) {
+  SampleEstimate e;
+  if (!s.sm_active) return e;
+  const auto peak = LookupPeakRates(s.model);
+  if (!peak) return e;
+  e.tflops = EstimateTflops(*peak, *s.sm_active, s.tensor_active.value_or(0));
+  if (s.power_w && *s.power_w > 0) e.tflops_per_watt = *e.tflops / *s.power_w;
+  return e;
+}
+
 std::pair<WallTime, WallTime> ReportSpan(const RecordSet& rec) {
   if (rec.samples.empty() && rec.jobs.empty()) return {};
   WallTime from = rec.samples.empty() ? rec.jobs.front().info.start : rec.samples.front().t;
@@ -200,9 +215,7 @@ Report BuildReport(const RecordSet& rec, const EfficiencyConfig& cfg, const Repo
     if (s.mem_total) a.mem_total = std::max(a.mem_total, *s.mem_total);
     if (s.sm_active) {
       if (auto peak = LookupPeakRates(s.model.empty() ? a.model : s.model)) {
-        const double t = s.tensor_active.value_or(0);
-        a.flop +=
-            (t * peak->tensor_tflops + std::max(0.0, *s.sm_active - t) * peak->fp32_tflops) * d;
+        a.flop += EstimateTflops(*peak, *s.sm_active, s.tensor_active.value_or(0)) * d;
         a.flop_dt += d;
       }
     }

@@ -26,6 +26,20 @@ struct PeakRates {
 // Matches a model name ("NVIDIA H100 80GB HBM3", "H100") against the built-in table.
 std::optional<PeakRates> LookupPeakRates(const std::string& model_name);
 
+// ESTIMATE of what one GPU achieves at these activities (0..1), in TFLOPS: tensor activity x
+// the tensor peak + the rest of SM activity x the FP32 peak. Reports, the engine's metrics and
+// the dashboard all use this one formula.
+double EstimateTflops(const PeakRates& peak, double sm_active, double tensor_active);
+
+// One sample's estimates: achieved TFLOPS, and TFLOPS per watt of the sample's power draw
+// (power efficiency). Each is nullopt where the model's peaks, SM activity or a positive power
+// reading is missing.
+struct SampleEstimate {
+  std::optional<double> tflops;
+  std::optional<double> tflops_per_watt;
+};
+SampleEstimate EstimateSample(const RecordedSample& s);
+
 struct ZoneChange {
   WallTime at{};
   Zone zone = Zone::kUnknown;

@@ -309,8 +309,15 @@ void EfficiencyService::OnHeartbeat(const std::string& node, const std::vector<G
       reclaimer_->Observe(jobs.front(), node + "/" + std::to_string(s.id.index), s.timestamp,
                           *activity);
     }
+    RecordedSample rec = FromGpuSample(s, node, jobs.empty() ? "" : jobs.front());
+    if (auto m = gpu_model_.find(key); rec.model.empty() && m != gpu_model_.end())
+      rec.model = m->second;
+    if (const SampleEstimate e = EstimateSample(rec); e.tflops)
+      estimates_[GpuKey(s)] = {e, s.timestamp};
+    else
+      estimates_.erase(GpuKey(s));
     if (cfg_.service.keep_samples > 0) {
-      samples_.push_back(FromGpuSample(s, node, jobs.empty() ? "" : jobs.front()));
+      samples_.push_back(std::move(rec));
       while (samples_.size() > cfg_.service.keep_samples) samples_.pop_front();
     }
   }
@@ -437,6 +444,12 @@ std::string EfficiencyService::Metrics(const server::Principal& who) {
   std::string out;
   EngineState st;
   st.zones = &zones_;
+  // Estimates of GPUs heard from within the zone window (a GPU gone quiet drops out).
+  std::map<std::string, SampleEstimate> estimates;
+  for (const auto& [key, e] : estimates_) {
+    if (e.second >= last_seen_ - cfg_.zones.window) estimates.emplace(key, e.first);
+  }
+  st.gpu_estimates = &estimates;
   st.active_alerts = &active_;
   const std::vector<ReclaimRecord> log = reclaimer_->log();
   st.reclaim_log = &log;

@@ -136,8 +136,10 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   std::map<std::pair<std::string, uint32_t>, std::string> job_on_gpu_;  // (node, index) -> job
   std::map<std::pair<std::string, uint32_t>, std::string> gpu_model_;   // (node, index) -> model
   std::map<std::pair<std::string, uint32_t>, bool> gpu_busy_;           // has a job
-  std::set<std::pair<std::string, uint32_t>> reclaimed_gpus_;           // freed by reclaim
-  std::map<int64_t, std::pair<WallTime, int>> queued_;                  // job -> (submitted, GPUs)
+  // GPU key -> estimates from its latest sample and that sample's time (for /metrics).
+  std::map<std::string, std::pair<SampleEstimate, WallTime>> estimates_;
+  std::set<std::pair<std::string, uint32_t>> reclaimed_gpus_;  // freed by reclaim
+  std::map<int64_t, std::pair<WallTime, int>> queued_;         // job -> (submitted, GPUs)
   std::map<std::string, Usage> usage_;
   std::vector<Alert> active_;
   std::deque<RecordedSample> samples_;

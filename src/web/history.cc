@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "efficiency/records.h"
+#include "efficiency/report.h"
+
 namespace stoker::web {
 namespace {
 using http::QueryParam;
@@ -99,6 +102,11 @@ void History::OnHeartbeat(const std::string& node, const std::vector<GpuSample>&
     r->name = s.id.name;
     r->uuid = s.id.uuid;
     r->mig = s.mig_enabled.value_or(false) || !s.mig_instances.empty();
+    const efficiency::SampleEstimate e =
+        efficiency::EstimateSample(efficiency::FromGpuSample(s, node, ""));
+    r->tflops = e.tflops;
+    r->tflops_per_watt = e.tflops_per_watt;
+    r->estimated_at = s.timestamp;
     auto h = holder_.find({node, s.id.index});
     RecordLocked(*r, s.timestamp, s.util_gpu_pct.value_or(0), sm_of(s.gpm),
                  percent(s.memory_used_bytes, s.memory_total_bytes),
@@ -236,7 +244,12 @@ json History::Gpus(const server::Principal& who, Duration window, int points,
     json g = {{"node", r.node},        {"index", r.index},        {"name", r.name},
               {"mig", r.mig},          {"util", std::move(util)}, {"sm", std::move(sm)},
               {"mem", std::move(mem)}, {"job", std::move(job)}};
-    if (!r.mig_uuid.empty()) {
+    if (r.mig_uuid.empty()) {
+      const bool recent = BucketOf(r.estimated_at) >= first_bucket;
+      auto opt = [&](const std::optional<double>& v) { return recent && v ? json(*v) : json(); };
+      g["tflops_estimate"] = opt(r.tflops);
+      g["tflops_per_watt_estimate"] = opt(r.tflops_per_watt);
+    } else {
       g["util"] = g["sm"];  // NVML has no utilization per MIG instance
       g["mig_instance"] = {
           {"uuid", r.mig_uuid}, {"profile", r.mig_profile}, {"slices", r.mig_slices}};

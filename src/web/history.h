@@ -14,6 +14,8 @@
 //
 // Memory is bounded: `span / bucket` points per row (24 bytes each), at most `max_gpus` rows
 // (later ones are counted as dropped), and job owners for the jobs seen within the span.
+// Each GPU's row also carries the power-efficiency estimates of its latest sample (TFLOPS and
+// TFLOPS per watt, as the efficiency reports compute them), when that sample is in the window.
 // A user sees which of their own jobs held a cell; a cell held by another user's job says only
 // that it was busy (job -1), like /allocations hides other users' jobs.
 
@@ -74,6 +76,10 @@ class History final : public server::ServerObserver, public server::ApiExtension
     // A MIG instance's row: its UUID, profile ("3g.40gb") and GPU slices; empty for a GPU.
     std::string mig_uuid, mig_profile;
     uint32_t mig_slices = 0;
+    // ESTIMATES from the GPU's latest sample (efficiency::EstimateSample): achieved TFLOPS and
+    // TFLOPS per watt; absent where the model's peaks, SM activity or power are unknown.
+    std::optional<double> tflops, tflops_per_watt;
+    WallTime estimated_at{};
     std::vector<Point> points;  // circular, capacity = span / bucket
     size_t head = 0;            // next slot to write once full
     bool full = false;

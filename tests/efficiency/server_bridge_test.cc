@@ -116,6 +116,55 @@ TEST(EfficiencyServiceTest, HeartbeatsDriveZonesAlertsAndIdleCancelThroughTheSer
   EXPECT_TRUE(svc.JobZones().empty());
 }
 
+// Power efficiency per GPU, as a metric: the estimate from the latest sample (the reports'
+// formula), absent where SM activity is not reported, gone once the GPU is quiet for the window.
+TEST(EfficiencyServiceTest, MetricsEstimateTflopsPerWattPerGpu) {
+  auto cfg = LoadConfigYaml("");
+  ASSERT_TRUE(cfg.ok());
+  FakeServerActions actions;
+  EfficiencyService svc(*cfg, &actions);
+  const double t0 = 1'767'225'600;
+  auto gpu = [](int index, const std::string& uuid, json fields) {
+    return json{{"index", index}, {"uuid", uuid},          {"name", "NVIDIA A100-SXM4-80GB"},
+                {"health", "ok"}, {"timestamp_unix", 0.0}, {"fields", std::move(fields)}};
+  };
+  auto value = [](double v) { return json{{"value", v}, {"state", "value"}}; };
+  auto beat = [&](double t, bool both) {
+    json busy = gpu(0, "GPU-busy",
+                    {{"sm_active_ratio", value(0.5)},
+                     {"tensor_active_ratio", value(0.2)},
+                     {"power_mw", {{"value", 250000}, {"state", "value"}}}});
+    json blind = gpu(1, "GPU-blind",
+                     {{"util_gpu_pct", value(80)},
+                      {"sm_active_ratio", {{"value", nullptr}, {"state", "unsupported"}}},
+                      {"power_mw", {{"value", 200000}, {"state", "value"}}}});
+    json gpus = both ? json::array({busy, blind}) : json::array({blind});
+    for (auto& g : gpus) g["timestamp_unix"] = t;
+    svc.OnHeartbeat("n1", Readings(json{{"gpus", gpus}}),
+                    WallTime(std::chrono::seconds(static_cast<int64_t>(t))));
+  };
+  beat(t0, true);
+  std::string m = svc.Metrics(server::Principal{"admin", server::Role::kAdmin});
+  // A sample's value, or -1 when the series is absent.
+  auto value_of = [&](const std::string& series) {
+    const size_t at = m.find("\n" + series + " ");
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + series.size() + 2));
+  };
+  // A100: 312 tensor, 19.5 FP32 TFLOPS: 0.2 x 312 + (0.5 - 0.2) x 19.5 = 68.25, over 250 W.
+  EXPECT_NEAR(value_of("stoker_efficiency_gpu_tflops_estimate{uuid=\"GPU-busy\"}"), 68.25, 1e-9)
+      << m;
+  EXPECT_NEAR(value_of("stoker_efficiency_gpu_tflops_per_watt_estimate{uuid=\"GPU-busy\"}"),
+              68.25 / 250, 1e-12)
+      << m;
+  EXPECT_NE(m.find("# HELP stoker_efficiency_gpu_tflops_per_watt_estimate ESTIMATE"),
+            std::string::npos);
+  EXPECT_EQ(m.find("estimate{uuid=\"GPU-blind\""), std::string::npos) << "no SM activity:\n" << m;
+  // GPU-busy goes quiet for longer than the zone window (15 minutes): its estimate goes.
+  beat(t0 + 16 * 60, false);
+  m = svc.Metrics(server::Principal{"admin", server::Role::kAdmin});
+  EXPECT_EQ(m.find("estimate{uuid=\"GPU-busy\""), std::string::npos) << m;
+}
+
 TEST(EfficiencyServiceTest, DefaultActionRequeuesThroughTheServer) {
   auto cfg = LoadConfigYaml("");  // idle_reclaim.action defaults to requeue
   ASSERT_TRUE(cfg.ok());

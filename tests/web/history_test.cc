@@ -157,6 +157,28 @@ TEST(History, MigInstancesGetRowsOfTheirOwnWithTheirJob) {
   EXPECT_EQ(mine["gpus"][2]["job"], json::parse("[9]"));
 }
 
+// Power efficiency per GPU on the dashboard: the estimates of the GPU's latest sample, by the
+// reports' formula, while that sample is in the window; null where SM activity is missing.
+TEST(History, GpuRowsCarryTheLatestTflopsPerWattEstimate) {
+  ManualClock clock;
+  History h(&clock, {.bucket = std::chrono::seconds(10), .span = std::chrono::hours(1)});
+  GpuSample busy = Sample(0, kT0, 90, 40, 0.5);
+  busy.gpm.tensor_active = Field<double>::Of(0.2);
+  busy.power_mw = Field<uint32_t>::Of(500'000);
+  h.OnHeartbeat("n1", {busy, Sample(1, kT0, 90, 40)}, kT0);
+  const Principal admin{"root", Role::kAdmin};
+  json g = h.Gpus(admin, std::chrono::seconds(60), 100, "", kT0 + std::chrono::seconds(5))["gpus"];
+  ASSERT_EQ(g.size(), 2u);
+  // H100: 989 tensor, 67 FP32 TFLOPS: 0.2 x 989 + 0.3 x 67 = 217.9, over 500 W.
+  EXPECT_NEAR(g[0]["tflops_estimate"].get<double>(), 217.9, 1e-9);
+  EXPECT_NEAR(g[0]["tflops_per_watt_estimate"].get<double>(), 217.9 / 500, 1e-12);
+  EXPECT_TRUE(g[1]["tflops_estimate"].is_null());  // no SM activity: no estimate
+  EXPECT_TRUE(g[1]["tflops_per_watt_estimate"].is_null());
+  // Once its latest sample is older than the window, the estimate is not shown.
+  g = h.Gpus(admin, std::chrono::seconds(60), 100, "", kT0 + std::chrono::minutes(5))["gpus"];
+  EXPECT_TRUE(g[0]["tflops_per_watt_estimate"].is_null());
+}
+
 TEST(History, FragmentationSamplesForTheWindow) {
   ManualClock clock;  // its wall clock starts at kT0
   History h(&clock);

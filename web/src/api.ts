@@ -266,6 +266,9 @@ export interface GpuHistory {
     sm: (number | null)[];
     mem: (number | null)[];
     job: number[];
+    // ESTIMATES from the GPU's latest sample (absent on MIG instance rows; null when unknown).
+    tflops_estimate?: number | null;
+    tflops_per_watt_estimate?: number | null;
   }[];
   job_users: Record<string, string>;
 }

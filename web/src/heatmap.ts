@@ -274,7 +274,11 @@ export async function drawHeatmap(host: HTMLElement, info: HTMLElement, state: H
         : `${g.node} GPU ${g.index} ${g.name}${g.mig ? " (MIG mode)" : ""}`;
       const note = m && state.metric === "util" ? "<br/><i>utilization of a MIG instance is its SM activity (NVML has none per instance)</i>" : "";
       const sharers = !m && shared.has(rowKeys[row]) ? `<br/>shared now by ${shared.get(rowKeys[row])} jobs` : "";
-      return `${what}<br/>${fmtTime(times[col])}<br/>${METRIC_NAMES[state.metric]}: ${reading}${note}<br/>${job}${sharers}${zone}${sim}`;
+      const power =
+        !m && g.tflops_estimate != null && g.tflops_per_watt_estimate != null
+          ? `<br/>latest sample: ${g.tflops_estimate.toFixed(1)} TFLOPS, ${g.tflops_per_watt_estimate.toFixed(3)} TFLOPS/W (estimates)`
+          : "";
+      return `${what}<br/>${fmtTime(times[col])}<br/>${METRIC_NAMES[state.metric]}: ${reading}${note}<br/>${job}${sharers}${power}${zone}${sim}`;
     },
   };
   drawnOf.set(host, drawn);

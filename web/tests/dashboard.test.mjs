@@ -75,6 +75,23 @@ await runTest(
       return t;
     }, 10000);
     check(tip.includes(node.name) && tip.includes("simulated GPU"), `hovering a cell shows its GPU (${tip.slice(0, 80)}...)`);
+    // Power efficiency per GPU: the rows carry the estimates of each GPU's latest sample (the
+    // simulated agent reports SM and tensor activity and power), and the tooltip shows them.
+    const hist = (await up.api("GET", "/history/gpus?window=1h&points=120", userTok)).body;
+    const estimated = hist.gpus.filter((g) => !g.mig_instance && typeof g.tflops_per_watt_estimate === "number");
+    check(estimated.length > 0, `GPU rows carry a TFLOPS/W estimate (${estimated.length} of ${node.gpus.length} GPUs; e.g. ${estimated[0]?.tflops_per_watt_estimate})`);
+    // Down the chart until the pointer is on a whole GPU's row (not a MIG instance's).
+    let gpuTip = "";
+    for (let f = 0.1; f < 0.9 && !gpuTip; f += 0.05) {
+      await page.mouse.move(box.x + box.width * 0.6, box.y + box.height * f);
+      await page.waitForTimeout(150);
+      const t = await page.evaluate(() => [...document.querySelectorAll("#heatmap div")].map((d) => d.textContent).find((t) => t && t.includes("GPU")));
+      if (t && !t.includes("MIG instance") && t.includes(node.name)) gpuTip = t;
+    }
+    const hovered = hist.gpus.find((g) => !g.mig_instance && gpuTip.includes(`${g.node} GPU ${g.index} `));
+    check(hovered, `the pointer found a GPU's row (${gpuTip.slice(0, 60)}...)`);
+    const has = typeof hovered.tflops_per_watt_estimate === "number";
+    check(gpuTip.includes("TFLOPS/W (estimates)") === has, `the tooltip of GPU ${hovered.index} ${has ? "shows" : "has no"} its TFLOPS/W estimate (${gpuTip.match(/latest sample:[^(]*/)?.[0] ?? "none"})`);
     // Coloured by memory, every MIG instance has a row of its own under its GPU.
     await page.selectOption("#metric", "mem");
     const slices = node.gpus.flatMap((g) => (g.mig ?? []).map((m) => `${node.name}/${g.index}/${m.uuid}`));

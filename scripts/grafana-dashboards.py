@@ -184,6 +184,17 @@ def node_job():
     L.add(panel("timeseries", "Host load", [(f"stoker_host_load1{{{N}}}", "{{hostname}}")]), 12, 6)
     L.add(panel("timeseries", "Energy", [(f"rate(stoker_gpu_energy_joules_total{{{N}}}[$__rate_interval])",
                                           "GPU {{gpu}}")], "watt"), 12, 6)
+    # The server's estimates carry only the GPU's uuid: "(up >= bool 0)" is 1 for every GPU of
+    # the chosen nodes and gives the product their hostname and index.
+    on_node = f"(stoker_gpu_up{{{N}}} >= bool 0) * on(uuid) group_left()"
+    L.add(panel("timeseries", "Achieved TFLOPS (estimate)",
+                [(f"{on_node} stoker_efficiency_gpu_tflops_estimate", "{{hostname}} GPU {{gpu}}")],
+                "", "ESTIMATE: tensor activity x tensor peak + the rest of SM activity x FP32 peak "
+                "(data-sheet peaks of the model; docs/metrics.md)"), 12, 8)
+    L.add(panel("timeseries", "Power efficiency: TFLOPS per watt (estimate)",
+                [(f"{on_node} stoker_efficiency_gpu_tflops_per_watt_estimate",
+                  "{{hostname}} GPU {{gpu}}")],
+                "", "ESTIMATE: the achieved-TFLOPS estimate over the GPU's power draw"), 12, 8)
     L.row("Job")
     J = 'jobid=~"$jobid"'
     L.add(panel("table", "Jobs on these GPUs",
@@ -199,6 +210,11 @@ def node_job():
     L.add(panel("timeseries", "Job's processes' SM use",
                 [(f"stoker_gpu_process_sm_utilization_ratio{{{N},{J}}}",
                   "job {{jobid}} pid {{pid}} GPU {{gpu}}")], "percentunit", max_=1), 12, 8)
+    L.add(panel("timeseries", "Job's TFLOPS per watt (estimate, per GPU)",
+                [(f"stoker_gpu_job_info{{{N},{J}}} * on(uuid) group_left() "
+                  "stoker_efficiency_gpu_tflops_per_watt_estimate", "job {{jobid}} GPU {{gpu}}")],
+                "", "ESTIMATE: each of the job's GPUs' achieved-TFLOPS estimate over its power"),
+          12, 8)
     L.add(panel("timeseries", "Job's power (its GPUs)",
                 [(f"sum by (jobid) (stoker_gpu_power_watts{{{N}}} * on(uuid) group_left(jobid) "
                   f"stoker_gpu_job_info{{{J}}})", "job {{jobid}}")], "watt"), 12, 8)

@@ -326,7 +326,7 @@ int RunServer(ServerFlags f) {
   auto token = EnsureAdminToken(**rs, f.data_dir);
   if (!token.ok()) return Fail(token.status());
   fmt::print("stoker server listening on {} (data {}; policy {})\n", (*rs)->http->url(), f.data_dir,
-             (*rs)->core->Policy().dump());
+             protocol::PolicySettingsToJson((*rs)->core->Policy()).dump());
   fmt::print("dashboard: {}/ (log in with a token)\n", (*rs)->http->url());
   fmt::print("admin token: {}/admin.token\n", f.data_dir);
   std::fflush(stdout);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/prometheus_text.h"
 #include "efficiency/activity.h"
 #include "efficiency/api_json.h"
 #include "efficiency/metrics.h"
@@ -455,8 +456,9 @@ std::string EfficiencyService::Metrics(const server::Principal& who) {
   st.reclaim_log = &log;
   RenderMetrics(st, &out);
   if (market_) {
-    out += "# HELP stoker_market_balance_credits Compute-market balance of a team (credits).\n";
-    out += "# TYPE stoker_market_balance_credits gauge\n";
+    prom::TextWriter w;
+    w.Family("stoker_market_balance_credits", "Compute-market balance of a team (credits).",
+             prom::Type::kGauge);
     // Admins see every team's balance, a user their own team's.
     std::set<std::string> teams;
     const std::string own = cfg_.market.TeamOf(who.name);
@@ -464,18 +466,10 @@ std::string EfficiencyService::Metrics(const server::Principal& who) {
       if (who.role == server::Role::kAdmin || e.team == own) teams.insert(e.team);
     }
     for (const auto& t : teams) {
-      std::string label;
-      for (char c : t) {
-        if (c == '\\' || c == '"') label += '\\';
-        if (c == '\n') {
-          label += "\\n";
-          continue;
-        }
-        label += c;
-      }
-      out += "stoker_market_balance_credits{team=\"" + label + "\"} " +
-             std::to_string(static_cast<double>(market_->Balance(t)) / 1e6) + "\n";
+      w.Sample("stoker_market_balance_credits", {{"team", t}},
+               static_cast<double>(market_->Balance(t)) / 1e6);
     }
+    out += w.text();
   }
   return out;
 }

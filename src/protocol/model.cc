@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "protocol/limits.h"
 #include "protocol/samples.h"
 #include "scheduler/resources.h"
 
@@ -71,7 +72,7 @@ Status GetStringList(const json& o, const char* key, std::vector<std::string>* o
 }
 
 bool ValidEnvName(const std::string& k) {
-  if (k.empty() || k.size() > 256) return false;
+  if (k.empty() || k.size() > static_cast<size_t>(limits::kEnvNameBytes)) return false;
   if (!(isalpha(static_cast<unsigned char>(k[0])) || k[0] == '_')) return false;
   for (char c : k) {
     if (!(isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
@@ -112,40 +113,48 @@ Result<JobSpec> ParseJobSpec(const json& body) {
              "gpu_models", "mig", "cpu_milli", "memory_mib", "class", "priority", "preemptible",
              "movable", "on_node_loss", "user"}));
   JobSpec s;
-  STOKER_RETURN_IF_ERROR(GetString(body, "name", &s.name, 128));
+  STOKER_RETURN_IF_ERROR(GetString(body, "name", &s.name, limits::kJobNameBytes));
   if (!body.contains("command")) return FieldError("command", "required (argv array)");
-  STOKER_RETURN_IF_ERROR(GetStringList(body, "command", &s.command, 1024, 64 * 1024));
+  STOKER_RETURN_IF_ERROR(
+      GetStringList(body, "command", &s.command, limits::kCommandItems, limits::kArgumentBytes));
   if (s.command.empty() || s.command[0].empty()) {
     return FieldError("command", "must be a non-empty array whose first item names a program");
   }
   if (auto it = body.find("env"); it != body.end() && !it->is_null()) {
     if (!it->is_object()) return FieldError("env", "must be an object of string values");
-    if (it->size() > 256) return FieldError("env", "more than 256 variables");
+    if (it->size() > static_cast<size_t>(limits::kEnvVariables)) {
+      return FieldError("env", "more than " + std::to_string(limits::kEnvVariables) + " variables");
+    }
     for (const auto& [k, v] : it->items()) {
       if (!ValidEnvName(k)) return FieldError("env." + k, "invalid variable name");
       if (!v.is_string()) return FieldError("env." + k, "must be a string");
-      if (v.get_ref<const std::string&>().size() > 64 * 1024)
+      if (v.get_ref<const std::string&>().size() > static_cast<size_t>(limits::kEnvValueBytes))
         return FieldError("env." + k, "too long");
       s.env[k] = v.get<std::string>();
     }
   }
-  STOKER_RETURN_IF_ERROR(GetString(body, "workdir", &s.workdir));
+  STOKER_RETURN_IF_ERROR(GetString(body, "workdir", &s.workdir, limits::kPathBytes));
   if (!s.workdir.empty() && s.workdir[0] != '/')
     return FieldError("workdir", "must be an absolute path");
-  STOKER_RETURN_IF_ERROR(GetInt(body, "gpus", &s.gpus, 0, scheduler::kMaxGpusPerNode));
-  STOKER_RETURN_IF_ERROR(GetInt(body, "min_gpus", &s.min_gpus, 0, scheduler::kMaxGpusPerNode));
-  STOKER_RETURN_IF_ERROR(GetInt(body, "gpu_milli", &s.gpu_milli, 0, 999));
-  STOKER_RETURN_IF_ERROR(GetInt(body, "gpu_memory_mib", &s.gpu_memory_mib, 0, int64_t{1} << 24));
-  STOKER_RETURN_IF_ERROR(GetStringList(body, "gpu_models", &s.gpu_models, 16, 128));
-  STOKER_RETURN_IF_ERROR(GetString(body, "mig", &s.mig, 32));
-  STOKER_RETURN_IF_ERROR(GetInt(body, "cpu_milli", &s.cpu_milli, 1, 1'000'000));
-  STOKER_RETURN_IF_ERROR(GetInt(body, "memory_mib", &s.memory_mib, 0, int64_t{1} << 26));
-  STOKER_RETURN_IF_ERROR(GetString(body, "class", &s.job_class, 64));
-  STOKER_RETURN_IF_ERROR(GetInt(body, "priority", &s.priority, -1000, 1000));
+  STOKER_RETURN_IF_ERROR(GetInt(body, "gpus", &s.gpus, 0, limits::kGpusPerJob));
+  STOKER_RETURN_IF_ERROR(GetInt(body, "min_gpus", &s.min_gpus, 0, limits::kGpusPerJob));
+  STOKER_RETURN_IF_ERROR(GetInt(body, "gpu_milli", &s.gpu_milli, 0, limits::kGpuMilliMax));
+  STOKER_RETURN_IF_ERROR(
+      GetInt(body, "gpu_memory_mib", &s.gpu_memory_mib, 0, limits::kGpuMemoryMibMax));
+  STOKER_RETURN_IF_ERROR(
+      GetStringList(body, "gpu_models", &s.gpu_models, limits::kGpuModels, limits::kGpuModelBytes));
+  STOKER_RETURN_IF_ERROR(GetString(body, "mig", &s.mig, limits::kMigProfileBytes));
+  STOKER_RETURN_IF_ERROR(
+      GetInt(body, "cpu_milli", &s.cpu_milli, limits::kCpuMilliMin, limits::kCpuMilliMax));
+  STOKER_RETURN_IF_ERROR(GetInt(body, "memory_mib", &s.memory_mib, 0, limits::kJobMemoryMibMax));
+  STOKER_RETURN_IF_ERROR(GetString(body, "class", &s.job_class, limits::kJobClassBytes));
+  STOKER_RETURN_IF_ERROR(
+      GetInt(body, "priority", &s.priority, limits::kPriorityMin, limits::kPriorityMax));
   STOKER_RETURN_IF_ERROR(GetBool(body, "preemptible", &s.preemptible));
   STOKER_RETURN_IF_ERROR(GetBool(body, "movable", &s.movable));
-  STOKER_RETURN_IF_ERROR(GetString(body, "on_node_loss", &s.on_node_loss, 16));
-  STOKER_RETURN_IF_ERROR(GetString(body, "user", &s.user, 64));
+  STOKER_RETURN_IF_ERROR(
+      GetString(body, "on_node_loss", &s.on_node_loss, limits::kOnNodeLossBytes));
+  STOKER_RETURN_IF_ERROR(GetString(body, "user", &s.user, limits::kUserBytes));
 
   const int shapes = (s.gpus > 0 ? 1 : 0) + (s.gpu_milli > 0 ? 1 : 0) + (!s.mig.empty() ? 1 : 0);
   if (shapes > 1) {
@@ -164,7 +173,7 @@ Result<JobSpec> ParseJobSpec(const json& body) {
   if (s.gpu_memory_mib > 0 && shapes == 0) {
     return FieldError("gpu_memory_mib", "needs a GPU request (gpus, gpu_milli or mig)");
   }
-  if (s.on_node_loss != "requeue" && s.on_node_loss != "fail") {
+  if (!kOnNodeLossNames.Find(s.on_node_loss)) {
     return FieldError("on_node_loss", "must be 'requeue' or 'fail'");
   }
   return s;
@@ -305,7 +314,7 @@ Result<NodeInventory> ParseNodeInventory(const json& body) {
   STOKER_RETURN_IF_ERROR(CheckKnownFields(
       body, {"name", "simulated", "source", "cpu_milli", "memory_mib", "gpus", "isolation"}));
   NodeInventory n;
-  STOKER_RETURN_IF_ERROR(GetString(body, "name", &n.name, 128));
+  STOKER_RETURN_IF_ERROR(GetString(body, "name", &n.name, limits::kNodeNameBytes));
   if (n.name.empty()) return FieldError("name", "required");
   for (char c : n.name) {
     if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
@@ -313,15 +322,15 @@ Result<NodeInventory> ParseNodeInventory(const json& body) {
     }
   }
   STOKER_RETURN_IF_ERROR(GetBool(body, "simulated", &n.simulated));
-  STOKER_RETURN_IF_ERROR(GetString(body, "source", &n.source, 1024));
-  STOKER_RETURN_IF_ERROR(GetString(body, "isolation", &n.isolation, 1024));
-  STOKER_RETURN_IF_ERROR(GetInt(body, "cpu_milli", &n.cpu_milli, 0, int64_t{1} << 32));
-  STOKER_RETURN_IF_ERROR(GetInt(body, "memory_mib", &n.memory_mib, 0, int64_t{1} << 32));
+  STOKER_RETURN_IF_ERROR(GetString(body, "source", &n.source, limits::kNodeTextBytes));
+  STOKER_RETURN_IF_ERROR(GetString(body, "isolation", &n.isolation, limits::kNodeTextBytes));
+  STOKER_RETURN_IF_ERROR(GetInt(body, "cpu_milli", &n.cpu_milli, 0, limits::kNodeCpuMilliMax));
+  STOKER_RETURN_IF_ERROR(GetInt(body, "memory_mib", &n.memory_mib, 0, limits::kNodeMemoryMibMax));
   if (auto it = body.find("gpus"); it != body.end() && !it->is_null()) {
     if (!it->is_array()) return FieldError("gpus", "must be an array");
-    if (it->size() > static_cast<size_t>(scheduler::kMaxGpusPerNode)) {
+    if (it->size() > static_cast<size_t>(limits::kGpusPerNode)) {
       return FieldError("gpus",
-                        "at most " + std::to_string(scheduler::kMaxGpusPerNode) + " GPUs per node");
+                        "at most " + std::to_string(limits::kGpusPerNode) + " GPUs per node");
     }
     std::set<uint32_t> indexes;
     std::set<std::string> uuids;
@@ -336,12 +345,12 @@ Result<NodeInventory> ParseNodeInventory(const json& body) {
       }
       GpuInfo gi;
       int64_t minor = -1;
-      Status s = GetInt(g, "index", &gi.index, 0, 63);
-      if (s.ok()) s = GetString(g, "uuid", &gi.uuid, 128);
-      if (s.ok()) s = GetString(g, "model", &gi.model, 128);
-      if (s.ok()) s = GetInt(g, "memory_mib", &gi.memory_mib, 0, int64_t{1} << 24);
+      Status s = GetInt(g, "index", &gi.index, 0, limits::kGpuIndexMax);
+      if (s.ok()) s = GetString(g, "uuid", &gi.uuid, limits::kUuidBytes);
+      if (s.ok()) s = GetString(g, "model", &gi.model, limits::kGpuModelBytes);
+      if (s.ok()) s = GetInt(g, "memory_mib", &gi.memory_mib, 0, limits::kGpuMemoryMibTotalMax);
       if (s.ok()) s = GetBool(g, "mig_enabled", &gi.mig_enabled);
-      if (s.ok()) s = GetInt(g, "minor", &minor, 0, 253);  // 254/255: nvidia-modeset/-ctl
+      if (s.ok()) s = GetInt(g, "minor", &minor, 0, limits::kGpuMinorMax);
       if (!s.ok()) return s.WithContext(f);
       if (minor >= 0) gi.minor = static_cast<uint32_t>(minor);
       if (gi.model.empty()) return FieldError(f + ".model", "required");
@@ -354,7 +363,10 @@ Result<NodeInventory> ParseNodeInventory(const json& body) {
       }
       if (auto m = g.find("mig"); m != g.end() && !m->is_null()) {
         if (!m->is_array()) return FieldError(f + ".mig", "must be an array of MIG instances");
-        if (m->size() > 7) return FieldError(f + ".mig", "at most 7 MIG instances per GPU");
+        if (m->size() > static_cast<size_t>(limits::kMigInstancesPerGpu)) {
+          return FieldError(f + ".mig", "at most " + std::to_string(limits::kMigInstancesPerGpu) +
+                                            " MIG instances per GPU");
+        }
         for (size_t k = 0; k < m->size(); ++k) {
           const json& mj = (*m)[k];
           const std::string mf = f + ".mig[" + std::to_string(k) + "]";
@@ -363,9 +375,9 @@ Result<NodeInventory> ParseNodeInventory(const json& body) {
             return ks.WithContext(mf);
           }
           MigInfo mi;
-          Status ms = GetString(mj, "uuid", &mi.uuid, 128);
-          if (ms.ok()) ms = GetString(mj, "profile", &mi.profile, 32);
-          if (ms.ok()) ms = GetInt(mj, "slices", &mi.slices, 1, 7);
+          Status ms = GetString(mj, "uuid", &mi.uuid, limits::kUuidBytes);
+          if (ms.ok()) ms = GetString(mj, "profile", &mi.profile, limits::kMigProfileBytes);
+          if (ms.ok()) ms = GetInt(mj, "slices", &mi.slices, 1, limits::kMigSlicesMax);
           if (!ms.ok()) return ms.WithContext(mf);
           if (mi.uuid.empty()) return FieldError(mf + ".uuid", "required");
           if (!uuids.insert(mi.uuid).second) {
@@ -404,6 +416,42 @@ json NodeInventoryToJson(const NodeInventory& n) {
   j["gpus"] = gpus;
   if (!n.isolation.empty()) j["isolation"] = n.isolation;
   return j;
+}
+
+json NodeStatusToJson(const NodeStatus& n) {
+  json j = NodeInventoryToJson(n.inventory);
+  j["state"] = NodeStateName(n.state);
+  j["drained"] = n.drained;
+  j["last_heartbeat_ms"] = n.last_heartbeat_ms;
+  j["registered_ms"] = n.registered_ms;
+  j["active_jobs"] = n.active_jobs;
+  if (n.samples_json) {
+    // Kept as the agent sent it (validated when it arrived); parsed only when someone asks.
+    j["samples"] = json::parse(*n.samples_json, nullptr, false);
+    if (j["samples"].is_discarded()) j["samples"] = json::array();
+  }
+  return j;
+}
+
+json AllocationToJson(const Allocation& a) {
+  return json{{"job", a.job},
+              {"user", a.user},
+              {"state", JobStateName(a.state)},
+              {"node", a.node},
+              {"gpu_indices", a.gpu_indices},
+              {"gpu_milli", a.gpu_milli},
+              {"mig_uuid", a.mig_uuid},
+              {"cpu_milli", a.cpu_milli},
+              {"memory_mib", a.memory_mib}};
+}
+
+json QueueEntryToJson(const QueueEntry& e) {
+  return json{{"position", e.position}, {"job", e.job},           {"user", e.user},
+              {"name", e.name},         {"priority", e.priority}, {"reason", e.reason}};
+}
+
+json PolicySettingsToJson(const PolicySettings& p) {
+  return json{{"placement", p.placement}, {"queue", p.queue}, {"backfill", p.backfill}};
 }
 
 namespace {
@@ -467,19 +515,20 @@ Result<std::vector<RunReport>> ParseRunReports(simdjson::dom::array jobs) {
     int64_t code = 0, sig = 0;
     bool has_code = false, has_sig = false;
     Status s = r.Int("id", 1, INT64_MAX, &rep.id);
-    if (s.ok()) s = r.Int("attempt", 0, INT32_MAX, &rep.attempt);
-    if (s.ok()) s = r.String("phase", 16, &rep.phase);
-    if (s.ok()) s = r.String("error", 4096, &rep.error);
-    if (s.ok()) s = r.Int("exit_code", -1, 255, &code, &has_code);
-    if (s.ok()) s = r.Int("signal", 1, 128, &sig, &has_sig);
+    if (s.ok()) s = r.Int("attempt", 0, limits::kAttemptMax, &rep.attempt);
+    if (s.ok()) s = r.String("phase", limits::kRunPhaseBytes, &rep.phase);
+    if (s.ok()) s = r.String("error", limits::kRunErrorBytes, &rep.error);
+    if (s.ok())
+      s = r.Int("exit_code", limits::kExitCodeMin, limits::kExitCodeMax, &code, &has_code);
+    if (s.ok()) s = r.Int("signal", limits::kSignalMin, limits::kSignalMax, &sig, &has_sig);
     if (s.ok()) s = r.Int("stdout_offset", 0, INT64_MAX, &rep.stdout_offset);
-    if (s.ok()) s = r.String("stdout_data", 1 << 20, &rep.stdout_data);
+    if (s.ok()) s = r.String("stdout_data", limits::kLogChunkBytes, &rep.stdout_data);
     if (s.ok()) s = r.Int("stderr_offset", 0, INT64_MAX, &rep.stderr_offset);
-    if (s.ok()) s = r.String("stderr_data", 1 << 20, &rep.stderr_data);
+    if (s.ok()) s = r.String("stderr_data", limits::kLogChunkBytes, &rep.stderr_data);
     if (s.ok()) s = r.Bool("logs_complete", &rep.logs_complete);
     if (!s.ok()) return s;
     if (rep.id == 0) return FieldError(f + ".id", "required");
-    if (rep.phase != "starting" && rep.phase != "running" && rep.phase != "exited") {
+    if (!kRunPhaseNames.Find(rep.phase)) {
       return FieldError(f + ".phase", "must be starting, running or exited");
     }
     if (has_code) rep.exit_code = static_cast<int>(code);

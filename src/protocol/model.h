@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -39,6 +40,18 @@ inline constexpr EnumTable<Role, 3> kRoleNames{
     "role", {{{Role::kAdmin, "admin"}, {Role::kAgent, "agent"}, {Role::kUser, "user"}}}};
 inline const char* RoleName(Role v) { return kRoleNames.CName(v); }
 inline std::optional<Role> ParseRole(std::string_view s) { return kRoleNames.Find(s); }
+
+// What happens to a job whose node is lost (JobSpec::on_node_loss, a string on the wire).
+enum class OnNodeLoss { kRequeue, kFail };
+inline constexpr EnumTable<OnNodeLoss, 2> kOnNodeLossNames{
+    "on_node_loss", {{{OnNodeLoss::kRequeue, "requeue"}, {OnNodeLoss::kFail, "fail"}}}};
+
+// The phase of a run a node reports (RunReport::phase, a string on the wire).
+enum class RunPhase { kStarting, kRunning, kExited };
+inline constexpr EnumTable<RunPhase, 3> kRunPhaseNames{"phase",
+                                                       {{{RunPhase::kStarting, "starting"},
+                                                         {RunPhase::kRunning, "running"},
+                                                         {RunPhase::kExited, "exited"}}}};
 
 // Who is asking: a token's name (the admin's, the user's, the node's) and its role.
 struct Principal {
@@ -158,6 +171,58 @@ struct NodeInventory {
 // objects are refused, as is a MIG list that is not an array), unique GPU indexes and UUIDs.
 Result<NodeInventory> ParseNodeInventory(const json& body);
 json NodeInventoryToJson(const NodeInventory& n);
+
+// A node as the server holds it: its inventory, its state and, in GET /nodes/{name}, its latest
+// GPU samples.
+enum class NodeState { kReady, kDrained, kLost };
+inline constexpr EnumTable<NodeState, 3> kNodeStateNames{
+    "node state",
+    {{{NodeState::kReady, "ready"}, {NodeState::kDrained, "drained"}, {NodeState::kLost, "lost"}}}};
+inline const char* NodeStateName(NodeState v) { return kNodeStateNames.CName(v); }
+struct NodeStatus {
+  NodeInventory inventory;
+  NodeState state = NodeState::kReady;
+  bool drained = false;  // also while lost: it stays drained when it comes back
+  int64_t last_heartbeat_ms = 0;
+  int64_t registered_ms = 0;
+  int64_t active_jobs = 0;  // assigned, running or cancelling here
+  // The agent's latest samples as it sent them (a JSON array), or null: not asked for.
+  std::shared_ptr<const std::string> samples_json;
+};
+json NodeStatusToJson(const NodeStatus& n);
+
+// What an active job holds (GET /allocations).
+struct Allocation {
+  int64_t job = 0;
+  std::string user;
+  JobState state = JobState::kAssigned;
+  std::string node;
+  std::vector<uint32_t> gpu_indices;
+  int32_t gpu_milli = 0;
+  std::string mig_uuid;
+  int64_t cpu_milli = 0;
+  int64_t memory_mib = 0;
+};
+json AllocationToJson(const Allocation& a);
+
+// A queued job in scheduling order, with why it waits (GET /queue).
+struct QueueEntry {
+  int64_t position = 0;  // 1-based, among every queued job (also those the caller cannot see)
+  int64_t job = 0;
+  std::string user;
+  std::string name;
+  int32_t priority = 0;
+  std::string reason;
+};
+json QueueEntryToJson(const QueueEntry& e);
+
+// The scheduling policy (GET/PUT /policy).
+struct PolicySettings {
+  std::string placement;  // empty: the library's default
+  std::string queue;
+  bool backfill = true;
+};
+json PolicySettingsToJson(const PolicySettings& p);
 
 // One run of a job as a node reports it in a heartbeat.
 struct RunReport {

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "core/duration.h"
+#include "core/prometheus_text.h"
 
 namespace stoker::server {
 namespace {
@@ -24,10 +25,27 @@ Result<json> ParseBody(const std::string& body) {
   return j;
 }
 
-template <class T>
-ApiResponse Reply(int status, const Result<T>& r) {
+// The domain answers typed values; the API encodes them with the protocol's codecs.
+template <class T, class Encode>
+ApiResponse Reply(int status, const Result<T>& r, Encode encode) {
   if (!r.ok()) return ErrorResponse(r.status());
-  return JsonResponse(status, *r);
+  return JsonResponse(status, encode(*r));
+}
+template <class T, class Encode>
+ApiResponse ReplyList(const Result<std::vector<T>>& r, Encode encode) {
+  if (!r.ok()) return ErrorResponse(r.status());
+  json out = json::array();
+  for (const T& v : *r) out.push_back(encode(v));
+  return JsonResponse(200, out);
+}
+
+json TokenInfoToJson(const TokenInfo& t) {
+  json j{{"id", t.id},
+         {"name", t.name},
+         {"role", RoleName(t.role)},
+         {"created_ms", t.created_unix_ms}};
+  j["expires_ms"] = t.expires_unix_ms == 0 ? json(nullptr) : json(t.expires_unix_ms);
+  return j;
 }
 
 // The job named by a route's {id}.
@@ -100,19 +118,18 @@ void Api::RebuildDocument() {
 
 void Api::AddCoreRoutes() {
   Server* s = server_;
-  router_.Add(
-      {"GET",
-       "/metrics",
-       kPeople,
-       Scope::kNone,
-       {},
-       "Prometheus text: jobs, nodes, GPU commitments, scheduler and efficiency series "
-       "(a user sees the market balance of their own team only)",
-       [this](const RouteCall& c) {
-         ApiResponse r{200, server_->MetricsText(), "text/plain; version=0.0.4; charset=utf-8"};
-         for (ApiExtension* e : extensions_) r.body += e->Metrics(c.who);
-         return r;
-       }});
+  router_.Add({"GET",
+               "/metrics",
+               kPeople,
+               Scope::kNone,
+               {},
+               "Prometheus text: jobs, nodes, GPU commitments, scheduler and efficiency series "
+               "(a user sees the market balance of their own team only)",
+               [this](const RouteCall& c) {
+                 ApiResponse r{200, ServerMetricsText(server_->Metrics()), prom::kContentType};
+                 for (ApiExtension* e : extensions_) r.body += e->Metrics(c.who);
+                 return r;
+               }});
   router_.Add(
       {"GET", "/openapi.json", {}, Scope::kNone, {}, "This document", [this](const RouteCall&) {
          return ApiResponse{200, openapi_};
@@ -239,7 +256,7 @@ void Api::AddCoreRoutes() {
   // Nodes.
   router_.Add(
       {"GET", "/nodes", kPeople, Scope::kNone, {}, "Registered nodes", [s](const RouteCall& c) {
-         return Reply(200, s->ListNodes(c.who));
+         return ReplyList(s->ListNodes(c.who), protocol::NodeStatusToJson);
        }});
   router_.Add({"POST",
                "/nodes/register",
@@ -252,16 +269,18 @@ void Api::AddCoreRoutes() {
                  if (!body.ok()) return ErrorResponse(body.status());
                  auto inv = ParseNodeInventory(*body);
                  if (!inv.ok()) return ErrorResponse(inv.status());
-                 return Reply(200, s->RegisterNode(c.who, *inv));
+                 return Reply(200, s->RegisterNode(c.who, *inv), protocol::NodeStatusToJson);
                }});
-  router_.Add(
-      {"GET",
-       "/nodes/{name}",
-       kAnyToken,
-       Scope::kOwnNode,
-       {},
-       "One node with its latest samples",
-       [s](const RouteCall& c) { return Reply(200, s->GetNode(c.who, c.path.at("name"))); }});
+  router_.Add({"GET",
+               "/nodes/{name}",
+               kAnyToken,
+               Scope::kOwnNode,
+               {},
+               "One node with its latest samples",
+               [s](const RouteCall& c) {
+                 return Reply(200, s->GetNode(c.who, c.path.at("name")),
+                              protocol::NodeStatusToJson);
+               }});
   router_.Add({"POST",
                "/nodes/{name}/heartbeat",
                kNodes,
@@ -291,7 +310,7 @@ void Api::AddCoreRoutes() {
                    if (Status st = s->SetDrained(c.who, name, drain); !st.ok()) {
                      return ErrorResponse(st);
                    }
-                   return Reply(200, s->GetNode(c.who, name));
+                   return Reply(200, s->GetNode(c.who, name), protocol::NodeStatusToJson);
                  }});
   }
 
@@ -302,14 +321,17 @@ void Api::AddCoreRoutes() {
                Scope::kOwnJob,
                {},
                "What each active job holds (a user sees their own)",
-               [s](const RouteCall& c) { return Reply(200, s->Allocations(c.who)); }});
-  router_.Add({"GET",
-               "/queue",
-               kPeople,
-               Scope::kNone,
-               {},
-               "Queued jobs in scheduling order, with the reason each waits",
-               [s](const RouteCall& c) { return Reply(200, s->Queue(c.who)); }});
+               [s](const RouteCall& c) {
+                 return ReplyList(s->Allocations(c.who), protocol::AllocationToJson);
+               }});
+  router_.Add(
+      {"GET",
+       "/queue",
+       kPeople,
+       Scope::kNone,
+       {},
+       "Queued jobs in scheduling order, with the reason each waits",
+       [s](const RouteCall& c) { return ReplyList(s->Queue(c.who), protocol::QueueEntryToJson); }});
 
   // Tokens and the audit log.
   router_.Add({"POST",
@@ -411,7 +433,7 @@ void Api::AddCoreRoutes() {
   // Policy.
   router_.Add(
       {"GET", "/policy", kPeople, Scope::kNone, {}, "The scheduling policy", [s](const RouteCall&) {
-         return JsonResponse(200, s->Policy());
+         return JsonResponse(200, protocol::PolicySettingsToJson(s->Policy()));
        }});
   router_.Add({"PUT",
                "/policy",
@@ -441,7 +463,7 @@ void Api::AddCoreRoutes() {
                  if (Status st = s->SetPolicy(c.who, placement, queue_name, backfill); !st.ok()) {
                    return ErrorResponse(st);
                  }
-                 return JsonResponse(200, s->Policy());
+                 return JsonResponse(200, protocol::PolicySettingsToJson(s->Policy()));
                }});
 }
 

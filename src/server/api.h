@@ -65,6 +65,9 @@ class Api final : public http::Handler {
   std::string openapi_;  // the served document: static schemas + the route table's operations
 };
 
+// GET /metrics of the server itself (Server::Metrics as Prometheus text).
+std::string ServerMetricsText(const ServerMetrics& m);
+
 // The static part of the OpenAPI 3 document (schemas, bodies, responses) of the core routes.
 const std::string& OpenApiDocument();
 

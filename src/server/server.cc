@@ -352,107 +352,53 @@ Status Server::CancelJob(int64_t id, const std::string& reason) {
   return r.ok() ? Status::Ok() : r.status();
 }
 
-std::string Server::MetricsText() const {
+ServerMetrics Server::Metrics() const {
   std::lock_guard lock(mu_);
-  std::string out;
-  auto family = [&](const char* name, const char* type, const char* help) {
-    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
-  };
-  auto sample = [&](const std::string& name, const std::string& labels, double v) {
-    char num[32];
-    std::snprintf(num, sizeof num, "%.17g", v);
-    out += name + (labels.empty() ? "" : "{" + labels + "}") + " " + num + "\n";
-  };
+  ServerMetrics m;
   // Jobs waiting or holding resources, from the indexes (not the whole history).
-  std::map<std::string, int64_t> jobs{{"queued", static_cast<int64_t>(queued_.size())},
-                                      {"assigned", 0},
-                                      {"running", 0},
-                                      {"cancelling", 0}};
+  m.jobs = {{"queued", static_cast<int64_t>(queued_.size())},
+            {"assigned", 0},
+            {"running", 0},
+            {"cancelling", 0}};
   // Milli-GPU committed per GPU (node, position) by active jobs; MIG instances not counted.
   std::map<std::pair<std::string, uint8_t>, int64_t> committed;
   for (const auto& [id, node] : job_node_) {
     const Job& j = jobs_.at(id);
-    jobs[JobStateName(j.state)]++;
+    m.jobs[JobStateName(j.state)]++;
     if (!j.assignment) continue;
     for (const auto& [pos, milli] : j.assignment->shares) committed[{node, pos}] += milli;
   }
-  family("stoker_server_jobs", "gauge", "Jobs queued or holding resources, by state.");
-  for (const auto& [state, n] : jobs) sample("stoker_server_jobs", "state=\"" + state + "\"", n);
-  family("stoker_server_jobs_ended_total", "counter",
-         "Jobs that ended since this server process started, by final state.");
   for (const char* state : {"succeeded", "failed", "cancelled"}) {
     auto it = totals_.ended.find(state);
-    sample("stoker_server_jobs_ended_total", std::string("state=\"") + state + "\"",
-           static_cast<double>(it == totals_.ended.end() ? 0 : it->second));
+    m.ended[state] = it == totals_.ended.end() ? 0 : it->second;
   }
-  int64_t ready = 0, drained = 0, lost = 0;
-  std::map<std::string, int64_t> levels{
-      {"free", 0}, {"partial", 0}, {"full", 0}, {"oversubscribed", 0}};
+  m.gpus = {{"free", 0}, {"partial", 0}, {"full", 0}, {"oversubscribed", 0}};
   for (const auto& [name, n] : nodes_) {
-    (n.lost ? lost : n.drained ? drained : ready)++;
+    (n.lost ? m.nodes_lost : n.drained ? m.nodes_drained : m.nodes_ready)++;
     if (n.lost) continue;
     for (size_t pos = 0; pos < n.inv.gpus.size(); ++pos) {
       if (n.inv.gpus[pos].mig_enabled) continue;
       auto it = committed.find({name, static_cast<uint8_t>(pos)});
       const int64_t c = it == committed.end() ? 0 : it->second;
-      levels[c == 0                         ? "free"
+      m.gpus[c == 0                         ? "free"
              : c < scheduler::kMilliPerGpu  ? "partial"
              : c == scheduler::kMilliPerGpu ? "full"
                                             : "oversubscribed"]++;
     }
   }
-  family("stoker_server_nodes", "gauge", "Registered nodes by state.");
-  sample("stoker_server_nodes", "state=\"ready\"", static_cast<double>(ready));
-  sample("stoker_server_nodes", "state=\"drained\"", static_cast<double>(drained));
-  sample("stoker_server_nodes", "state=\"lost\"", static_cast<double>(lost));
-  family("stoker_server_gpus", "gauge",
-         "Non-MIG GPUs of nodes not lost, by what jobs commit on them: free, partial (< 1 GPU), "
-         "full, oversubscribed (preemptible work beyond one GPU).");
-  for (const auto& [level, n] : levels) {
-    sample("stoker_server_gpus", "commitment=\"" + level + "\"", static_cast<double>(n));
-  }
-  family("stoker_server_gpu_oversubscription_ratio", "gauge",
-         "Configured cap on a GPU's commitments with preemptible work (1 = off).");
-  sample("stoker_server_gpu_oversubscription_ratio", "",
-         options_.gpu_oversubscription_milli / 1000.0);
-  family("stoker_scheduler_passes_total", "counter", "Scheduling passes that had queued jobs.");
-  sample("stoker_scheduler_passes_total", "", static_cast<double>(totals_.passes));
-  family("stoker_scheduler_placements_total", "counter", "Jobs placed on a node.");
-  sample("stoker_scheduler_placements_total", "", static_cast<double>(totals_.placed));
-  family("stoker_scheduler_oversubscribed_placements_total", "counter",
-         "Preemptible jobs placed on GPUs beyond their capacity.");
-  sample("stoker_scheduler_oversubscribed_placements_total", "",
-         static_cast<double>(totals_.oversubscribed));
-  family("stoker_scheduler_preemptions_total", "counter",
-         "Preemptible jobs stopped or sent back to the queue for guaranteed work.");
-  sample("stoker_scheduler_preemptions_total", "", static_cast<double>(totals_.preempted));
-  if (last_fragmentation_) {
-    family("stoker_scheduler_fragmented_gpus", "gauge",
-           "FGD's fragmentation measure (scheduler library): free GPUs the typical shapes of the "
-           "current workload cannot use, sampled every minute.");
-    sample("stoker_scheduler_fragmented_gpus", "",
-           last_fragmentation_->fragmented_gpu_milli / 1000.0);
-    family("stoker_scheduler_free_gpus", "gauge", "Free GPUs (milli-GPU / 1000) at that sample.");
-    sample("stoker_scheduler_free_gpus", "",
-           static_cast<double>(last_fragmentation_->free_gpu_milli) / 1000.0);
-  }
-  family("stoker_server_heartbeat_samples_refused_total", "counter",
-         "GPU samples of heartbeats refused: unknown_gpu (not a GPU the node registered), "
-         "index_mismatch (registered under another index), clock (taken too far from the "
-         "server's clock).");
+  m.gpu_oversubscription_milli = options_.gpu_oversubscription_milli;
+  m.passes = totals_.passes;
+  m.placed = totals_.placed;
+  m.oversubscribed = totals_.oversubscribed;
+  m.preempted = totals_.preempted;
+  m.fragmentation = last_fragmentation_;
   for (const char* why : {"unknown_gpu", "index_mismatch", "clock"}) {
     auto it = totals_.samples_refused.find(why);
-    sample("stoker_server_heartbeat_samples_refused_total", std::string("reason=\"") + why + "\"",
-           static_cast<double>(it == totals_.samples_refused.end() ? 0 : it->second));
+    m.samples_refused[why] = it == totals_.samples_refused.end() ? 0 : it->second;
   }
-  family("stoker_server_heartbeat_log_chunks_refused_total", "counter",
-         "Log bytes a node sent for a job that is not its current run (another node's job, an "
-         "earlier run, a job that does not exist), dropped.");
-  sample("stoker_server_heartbeat_log_chunks_refused_total", "",
-         static_cast<double>(totals_.log_chunks_refused.load()));
-  family("stoker_scheduler_last_pass_seconds", "gauge", "Wall time of the last scheduling pass.");
-  sample("stoker_scheduler_last_pass_seconds", "", totals_.last_pass_seconds);
-  return out;
+  m.log_chunks_refused = totals_.log_chunks_refused.load();
+  m.last_pass_seconds = totals_.last_pass_seconds;
+  return m;
 }
 
 Result<Job> Server::ChangeUnendedJob(
@@ -580,13 +526,13 @@ Result<std::vector<store::EventRow>> Server::Events(const Principal& who, int64_
 
 // ---- nodes ----------------------------------------------------------------------------------
 
-Result<json> Server::RegisterNode(const Principal& who, const NodeInventory& inv) {
+Result<NodeStatus> Server::RegisterNode(const Principal& who, const NodeInventory& inv) {
   if (who.role == Role::kUser) return Denied("only agents and admins register nodes");
   if (who.role == Role::kAgent && who.name != inv.name) {
     return Denied("name: this agent token may only report for node '" + who.name + "'");
   }
   std::shared_future<Status> done;
-  json out;
+  NodeStatus out;
   {
     std::lock_guard lock(mu_);
     NodeEntry& n = nodes_[inv.name];
@@ -619,7 +565,7 @@ Result<json> Server::RegisterNode(const Principal& who, const NodeInventory& inv
     if (is_new) n.registered_ms = n.last_heartbeat_ms;
     b.PutNode(Row(n));
     done = store_->ApplyAsync(std::move(b));
-    out = NodeJson(n);
+    out = StatusOf(n);
   }
   STOKER_RETURN_IF_ERROR(Wait(done));
   Kick();
@@ -858,61 +804,57 @@ Status Server::SetDrained(const Principal& who, const std::string& node, bool dr
   return Status::Ok();
 }
 
-json Server::NodeJson(const NodeEntry& n, bool with_samples) const {
-  json j = NodeInventoryToJson(n.inv);
-  j["state"] = n.lost ? "lost" : (n.drained ? "drained" : "ready");
-  j["drained"] = n.drained;
-  j["last_heartbeat_ms"] = n.last_heartbeat_ms;
-  j["registered_ms"] = n.registered_ms;
+NodeStatus Server::StatusOf(const NodeEntry& n, bool with_samples) const {
+  NodeStatus st;
+  st.inventory = n.inv;
+  st.state = n.lost ? NodeState::kLost : (n.drained ? NodeState::kDrained : NodeState::kReady);
+  st.drained = n.drained;
+  st.last_heartbeat_ms = n.last_heartbeat_ms;
+  st.registered_ms = n.registered_ms;
   auto active = node_jobs_.find(n.inv.name);
-  j["active_jobs"] = active == node_jobs_.end() ? 0 : active->second.size();
-  if (with_samples) {
-    // Kept as the agent sent it (validated JSON); parsed only when someone asks.
-    j["samples"] = json::parse(*n.samples, nullptr, false);
-    if (j["samples"].is_discarded()) j["samples"] = json::array();
-  }
-  return j;
+  st.active_jobs = active == node_jobs_.end() ? 0 : static_cast<int64_t>(active->second.size());
+  if (with_samples) st.samples_json = n.samples;
+  return st;
 }
 
-Result<json> Server::ListNodes(const Principal& who) const {
+Result<std::vector<NodeStatus>> Server::ListNodes(const Principal& who) const {
   if (who.role == Role::kAgent) return Denied("agents cannot list nodes");
   std::lock_guard lock(mu_);
-  json out = json::array();
-  for (const auto& [name, n] : nodes_) {
-    out.push_back(NodeJson(n, /*with_samples=*/false));
-  }
+  std::vector<NodeStatus> out;
+  out.reserve(nodes_.size());
+  for (const auto& [name, n] : nodes_) out.push_back(StatusOf(n, /*with_samples=*/false));
   return out;
 }
 
-Result<json> Server::GetNode(const Principal& who, const std::string& node) const {
+Result<NodeStatus> Server::GetNode(const Principal& who, const std::string& node) const {
   if (who.role == Role::kAgent && who.name != node) return Denied("agents see only their node");
   std::lock_guard lock(mu_);
   auto it = nodes_.find(node);
   if (it == nodes_.end()) return NotFound("node " + node);
-  return NodeJson(it->second);
+  return StatusOf(it->second);
 }
 
-Result<json> Server::Allocations(const Principal& who) const {
+Result<std::vector<Allocation>> Server::Allocations(const Principal& who) const {
   if (who.role == Role::kAgent) return Denied("agents cannot list allocations");
   std::lock_guard lock(mu_);
-  json out = json::array();
+  std::vector<Allocation> out;
   for (const auto& [id, j] : jobs_) {
     if (!IsActive(j.state) || !j.assignment) continue;
     if (who.role == Role::kUser && j.user != who.name) continue;
-    out.push_back({{"job", id},
-                   {"user", j.user},
-                   {"state", JobStateName(j.state)},
-                   {"node", j.assignment->node},
-                   {"gpu_indices", j.assignment->gpu_indices},
-                   {"gpu_milli", j.assignment->gpu_milli},
-                   {"mig_uuid", j.assignment->mig_uuid},
-                   {"cpu_milli", j.spec.cpu_milli},
-                   {"memory_mib", j.spec.memory_mib}});
+    out.push_back(Allocation{.job = id,
+                             .user = j.user,
+                             .state = j.state,
+                             .node = j.assignment->node,
+                             .gpu_indices = j.assignment->gpu_indices,
+                             .gpu_milli = j.assignment->gpu_milli,
+                             .mig_uuid = j.assignment->mig_uuid,
+                             .cpu_milli = j.spec.cpu_milli,
+                             .memory_mib = j.spec.memory_mib});
   }
   return out;
 }
 
-Result<json> Server::Queue(const Principal& who) const {
+Result<std::vector<QueueEntry>> Server::Queue(const Principal& who) const {
   if (who.role == Role::kAgent) return Denied("agents cannot read the queue");
   std::lock_guard lock(mu_);
   queue::JobQueue q(*queue_policy_);
@@ -924,33 +866,24 @@ Result<json> Server::Queue(const Principal& who) const {
                           .min_gpus = j.spec.min_gpus,
                           .priority = j.spec.priority});
   }
-  json out = json::array();
-  int pos = 0;
+  std::vector<QueueEntry> out;
+  int64_t pos = 0;
   for (const auto& e : q) {
     const Job& j = jobs_.at(static_cast<int64_t>(e.key.id));
     ++pos;
     if (who.role == Role::kUser && j.user != who.name) continue;
     auto r = queue_reasons_.find(j.id);
-    out.push_back({{"position", pos},
-                   {"job", j.id},
-                   {"user", j.user},
-                   {"name", j.spec.name},
-                   {"priority", j.spec.priority},
-                   {"reason", r == queue_reasons_.end() ? "" : r->second}});
+    out.push_back(QueueEntry{.position = pos,
+                             .job = j.id,
+                             .user = j.user,
+                             .name = j.spec.name,
+                             .priority = j.spec.priority,
+                             .reason = r == queue_reasons_.end() ? "" : r->second});
   }
   return out;
 }
 
 // ---- tokens and policy ----------------------------------------------------------------------
-
-json TokenInfoToJson(const TokenInfo& t) {
-  json j{{"id", t.id},
-         {"name", t.name},
-         {"role", RoleName(t.role)},
-         {"created_ms", t.created_unix_ms}};
-  j["expires_ms"] = t.expires_unix_ms == 0 ? json(nullptr) : json(t.expires_unix_ms);
-  return j;
-}
 
 namespace {
 TokenInfo InfoOf(const store::TokenRow& r) {
@@ -1082,11 +1015,11 @@ Status Server::SetPolicy(const Principal& who, const std::string& placement,
   return Status::Ok();
 }
 
-json Server::Policy() const {
+PolicySettings Server::Policy() const {
   std::lock_guard lock(mu_);
-  return json{{"placement", options_.placement_policy},
-              {"queue", options_.queue_policy},
-              {"backfill", options_.backfill}};
+  return PolicySettings{.placement = options_.placement_policy,
+                        .queue = options_.queue_policy,
+                        .backfill = options_.backfill};
 }
 
 // ---- scheduling -----------------------------------------------------------------------------

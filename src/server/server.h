@@ -37,6 +37,7 @@
 namespace stoker::server {
 
 // The domain speaks the protocol's types (protocol/model.h); they are named here for its callers.
+using protocol::Allocation;
 using protocol::Assignment;
 using protocol::CheckSubmission;
 using protocol::GpuInfo;
@@ -58,12 +59,16 @@ using protocol::LaunchOrder;
 using protocol::MigInfo;
 using protocol::NodeInventory;
 using protocol::NodeInventoryToJson;
+using protocol::NodeState;
+using protocol::NodeStatus;
 using protocol::ParseHeartbeat;
 using protocol::ParseHeartbeatReply;
 using protocol::ParseJobSpec;
 using protocol::ParseJobState;
 using protocol::ParseNodeInventory;
 using protocol::ParseRole;
+using protocol::PolicySettings;
+using protocol::QueueEntry;
 using protocol::RoleName;
 using protocol::RunReport;
 using protocol::SelectSamples;
@@ -143,11 +148,28 @@ struct TokenInfo {
   int64_t created_unix_ms = 0;
   int64_t expires_unix_ms = 0;  // 0: does not expire
 };
-json TokenInfoToJson(const TokenInfo& t);
 
 // What one scheduling pass did (scheduler/pass/pass.h); `fragmentation` is sampled at most once a
 // minute.
 using pass::PassStats;
+
+// The server's counters and gauges as GET /metrics reports them (the API writes the Prometheus
+// text: server/api.h ServerMetricsText).
+struct ServerMetrics {
+  std::map<std::string, int64_t> jobs;   // queued, assigned, running, cancelling -> count
+  std::map<std::string, int64_t> ended;  // succeeded, failed, cancelled since the process started
+  int64_t nodes_ready = 0, nodes_drained = 0, nodes_lost = 0;
+  // Non-MIG GPUs of nodes not lost by commitment: free, partial, full, oversubscribed.
+  std::map<std::string, int64_t> gpus;
+  int32_t gpu_oversubscription_milli = 1000;
+  int64_t passes = 0, placed = 0, oversubscribed = 0, preempted = 0;
+  std::optional<Fragmentation> fragmentation;  // the last minute's sample, once there is one
+  // Heartbeat input refused: GPU samples by reason (unknown_gpu, index_mismatch, clock), and
+  // log chunks of jobs that are not the sending node's current run.
+  std::map<std::string, int64_t> samples_refused;
+  int64_t log_chunks_refused = 0;
+  double last_pass_seconds = 0;
+};
 
 class Server final : public JobActions {
  public:
@@ -177,21 +199,22 @@ class Server final : public JobActions {
   Status CancelJob(int64_t id, const std::string& reason) override;
   Status RequeueJob(int64_t id, const std::string& reason) override;
   Status ConsolidateAtNextStart(int64_t id, int32_t gpu_milli, const std::string& reason) override;
-  // Prometheus text: jobs by state, nodes, GPU commitments, scheduler counters.
-  std::string MetricsText() const;
+  // Jobs by state, nodes, GPU commitments, scheduler counters (GET /metrics).
+  ServerMetrics Metrics() const;
 
   // Nodes.
-  Result<json> RegisterNode(const Principal& who, const NodeInventory& inv);
+  Result<NodeStatus> RegisterNode(const Principal& who, const NodeInventory& inv);
   // Takes the heartbeat by value: its samples are kept as the node's latest without a copy.
   Result<HeartbeatReply> Heartbeat(const Principal& who, const std::string& node,
                                    server::Heartbeat hb);
   Status SetDrained(const Principal& who, const std::string& node, bool drained);
-  Result<json> ListNodes(const Principal& who) const;
-  Result<json> GetNode(const Principal& who, const std::string& node) const;
+  // Every node without its samples; one node with them.
+  Result<std::vector<NodeStatus>> ListNodes(const Principal& who) const;
+  Result<NodeStatus> GetNode(const Principal& who, const std::string& node) const;
 
   // Views.
-  Result<json> Allocations(const Principal& who) const;
-  Result<json> Queue(const Principal& who) const;
+  Result<std::vector<Allocation>> Allocations(const Principal& who) const;
+  Result<std::vector<QueueEntry>> Queue(const Principal& who) const;
 
   // Tokens (admin). Every creation and revocation is audited (ListAudit). `expires_unix_ms`: 0
   // for a token that does not expire.
@@ -210,7 +233,7 @@ class Server final : public JobActions {
   Result<std::string> LocalAgentToken(const std::string& node, const std::string& previous);
   Status SetPolicy(const Principal& who, const std::string& placement, const std::string& queue,
                    std::optional<bool> backfill);
-  json Policy() const;
+  PolicySettings Policy() const;
 
   // One scheduling pass / one liveness check (the loops call these).
   PassStats RunSchedulingPass();
@@ -238,7 +261,7 @@ class Server final : public JobActions {
   Server(store::Store* store, Clock* clock, ServerOptions options);
   Status Load();
   int64_t NowMs() const;
-  json NodeJson(const NodeEntry& n, bool with_samples = true) const;
+  NodeStatus StatusOf(const NodeEntry& n, bool with_samples = true) const;
   store::JobRow Row(const Job& j) const;
   store::NodeRow Row(const NodeEntry& n) const;
   void Event(store::WriteBatch* b, const Job& j, const std::string& kind, const std::string& msg);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/prometheus_text.h"
 #include "scheduler/registry.h"
 #include "scheduler/stoker_policy.h"
 
@@ -23,20 +24,19 @@ scheduler::Request RequestFor(int32_t gpus, int64_t cpus) {
 }  // namespace
 
 std::string RenderControllerMetrics(const ControllerMetrics& m) {
-  std::string out;
-  auto counter = [&](const char* name, const char* help, int64_t v, const char* labels = "") {
-    out += "# HELP " + std::string(name) + " " + help + "\n";
-    out += "# TYPE " + std::string(name) + " counter\n";
-    out += std::string(name) + labels + " " + std::to_string(v) + "\n";
+  prom::TextWriter w;
+  auto by_kind = [&](const char* name, const char* help,
+                     std::initializer_list<std::pair<const char*, int64_t>> kinds) {
+    w.Family(name, help, prom::Type::kCounter);
+    for (const auto& [kind, v] : kinds) w.Sample(name, {{"kind", kind}}, static_cast<double>(v));
   };
-  out += "# HELP stoker_slurm_read_errors_total Failed reads of Slurm, by kind.\n";
-  out += "# TYPE stoker_slurm_read_errors_total counter\n";
-  out += "stoker_slurm_read_errors_total{kind=\"unreachable\"} " +
-         std::to_string(m.read_errors_unreachable) + "\n";
-  out += "stoker_slurm_read_errors_total{kind=\"malformed\"} " +
-         std::to_string(m.read_errors_malformed) + "\n";
-  out += "stoker_slurm_read_errors_total{kind=\"other\"} " + std::to_string(m.read_errors_other) +
-         "\n";
+  auto counter = [&](const char* name, const char* help, int64_t v) {
+    w.Counter(name, help, static_cast<double>(v));
+  };
+  by_kind("stoker_slurm_read_errors_total", "Failed reads of Slurm, by kind.",
+          {{"unreachable", m.read_errors_unreachable},
+           {"malformed", m.read_errors_malformed},
+           {"other", m.read_errors_other}});
   counter("stoker_slurm_cycles_total", "Adapter cycles run.", m.cycles);
   counter("stoker_slurm_weight_updates_total", "Node weights set through scontrol.",
           m.weight_updates);
@@ -45,15 +45,11 @@ std::string RenderControllerMetrics(const ControllerMetrics& m) {
   counter("stoker_slurm_jobs_released_unsteered_total",
           "Held GPU jobs released without a node (Stoker could not place them).",
           m.jobs_released_unsteered);
-  out += "# HELP stoker_slurm_action_errors_total Failed Slurm actions, by kind.\n";
-  out += "# TYPE stoker_slurm_action_errors_total counter\n";
-  out += "stoker_slurm_action_errors_total{kind=\"not_found\"} " +
-         std::to_string(m.action_errors_not_found) + "\n";
-  out += "stoker_slurm_action_errors_total{kind=\"other\"} " +
-         std::to_string(m.action_errors_other) + "\n";
+  by_kind("stoker_slurm_action_errors_total", "Failed Slurm actions, by kind.",
+          {{"not_found", m.action_errors_not_found}, {"other", m.action_errors_other}});
   counter("stoker_slurm_nodes_skipped_total", "Node readings the model could not hold.",
           m.nodes_skipped);
-  return out;
+  return w.Take();
 }
 
 ClusterModel BuildClusterModel(const std::vector<SlurmNode>& nodes) {

@@ -166,7 +166,9 @@ std::string Scenario(const std::string& name, int32_t ratio_milli, const std::st
     }
     auto q = f.server->Queue(admin);
     EXPECT_TRUE(q.ok());
-    out << q->dump() << "\n";
+    json shown = json::array();  // as GET /queue answers
+    for (const QueueEntry& e : *q) shown.push_back(protocol::QueueEntryToJson(e));
+    out << shown.dump() << "\n";
 
     // The agents: start what they are told, finish work now and then, stop what is cancelled.
     for (Agent& a : agents) {

@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "server/api.h"
 #include "server/server.h"
 #include "test_util.h"
 
@@ -43,7 +44,7 @@ class HeartbeatIsolation : public ::testing::Test {
   }
   std::string Stdout(int64_t id) { return f_.server->ReadLog(f_.admin, id, "stdout", 0)->data; }
   double Metric(const std::string& series) {
-    const std::string text = f_.server->MetricsText();
+    const std::string text = ServerMetricsText(f_.server->Metrics());
     const size_t at = text.find("\n" + series + " ");
     return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
   }
@@ -151,7 +152,7 @@ TEST_F(HeartbeatIsolation, SamplesMustBeOfTheNodesOwnGpusAndTakenAroundNow) {
   ASSERT_TRUE(f_.server->Heartbeat(f_.agent, "n1", hb).ok());
   EXPECT_EQ(seen.uuids, std::vector<std::string>{"n1:GPU-0"});
   // What GET /nodes/n1 shows holds only the kept sample.
-  EXPECT_EQ(f_.server->GetNode(f_.admin, "n1")->at("samples"),
+  EXPECT_EQ(protocol::NodeStatusToJson(*f_.server->GetNode(f_.admin, "n1")).at("samples"),
             json::parse(R"([{"uuid":"GPU-0"}])"));
   EXPECT_EQ(Metric("stoker_server_heartbeat_samples_refused_total{reason=\"unknown_gpu\"}"), 1);
   EXPECT_EQ(Metric("stoker_server_heartbeat_samples_refused_total{reason=\"index_mismatch\"}"), 1);

@@ -159,14 +159,14 @@ TEST(Server, LostNodeRequeuesOrFailsByPolicy) {
   auto x = f.server->GetJob(f.admin, fl->id);
   EXPECT_EQ(x->state, JobState::kFailed);
   EXPECT_NE(x->reason.find("lost"), std::string::npos);
-  EXPECT_EQ((*f.server->GetNode(f.admin, "n1"))["state"], "lost");
+  EXPECT_EQ(f.server->GetNode(f.admin, "n1")->state, NodeState::kLost);
   // Lost nodes get no work.
   EXPECT_EQ(f.server->RunSchedulingPass().placed, 0);
   // The node comes back still running the old copy: it is told to stop it.
   auto reply = f.server->Heartbeat(f.agent, "n1", hb);
   ASSERT_TRUE(reply.ok());
   EXPECT_EQ(reply->cancel.size(), 2u);
-  EXPECT_EQ((*f.server->GetNode(f.admin, "n1"))["state"], "ready");
+  EXPECT_EQ(f.server->GetNode(f.admin, "n1")->state, NodeState::kReady);
 }
 
 TEST(Server, ReconcilesAJobThatEndedWhileTheServerWasDown) {

@@ -201,8 +201,8 @@ def node_job():
                 [(f"stoker_gpu_job_info{{{N},{J}}}", "", "A", True)],
                 extra={"transformations": [{"id": "labelsToFields", "options": {}}]}), 24, 6)
     L.add(panel("timeseries", "Job's GPU utilization",
-                [(f"stoker_gpu_utilization_ratio{{{N}}} * on(uuid) group_left(jobid, user) "
-                  f"stoker_gpu_job_info{{{J}}}", "job {{jobid}} ({{user}}) GPU {{gpu}}")],
+                [(f"stoker_gpu_job_info{{{N},{J}}} * on(uuid) group_left() "
+                  "stoker_gpu_utilization_ratio", "job {{jobid}} ({{user}}) GPU {{gpu}}")],
                 "percentunit", max_=1), 12, 8)
     L.add(panel("timeseries", "Job's GPU memory",
                 [(f"stoker_gpu_job_memory_used_bytes{{{N},{J}}}", "job {{jobid}} GPU {{gpu}}")],
@@ -216,8 +216,9 @@ def node_job():
                 "", "ESTIMATE: each of the job's GPUs' achieved-TFLOPS estimate over its power"),
           12, 8)
     L.add(panel("timeseries", "Job's power (its GPUs)",
-                [(f"sum by (jobid) (stoker_gpu_power_watts{{{N}}} * on(uuid) group_left(jobid) "
-                  f"stoker_gpu_job_info{{{J}}})", "job {{jobid}}")], "watt"), 12, 8)
+                [(f"sum by (jobid) (stoker_gpu_job_info{{{N},{J}}} * on(uuid) group_left() "
+                  "stoker_gpu_power_watts)", "job {{jobid}}")], "watt",
+                "A GPU shared by several jobs counts in full for each of them"), 12, 8)
     return dashboard("stoker-node-job", "Stoker / Node and job",
                      "Drill-down to a node's GPUs (one row per GPU) and a job's GPUs",
                      [var_datasource(),

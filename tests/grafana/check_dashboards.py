@@ -5,7 +5,9 @@
       schemaVersion 41 or 42; unique panel ids; panels inside the 24-column grid and not
       overlapping; no hard-coded data source (every panel and query uses ${datasource}, and a
       datasource variable exists); every rate()/increase()/irate() over $__rate_interval; the
-      committed files are what scripts/grafana-dashboards.py writes.
+      committed files are what scripts/grafana-dashboards.py writes; stoker_gpu_job_info never
+      the "one" side of a group_left join (a shared GPU has a series per job, and Prometheus
+      refuses such a join: put job_info on the left, `job_info * on(uuid) group_left() x`).
 
   check_dashboards.py live --stoker BIN [--prometheus /usr/bin/prometheus]
       starts `stoker server`, a simulated `stoker agent` (h100-mig-node: MIG, jobs) joined to
@@ -32,6 +34,7 @@ import urllib.request
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DASH_DIR = ROOT / "deploy/grafana/dashboards"
 RATE = re.compile(r"\b(rate|irate|increase)\(([^()]|\([^()]*\))*?\[([^\]]+)\]")
+JOB_INFO_ONE_SIDE = re.compile(r"group_left\s*\([^)]*\)\s*\(?\s*stoker_gpu_job_info\b")
 
 
 def load():
@@ -98,6 +101,9 @@ def structure():
                 if t.get("datasource") != {"type": "prometheus", "uid": "${datasource}"}:
                     problems.append(where(f"panel '{title}' {t.get('refId')}: hard-coded datasource"))
                 expr = t.get("expr", "")
+                if JOB_INFO_ONE_SIDE.search(expr):
+                    problems.append(where(f"panel '{title}': stoker_gpu_job_info as the one side "
+                                          "of group_left fails on a GPU shared by two jobs"))
                 for m in RATE.finditer(expr):
                     if m.group(3) != "$__rate_interval":
                         problems.append(where(f"panel '{title}': {m.group(1)}() over "

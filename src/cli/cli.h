@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,10 @@ inline constexpr int kExitNotFound = 4;
 inline constexpr int kExitDenied = 5;  // authentication or authorization failed
 
 int Main(int argc, char** argv);
+// Registers the families of `command` (a top-level command name), or every family when no
+// family names it. FamilyCommands() lists the names the families are looked up by.
+void RegisterCommands(CLI::App& app, int& exit_code, std::string_view command);
+std::vector<std::string> FamilyCommands();
 
 // Storage for a subcommand's flag values: CLI11 binds flags to addresses that must outlive the
 // parse and the callback. Owned here (freed at exit) so LeakSanitizer runs of the CLI stay clean.

@@ -1,21 +1,80 @@
 #include <cstdio>
+#include <cstring>
 
 #include "cli/cli.h"
 #include "cli/common.h"
 
 namespace stoker::cli {
+namespace {
+
+// Every command family with the top-level commands it registers. Building every family's
+// flags costs more than a short command's whole run (`stoker submit` in a script's loop), so
+// Main registers only the family of the command named on the command line.
+struct Family {
+  void (*add)(CLI::App&, int&);
+  const char* commands[8];
+};
+constexpr Family kFamilies[] = {
+    {RegisterAgentCommands, {"agent", "smi"}},
+    {RegisterSimCommands, {"sim"}},
+    {RegisterServerCommands, {"server", "up", "node", "_job-shim"}},
+    {RegisterJobCommands, {"submit", "jobs", "job", "cancel", "logs", "queue"}},
+    {RegisterAdminCommands, {"nodes", "drain", "undrain", "token", "audit"}},
+    // Also `stoker sim efficiency`, under the simulator's group when that is registered.
+    {RegisterEfficiencyCommands,
+     {"zones", "alerts", "reclaim", "report", "budgets", "ledger", "silence", "sim"}},
+};
+
+bool Names(const Family& f, std::string_view command) {
+  for (const char* c : f.commands) {
+    if (c != nullptr && command == c) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> FamilyCommands() {
+  std::vector<std::string> out;
+  for (const Family& f : kFamilies) {
+    for (const char* c : f.commands) {
+      if (c != nullptr) out.emplace_back(c);
+    }
+  }
+  return out;
+}
+
+void RegisterCommands(CLI::App& app, int& exit_code, std::string_view command) {
+  bool any = false;
+  for (const Family& f : kFamilies) {
+    if (!command.empty() && Names(f, command)) {
+      f.add(app, exit_code);
+      any = true;
+    }
+  }
+  if (any) return;
+  for (const Family& f : kFamilies) f.add(app, exit_code);
+}
 
 int Main(int argc, char** argv) {
   CLI::App app{"Stoker: keep every GPU of a cluster busy.", "stoker"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("stoker ") + STOKER_VERSION);
   int exit_code = kExitOk;
-  RegisterAgentCommands(app, exit_code);
-  RegisterSimCommands(app, exit_code);
-  RegisterServerCommands(app, exit_code);
-  RegisterJobCommands(app, exit_code);
-  RegisterAdminCommands(app, exit_code);
-  RegisterEfficiencyCommands(app, exit_code);
+  // The command is the first word that is not a flag (the root has no options that take a
+  // value). None named (`stoker --version`): nothing to register, unless help is asked for; a
+  // word no family names: all of them, so the error or the help lists every command.
+  std::string_view command;
+  bool help = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--help" || a == "-h") help = true;
+    if (!a.empty() && a[0] != '-') {
+      command = a;
+      break;
+    }
+  }
+  if (!command.empty() || help) RegisterCommands(app, exit_code, command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "cli/cli.h"
@@ -21,6 +22,7 @@
 #include "integration/http_poster.h"
 #include "web/site.h"
 #ifdef STOKER_HAVE_EFFICIENCY_SIM
+#include "efficiency/history_sizing.h"
 #include "efficiency/sim_idle.h"
 #include "efficiency/sizing.h"
 #include "sim/traces.h"
@@ -498,13 +500,138 @@ struct SimSizeFlags : SimEffFlags {
   std::string max_mean_queue = "10m", max_p99_queue = "2h";
   std::vector<std::string> variants = {"static", "reclaim", "reclaim+oversub"};
   int max_nodes = 100'000;
+  std::string history;  // recorded jobs and samples (JSON lines), or "server"
+  ServerAccess server;
 };
+
+Result<eff::QueueTargets> ParseTargets(const SimSizeFlags& f) {
+  eff::QueueTargets t;
+  auto mean = ParseDuration(f.max_mean_queue);
+  if (!mean.ok()) return mean.status().WithContext("--max-mean-queue");
+  auto p99 = ParseDuration(f.max_p99_queue);
+  if (!p99.ok()) return p99.status().WithContext("--max-p99-queue");
+  t.max_mean_s = std::chrono::duration<double>(*mean).count();
+  t.max_p99_s = std::chrono::duration<double>(*p99).count();
+  return t;
+}
+
+// `stoker sim size --history FILE|server`: the sizing of a server's own history
+// (efficiency/history_sizing.h).
+int RunHistorySize(const SimSizeFlags& f) {
+  auto fail = [](const Status& s) {
+    std::cerr << "stoker sim size: " << s.ToString() << "\n";
+    return ExitCodeFor(s);
+  };
+  if (!f.trace.empty()) return fail(InvalidArgument("--history: give it or --trace, not both"));
+  auto cfg = f.config.empty() ? eff::LoadConfigYaml("") : eff::LoadConfigFile(f.config);
+  if (!cfg.ok()) return fail(cfg.status());
+  Result<eff::RecordSet> records = InvalidArgument("no history");
+  if (f.history == "server") {
+    auto body = ServerRequest(f.server, "GET", "/api/v1/report?format=records");
+    if (!body.ok()) return fail(body.status());
+    std::istringstream in(*body);
+    records = eff::ReadRecordsJsonl(in, "the server's records");
+  } else {
+    records = eff::ReadRecordsFile(f.history);
+  }
+  if (!records.ok()) return fail(records.status());
+  eff::HistorySizingOptions o;
+  auto targets = ParseTargets(f);
+  if (!targets.ok()) return fail(targets.status());
+  o.targets = *targets;
+  o.price_per_gpu_hour_micro = cfg->price_per_gpu_hour_micro;
+  o.queue_policy = f.queue;
+  o.max_gpus = f.max_nodes;
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  o.on_probe = [&](const std::string& model, const eff::SizingProbe& p) {
+    if (!tty) return;
+    std::fprintf(stderr, "\r\033[K[%d] %-8s %6d GPUs: queue mean %8.0f s, p99 %8.0f s: %s",
+                 p.probes_done, model.c_str(), p.nodes, p.mean_s, p.p99_s,
+                 p.met ? "meets the targets" : "misses");
+  };
+  auto sized = eff::SizeFromHistory(*records, o);
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  if (!sized.ok()) return fail(sized.status());
+  auto money = [](int64_t micro) { return micro < 0 ? -1.0 : static_cast<double>(micro) / 1e6; };
+  if (f.json) {
+    nlohmann::json classes = nlohmann::json::array(), models = nlohmann::json::array();
+    for (const eff::ClassNeed& c : sized->classes) {
+      nlohmann::json j = {{"class", c.job_class},
+                          {"model", c.model},
+                          {"jobs", c.jobs},
+                          {"gpus_requested", c.gpus_requested},
+                          {"gpus_busy", c.gpus_busy},
+                          {"memory_peak_bytes", c.mem_peak_bytes},
+                          {"memory_total_bytes", c.mem_total_bytes},
+                          {"activity_p95", c.activity_p95},
+                          {"need", c.need},
+                          {"slices", c.slices}};
+      if (c.tensor_active) j["tensor_active"] = *c.tensor_active;
+      classes.push_back(j);
+    }
+    for (const eff::ModelSize& m : sized->models) {
+      models.push_back({{"model", m.model},
+                        {"jobs", m.jobs},
+                        {"recorded_gpus", m.recorded_gpus},
+                        {"gpus_as_requested", m.as_requested},
+                        {"gpus_right_sized", m.right_sized},
+                        {"queue_delay_mean_s", m.queue_mean_s},
+                        {"queue_delay_p99_s", m.queue_p99_s},
+                        {"price_per_gpu_hour", money(m.price_per_gpu_hour_micro)},
+                        {"cost_recorded", money(m.cost_recorded_micro)},
+                        {"cost_as_requested", money(m.cost_as_requested_micro)},
+                        {"cost_right_sized", money(m.cost_right_sized_micro)}});
+    }
+    std::cout << nlohmann::json{{"from", eff::FormatRfc3339(sized->from)},
+                                {"to", eff::FormatRfc3339(sized->to)},
+                                {"span_hours", sized->span_hours},
+                                {"jobs_used", sized->jobs_used},
+                                {"jobs_skipped", sized->jobs_skipped},
+                                {"max_mean_queue_s", o.targets.max_mean_s},
+                                {"max_p99_queue_s", o.targets.max_p99_s},
+                                {"classes", classes},
+                                {"models", models}}
+                     .dump(2)
+              << "\n";
+    return kExitOk;
+  }
+  std::printf(
+      "history %s .. %s (%.1f h): %lld jobs (%lld without samples skipped); targets: "
+      "mean queueing <= %s, p99 < %s\n\n",
+      eff::FormatRfc3339(sized->from).c_str(), eff::FormatRfc3339(sized->to).c_str(),
+      sized->span_hours, static_cast<long long>(sized->jobs_used),
+      static_cast<long long>(sized->jobs_skipped), f.max_mean_queue.c_str(),
+      f.max_p99_queue.c_str());
+  std::printf("%-16s %-8s %6s %10s %12s %9s %8s  %s\n", "class", "model", "jobs", "GPUs(busy)",
+              "mem-peak-GB", "act-p95%", "tensor%", "needs");
+  for (const eff::ClassNeed& c : sized->classes) {
+    char tensor[32] = "-";
+    if (c.tensor_active) std::snprintf(tensor, sizeof tensor, "%.1f", *c.tensor_active * 100);
+    std::printf("%-16s %-8s %6lld %6d(%d) %12.1f %9.1f %8s  %s\n", c.job_class.c_str(),
+                c.model.c_str(), static_cast<long long>(c.jobs), c.gpus_requested, c.gpus_busy,
+                static_cast<double>(c.mem_peak_bytes) / 1e9, c.activity_p95 * 100, tensor,
+                c.need.c_str());
+  }
+  std::printf("\n%-8s %6s %9s %13s %12s %12s %12s %10s %14s %14s %14s\n", "model", "jobs",
+              "recorded", "as-requested", "right-sized", "queue-mean-s", "queue-p99-s",
+              "price/GPU-h", "cost recorded", "as requested", "right-sized");
+  for (const eff::ModelSize& m : sized->models) {
+    std::printf("%-8s %6lld %9d %13d %12d %12.0f %12.0f %10.2f %14.2f %14.2f %14.2f\n",
+                m.model.c_str(), static_cast<long long>(m.jobs), m.recorded_gpus, m.as_requested,
+                m.right_sized, m.queue_mean_s, m.queue_p99_s, money(m.price_per_gpu_hour_micro),
+                money(m.cost_recorded_micro), money(m.cost_as_requested_micro),
+                money(m.cost_right_sized_micro));
+  }
+  return kExitOk;
+}
 
 int RunSimSize(const SimSizeFlags& f) {
   auto fail = [](const Status& s) {
     std::cerr << "stoker sim size: " << s.ToString() << "\n";
     return ExitCodeFor(s);
   };
+  if (!f.history.empty()) return RunHistorySize(f);
+  if (f.trace.empty()) return fail(InvalidArgument("--trace or --history: one is required"));
   if (!f.cluster.empty())
     return fail(InvalidArgument("--cluster: the size is what sim size finds"));
   if (f.gpus_per_node <= 0 || f.gpus_per_node > 64) {
@@ -518,12 +645,9 @@ int RunSimSize(const SimSizeFlags& f) {
   so.base.cluster.gpus_per_node = f.gpus_per_node;
   so.variants = f.variants;
   so.max_nodes = f.max_nodes;
-  auto mean = ParseDuration(f.max_mean_queue);
-  if (!mean.ok()) return fail(mean.status().WithContext("--max-mean-queue"));
-  auto p99 = ParseDuration(f.max_p99_queue);
-  if (!p99.ok()) return fail(p99.status().WithContext("--max-p99-queue"));
-  so.targets.max_mean_s = std::chrono::duration<double>(*mean).count();
-  so.targets.max_p99_s = std::chrono::duration<double>(*p99).count();
+  auto targets = ParseTargets(f);
+  if (!targets.ok()) return fail(targets.status());
+  so.targets = *targets;
   // Progress: one line on stderr, rewritten after every simulation, when it is a terminal.
   const bool tty = isatty(STDERR_FILENO) != 0;
   so.on_probe = [&](const eff::SizingProbe& p) {
@@ -764,7 +888,13 @@ void RegisterEfficiencyCommands(CLI::App& app, int& exit_code) {
       "size",
       "the smallest cluster (nodes of --gpus-per-node GPUs, found by search) that meets the "
       "queueing targets, for static allocation, idle reclaim and reclaim+oversubscription");
-  simsize->add_option("--trace", size_flags.trace, "trace CSV")->required();
+  simsize->add_option("--trace", size_flags.trace, "trace CSV");
+  simsize->add_option("--history", size_flags.history,
+                      "instead of a trace: the jobs and samples a server recorded (JSON lines, "
+                      "as GET /api/v1/report?format=records gives them), or 'server' to fetch "
+                      "them from the server (--server, --token); prices from --config's "
+                      "price_per_gpu_hour");
+  AddServerAccess(simsize, size_flags.server);
   simsize->add_option("--format", size_flags.format, "itp, philly or tiresias");
   simsize
       ->add_option("--max-mean-queue", size_flags.max_mean_queue,

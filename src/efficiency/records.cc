@@ -185,6 +185,13 @@ std::string JobToJson(const JobRecord& r) {
   return j.dump();
 }
 
+std::string RecordsToJsonl(const RecordSet& records) {
+  std::string out;
+  for (const JobRecord& j : records.jobs) out += JobToJson(j) + "\n";
+  for (const RecordedSample& s : records.samples) out += SampleToJson(s) + "\n";
+  return out;
+}
+
 RecordedSample FromGpuSample(const GpuSample& s, const std::string& node, const std::string& job) {
   RecordedSample r;
   r.t = s.timestamp;

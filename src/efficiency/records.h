@@ -61,6 +61,8 @@ Result<RecordSet> ReadRecordsJsonl(std::istream& in, const std::string& origin);
 Result<RecordSet> ReadRecordsFile(const std::string& path);
 std::string SampleToJson(const RecordedSample& s);
 std::string JobToJson(const JobRecord& j);
+// Every job, then every sample, one JSON object per line (what ReadRecordsJsonl reads).
+std::string RecordsToJsonl(const RecordSet& records);
 // A GpuSample as a record (the server's heartbeat path and the agent's --record use this).
 RecordedSample FromGpuSample(const GpuSample& s, const std::string& node, const std::string& job);
 

@@ -29,14 +29,6 @@ constexpr struct {
     {"V100", 125, 15.7, false}, {"T4", 65, 8.1, false},
 };
 
-int64_t PriceFor(const EfficiencyConfig& cfg, const std::string& model) {
-  for (const auto& [k, v] : cfg.price_per_gpu_hour_micro) {
-    if (k != "*" && model.find(k) != std::string::npos) return v;
-  }
-  auto it = cfg.price_per_gpu_hour_micro.find("*");
-  return it == cfg.price_per_gpu_hour_micro.end() ? 0 : it->second;
-}
-
 std::string Quarter(WallTime t) {
   const std::time_t tt =
       std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
@@ -67,6 +59,14 @@ std::string Fixed(double v, int digits = 1) {
 std::string Credits(int64_t micro) { return Fixed(static_cast<double>(micro) / 1e6, 2); }
 
 }  // namespace
+
+int64_t PricePerGpuHourMicro(const EfficiencyConfig& cfg, const std::string& model) {
+  for (const auto& [k, v] : cfg.price_per_gpu_hour_micro) {
+    if (k != "*" && model.find(k) != std::string::npos) return v;
+  }
+  auto it = cfg.price_per_gpu_hour_micro.find("*");
+  return it == cfg.price_per_gpu_hour_micro.end() ? 0 : it->second;
+}
 
 std::optional<PeakRates> LookupPeakRates(const std::string& model_name) {
   for (const auto& p : kPeaks) {
@@ -273,7 +273,8 @@ Report BuildReport(const RecordSet& rec, const EfficiencyConfig& cfg, const Repo
     if (auto peak = LookupPeakRates(jr.model))
       jr.peak_tflops = peak->tensor_tflops * std::max(1, jr.gpus);
     jr.alloc_gpu_hours = Hours(jr.end - jr.start) * std::max(1, jr.gpus);
-    jr.cost_micro = std::llround(jr.alloc_gpu_hours * static_cast<double>(PriceFor(cfg, jr.model)));
+    jr.cost_micro =
+        std::llround(jr.alloc_gpu_hours * static_cast<double>(PricePerGpuHourMicro(cfg, jr.model)));
     jr.zone_history = history[id];
     jr.zone = zones.Job(id).zone;
 

@@ -25,6 +25,9 @@ struct PeakRates {
 };
 // Matches a model name ("NVIDIA H100 80GB HBM3", "H100") against the built-in table.
 std::optional<PeakRates> LookupPeakRates(const std::string& model_name);
+// The configured price_per_gpu_hour for a model (first key the name contains, else "*", else 0),
+// in currency units x 1e6.
+int64_t PricePerGpuHourMicro(const EfficiencyConfig& cfg, const std::string& model);
 
 // ESTIMATE of what one GPU achieves at these activities (0..1), in TFLOPS: tensor activity x
 // the tensor peak + the rest of SM activity x the FP32 peak. Reports, the engine's metrics and

@@ -499,10 +499,9 @@ int64_t EfficiencyService::Balance(const std::string& team) const {
   return market_ ? market_->Balance(team) : 0;
 }
 
-Result<Report> EfficiencyService::BuildServerReport(const ReportOptions& opt,
-                                                    const std::string& only_user) const {
+RecordSet EfficiencyService::Records(const std::string& only_user,
+                                     std::vector<LedgerEntry>* ledger) const {
   RecordSet rec;
-  std::vector<LedgerEntry> ledger;
   {
     std::lock_guard lock(mu_);
     std::set<std::string> mine;
@@ -520,12 +519,19 @@ Result<Report> EfficiencyService::BuildServerReport(const ReportOptions& opt,
     if (market_) {
       const std::string team = only_user.empty() ? "" : cfg_.market.TeamOf(only_user);
       for (const auto& e : market_->entries()) {
-        if (team.empty() || e.team == team) ledger.push_back(e);
+        if (ledger != nullptr && (team.empty() || e.team == team)) ledger->push_back(e);
       }
     }
   }
   std::stable_sort(rec.samples.begin(), rec.samples.end(),
                    [](const RecordedSample& a, const RecordedSample& b) { return a.t < b.t; });
+  return rec;
+}
+
+Result<Report> EfficiencyService::BuildServerReport(const ReportOptions& opt,
+                                                    const std::string& only_user) const {
+  std::vector<LedgerEntry> ledger;
+  const RecordSet rec = Records(only_user, &ledger);
   if (opt.bucket > Duration{0}) {
     const auto [from, to] = ReportSpan(rec);
     const int64_t buckets = (to - from) / opt.bucket + 1;
@@ -723,34 +729,40 @@ void EfficiencyService::AddRoutes(http::Router* router) {
            return JsonResponse(200, out);
          }});
   }
-  router->Add(
-      {"GET",
-       "/report",
-       people,
-       Scope::kOwnJob,
-       {QueryParam::Enum("format", {"json", "text", "csv", "html"}, "answer format (default json)"),
-        QueryParam::DurationIn("bucket", std::chrono::minutes(1), std::chrono::hours(24 * 366),
-                               "time bucket of the cluster series (at most " +
-                                   std::to_string(kMaxReportBuckets) +
-                                   " buckets over the report's span)")},
-       "Efficiency report: per job, per user and team, per cluster, with advice",
-       [this](const RouteCall& c) {
-         ReportOptions opt;
-         if (auto d = c.QueryDuration("bucket")) opt.bucket = *d;
-         const std::string* format = c.Query("format");
-         auto r = BuildServerReport(opt, c.who.role == Role::kAdmin ? "" : c.who.name);
-         if (!r.ok()) return ErrorResponse(r.status());
-         if (format == nullptr || *format == "json")
-           return server::ApiResponse{200, RenderJson(*r)};
-         if (*format == "csv") {
-           return server::ApiResponse{200, RenderCsv(*r), "text/csv; charset=utf-8"};
-         }
-         if (*format == "html") {
-           return server::ApiResponse{200, RenderHtml(*r, report_chart_script_),
-                                      "text/html; charset=utf-8"};
-         }
-         return server::ApiResponse{200, RenderText(*r), "text/plain; charset=utf-8"};
-       }});
+  router->Add({"GET",
+               "/report",
+               people,
+               Scope::kOwnJob,
+               {QueryParam::Enum("format", {"json", "text", "csv", "html", "records"},
+                                 "answer format (default json); records: the jobs and samples the "
+                                 "report is built from, as JSON lines (stoker sim size --history)"),
+                QueryParam::DurationIn(
+                    "bucket", std::chrono::minutes(1), std::chrono::hours(24 * 366),
+                    "time bucket of the cluster series (at most " +
+                        std::to_string(kMaxReportBuckets) + " buckets over the report's span)")},
+               "Efficiency report: per job, per user and team, per cluster, with advice",
+               [this](const RouteCall& c) {
+                 ReportOptions opt;
+                 if (auto d = c.QueryDuration("bucket")) opt.bucket = *d;
+                 const std::string* format = c.Query("format");
+                 const std::string only_user = c.who.role == Role::kAdmin ? "" : c.who.name;
+                 if (format != nullptr && *format == "records") {
+                   return server::ApiResponse{200, RecordsToJsonl(Records(only_user)),
+                                              "application/x-ndjson"};
+                 }
+                 auto r = BuildServerReport(opt, only_user);
+                 if (!r.ok()) return ErrorResponse(r.status());
+                 if (format == nullptr || *format == "json")
+                   return server::ApiResponse{200, RenderJson(*r)};
+                 if (*format == "csv") {
+                   return server::ApiResponse{200, RenderCsv(*r), "text/csv; charset=utf-8"};
+                 }
+                 if (*format == "html") {
+                   return server::ApiResponse{200, RenderHtml(*r, report_chart_script_),
+                                              "text/html; charset=utf-8"};
+                 }
+                 return server::ApiResponse{200, RenderText(*r), "text/plain; charset=utf-8"};
+               }});
 }
 
 }  // namespace stoker::efficiency

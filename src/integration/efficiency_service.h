@@ -99,6 +99,10 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   // BadArgument (naming `bucket`) when the bucket would make more than kMaxReportBuckets.
   Result<Report> BuildServerReport(const ReportOptions& opt,
                                    const std::string& only_user = "") const;
+  // The jobs (that ran) and samples the report is built from; a user's: their own jobs and the
+  // samples naming them. With `ledger`, the market entries of the same scope too.
+  RecordSet Records(const std::string& only_user = "",
+                    std::vector<LedgerEntry>* ledger = nullptr) const;
   void AddNotifier(Notifier* n);
   // The chart script GET /report?format=html inlines (web::ReportChartScript(); the caller keeps
   // it alive). Set before the routes serve; without it the HTML report has no charts.

@@ -15,8 +15,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
+#include <tuple>
 
 #include "fakenvml/fake_control.h"
+#ifdef STOKER_HAVE_EFFICIENCY_SIM
+#include "efficiency/history_sizing.h"
+#endif
 #include "integration/efficiency_service.h"
 #include "node/node_agent.h"
 #include "nvml/nvml_gpu_source.h"
@@ -59,7 +65,7 @@ market:
 )";
 
 struct Harness {
-  Harness() {
+  explicit Harness(const char* config = kConfig) {
     dir =
         (std::filesystem::temp_directory_path() / ("stoker_eff_e2e_" + std::to_string(::getpid())))
             .string();
@@ -70,7 +76,7 @@ struct Harness {
     o.data_dir = dir;
     server = server::Server::Create(store.get(), &clock, o).value();
     api = std::make_unique<server::Api>(server.get());
-    auto cfg = LoadConfigYaml(kConfig, "e2e.yaml");
+    auto cfg = LoadConfigYaml(config, "e2e.yaml");
     if (!cfg.ok()) throw std::runtime_error(cfg.status().ToString());
     ledger = std::make_unique<StoreLedgerStore>(store.get());
     svc = std::make_unique<EfficiencyService>(*cfg, server.get(), ledger.get());
@@ -332,3 +338,142 @@ TEST(EfficiencyServerE2ETest, OpenApiDocumentListsTheEfficiencyRoutes) {
 
 }  // namespace
 }  // namespace stoker::efficiency
+
+#ifdef STOKER_HAVE_EFFICIENCY_SIM
+namespace stoker::efficiency {
+namespace {
+
+// Four H100s on one node; `load` gives each GPU index its activity, tensor activity and memory.
+std::string SizingScenario(const std::map<int, std::tuple<int, int, int>>& load) {
+  std::string y = "name: sizing\nhostname: n1\ngpus:\n";
+  for (int i = 0; i < 4; ++i) {
+    auto it = load.find(i);
+    const auto [act, tensor, mem] = it == load.end() ? std::tuple{0, 0, 0} : it->second;
+    y += "  - model: NVIDIA H100 80GB HBM3\n    uuid: GPU-h-" + std::to_string(i) +
+         "\n    pci_bus_id: \"00000000:1" + std::to_string(i) +
+         ":00.0\"\n    architecture: 9\n    memory_total_mib: 81559\n    util: " +
+         std::to_string(act) + "\n    sm_active: " + std::to_string(act) +
+         "\n    tensor_active: " + std::to_string(tensor) +
+         "\n    mem_used_mib: " + std::to_string(mem) + "\n    temperature_c: 40\n";
+  }
+  return y;
+}
+
+// The history a server records (jobs placed by its scheduler, samples from the fake NVML through
+// the real adapter, heartbeats through the API), exported by GET /report?format=records, sized.
+TEST(EfficiencyServerE2ETest, HistoryFromTheServerSizesEachClassAndTheGpusItNeeds) {
+  const std::string lib = fakenvml::FakeLibraryBuildPath();
+  auto control = fakenvml::FakeNvmlControl::Open(lib);
+  ASSERT_TRUE(control.ok()) << control.status().ToString();
+  ASSERT_TRUE((*control)->SetScenario(SizingScenario({}), "sizing.yaml").ok());
+  auto source = nvml::OpenNvmlGpuSource(nvml::NvmlOptions{lib});
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  Harness h("price_per_gpu_hour: {H100: 4, \"*\": 1}\n");
+  auto reg = h.Call("POST", "/api/v1/nodes/register", h.agent,
+                    server::NodeInventoryToJson(node::BuildInventory("n1", source->get())));
+  ASSERT_EQ(reg.status, 200) << reg.body;
+
+  // A 2-GPU training job (busy, tensor cores, 60 GB a GPU), a notebook (10 %, 6 GB) and an
+  // evaluation job (40 %, 30 GB), each of its class.
+  struct Submitted {
+    int gpus;
+    const char* cls;
+    std::tuple<int, int, int> load;
+    int64_t id = 0;
+  };
+  std::vector<Submitted> jobs = {
+      {2, "train", {95, 60, 60000}}, {1, "notebook", {10, 0, 6000}}, {1, "eval", {40, 10, 30000}}};
+  for (Submitted& j : jobs) {
+    auto sub = h.Call("POST", "/api/v1/jobs", h.alice,
+                      {{"command", {"sleep", "100000"}},
+                       {"gpus", j.gpus},
+                       {"class", j.cls},
+                       {"cpu_milli", 100},
+                       {"memory_mib", 64}});
+    ASSERT_EQ(sub.status, 201) << sub.body;
+    j.id = json::parse(sub.body)["id"].get<int64_t>();
+  }
+  int placed = 0;
+  for (int pass = 0; pass < 3 && placed < 3; ++pass) placed += h.server->RunSchedulingPass().placed;
+  ASSERT_EQ(placed, 3) << h.Get("/api/v1/jobs", h.admin).dump();
+  // The GPUs' behaviour follows where the scheduler put each job.
+  std::map<int, std::tuple<int, int, int>> load;
+  for (const Submitted& j : jobs) {
+    const json job = h.Get("/api/v1/jobs/" + std::to_string(j.id), h.alice);
+    for (const auto& g : job["assignment"]["gpu_indices"]) load[g.get<int>()] = j.load;
+  }
+  ASSERT_EQ(load.size(), 4u);
+  // The fake library plays a scenario from its next initialisation: reopen the adapter.
+  source->reset();
+  ASSERT_TRUE((*control)->SetScenario(SizingScenario(load), "sizing.yaml").ok());
+  source = nvml::OpenNvmlGpuSource(nvml::NvmlOptions{lib});
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  telemetry::Sampler sampler(source->get(), &h.clock, nullptr, telemetry::SamplerOptions{});
+  ASSERT_EQ(sampler.gpu_count(), 4u);
+
+  // An hour of heartbeats every 30 s, every job running.
+  json running = json::array();
+  for (const Submitted& j : jobs) running.push_back({{"id", j.id}, {"phase", "running"}});
+  for (int k = 0; k < 120; ++k) {
+    h.clock.Advance(30s);
+    (*control)->SetTime(k * 30.0);
+    for (uint32_t g = 0; g < 4; ++g) sampler.SampleOnce(g);
+    telemetry::TelemetrySnapshot snap;
+    sampler.Snapshot(&snap);
+    json gpus = telemetry::SnapshotToJson(snap, "n1")["gpus"];
+    for (auto& g : gpus) g.erase("timestamp_unix");
+    auto r = h.Call("POST", "/api/v1/nodes/n1/heartbeat", h.agent,
+                    {{"jobs", running}, {"samples", gpus}});
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+
+  auto exported = h.Call("GET", "/api/v1/report", h.admin, nullptr, {{"format", "records"}});
+  ASSERT_EQ(exported.status, 200) << exported.body;
+  std::istringstream in(exported.body);
+  auto history = ReadRecordsJsonl(in, "records");
+  ASSERT_TRUE(history.ok()) << history.status().ToString();
+  ASSERT_EQ(history->jobs.size(), 3u);
+  EXPECT_GE(history->samples.size(), 4u * 119);
+
+  HistorySizingOptions o;
+  o.price_per_gpu_hour_micro = {{"H100", 4'000'000}, {"*", 1'000'000}};
+  auto sized = SizeFromHistory(*history, o);
+  ASSERT_TRUE(sized.ok()) << sized.status().ToString();
+  EXPECT_EQ(sized->jobs_used, 3);
+  std::map<std::string, ClassNeed> need;
+  for (const ClassNeed& c : sized->classes) need[c.job_class] = c;
+  ASSERT_EQ(need.size(), 3u);
+  EXPECT_EQ(need["train"].model, "H100");
+  EXPECT_EQ(need["train"].gpus_busy, 2);
+  EXPECT_EQ(need["train"].need, "2 GPUs");
+  EXPECT_NEAR(need["train"].tensor_active.value_or(0), 0.6, 0.01);
+  EXPECT_EQ(need["notebook"].need, "1g.10gb");  // 6 GB + 10 % and 10 % of the SMs: one slice
+  EXPECT_NEAR(need["notebook"].activity_p95, 0.10, 0.01);
+  EXPECT_EQ(need["eval"].need, "3g.40gb");  // 40 % of the SMs needs 3 of 7 slices; 33 GB fits
+  EXPECT_EQ(need["eval"].mem_peak_bytes, 30000ull << 20);
+
+  // All three started together and ran the hour: as requested they need the 4 GPUs (on 3, one
+  // job would wait an hour: mean 20 min); right-sized, the notebook and the evaluation share one.
+  ASSERT_EQ(sized->models.size(), 1u);
+  const ModelSize& m = sized->models[0];
+  EXPECT_EQ(m.model, "H100");
+  EXPECT_EQ(m.recorded_gpus, 4);
+  EXPECT_EQ(m.as_requested, 4);
+  EXPECT_EQ(m.right_sized, 3);
+  EXPECT_EQ(m.queue_mean_s, 0);
+  EXPECT_EQ(m.price_per_gpu_hour_micro, 4'000'000);
+  EXPECT_NEAR(sized->span_hours, 1.0, 0.02);
+  EXPECT_EQ(m.cost_right_sized_micro, std::llround(3 * sized->span_hours * 4e6));
+  EXPECT_EQ(m.cost_as_requested_micro, m.cost_recorded_micro);
+
+  // A user's export holds only their own jobs: bob has none.
+  const server::Principal root{"root", server::Role::kAdmin};
+  const std::string bob = *h.server->CreateToken(root, server::Role::kUser, "bob");
+  auto theirs = h.Call("GET", "/api/v1/report", bob, nullptr, {{"format", "records"}});
+  ASSERT_EQ(theirs.status, 200);
+  EXPECT_EQ(theirs.body, "");
+}
+
+}  // namespace
+}  // namespace stoker::efficiency
+#endif

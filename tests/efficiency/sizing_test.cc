@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "efficiency/history_sizing.h"
+
 namespace stoker::efficiency {
 namespace {
 
@@ -94,6 +96,82 @@ TEST(SizeClusterTest, RefusesWhatItCannotSearch) {
   o.targets.max_mean_s = 0;
   EXPECT_FALSE(SizeCluster(Burst(1, 1, kHour), o).ok());
   EXPECT_FALSE(SizeCluster({}, Options()).ok());
+}
+
+// A history built directly: one job per (model, memory GiB, activity) on its own GPU, all
+// submitted at t0 and running an hour, one sample a minute.
+RecordSet History(const std::vector<std::tuple<std::string, std::string, int, double>>& jobs) {
+  RecordSet r;
+  const WallTime t0 = WallTime{} + std::chrono::hours(24 * 365 * 56);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const auto& [cls, model, gib, act] = jobs[i];
+    JobRecord j;
+    j.info.id = "j" + std::to_string(i);
+    j.info.job_class = cls;
+    j.info.start = t0;
+    j.info.gpus = {"GPU-" + std::to_string(i)};
+    j.submit = t0;
+    j.end = t0 + std::chrono::hours(1);
+    r.jobs.push_back(j);
+    for (int m = 0; m <= 60; ++m) {
+      RecordedSample s;
+      s.t = t0 + std::chrono::minutes(m);
+      s.gpu = j.info.gpus[0];
+      s.model = model;
+      s.job = j.info.id;
+      s.sm_active = act;
+      s.mem_used = static_cast<uint64_t>(gib) << 30;
+      s.mem_total = model.find("L4") != std::string::npos ? 24ull << 30 : 80ull << 30;
+      r.samples.push_back(s);
+    }
+  }
+  std::stable_sort(r.samples.begin(), r.samples.end(),
+                   [](const RecordedSample& a, const RecordedSample& b) { return a.t < b.t; });
+  return r;
+}
+
+TEST(SizeFromHistoryTest, SlicesFollowMemoryAndActivityAndOnlyMigModelsAreSliced) {
+  auto sized = SizeFromHistory(History({{"small", "NVIDIA H100 80GB HBM3", 4, 0.05},
+                                        {"mid", "NVIDIA H100 80GB HBM3", 15, 0.2},
+                                        {"big", "NVIDIA H100 80GB HBM3", 70, 0.2},
+                                        {"huge", "NVIDIA H100 80GB HBM3", 75, 0.2},
+                                        {"busy", "NVIDIA H100 80GB HBM3", 4, 0.9},
+                                        {"inference", "NVIDIA L4", 4, 0.05}}),
+                               HistorySizingOptions{});
+  ASSERT_TRUE(sized.ok()) << sized.status().ToString();
+  std::map<std::string, std::string> need;
+  for (const ClassNeed& c : sized->classes) need[c.job_class] = c.need;
+  EXPECT_EQ(need["small"], "1g.10gb");
+  EXPECT_EQ(need["mid"], "2g.20gb");      // 15 GiB + 10 % needs two eighths of the memory
+  EXPECT_EQ(need["big"], "7g.80gb");      // 77 GiB with headroom: only the whole-GPU profile
+  EXPECT_EQ(need["huge"], "1 GPU");       // 82.5 GiB with headroom: no profile holds it
+  EXPECT_EQ(need["busy"], "7g.80gb");     // 90 % of the SMs needs all seven slices
+  EXPECT_EQ(need["inference"], "1 GPU");  // L4: no MIG
+  // Right-sized, the five H100 jobs need 1 + 2 + 7 + 7 + 7 slices: 4 GPUs, not 5.
+  std::map<std::string, ModelSize> by;
+  for (const ModelSize& m : sized->models) by[m.model] = m;
+  EXPECT_EQ(by["H100"].as_requested, 5);
+  EXPECT_EQ(by["H100"].right_sized, 4);
+  EXPECT_EQ(by["L4"].right_sized, 1);
+  EXPECT_EQ(by["H100"].price_per_gpu_hour_micro, 0);  // no prices configured
+}
+
+TEST(SizeFromHistoryTest, JobsWithoutSamplesAreSkippedAndAnEmptyHistoryIsRefused) {
+  RecordSet r = History({{"a", "NVIDIA H100 80GB HBM3", 4, 0.5}});
+  JobRecord ghost = r.jobs[0];
+  ghost.info.id = "ghost";
+  r.jobs.push_back(ghost);
+  auto sized = SizeFromHistory(r, HistorySizingOptions{});
+  ASSERT_TRUE(sized.ok());
+  EXPECT_EQ(sized->jobs_used, 1);
+  EXPECT_EQ(sized->jobs_skipped, 1);
+  r.samples.clear();
+  auto none = SizeFromHistory(r, HistorySizingOptions{});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().ToString().find("no job that ran has samples"), std::string::npos);
+  HistorySizingOptions bad;
+  bad.memory_headroom = -1;
+  EXPECT_FALSE(SizeFromHistory(History({{"a", "H100", 4, 0.5}}), bad).ok());
 }
 
 }  // namespace

@@ -31,9 +31,9 @@ ALLOWED = {
     "efficiency": {"core", "scheduler", "sim"},
     "server": {"core", "protocol", "scheduler", "scheduler/pass", "store", "http"},
     "batch": {"core"},
-    # The Slurm engine adapter: an edge that uses the policies and the efficiency engine; nothing
-    # but the wiring (integration, cli, apps) may include it.
-    "slurm": {"core", "scheduler", "efficiency", "telemetry"},
+    # The Slurm engine adapter: an edge that decides through the scheduling pass and uses the
+    # efficiency engine; nothing but the wiring (integration, cli, apps) may include it.
+    "slurm": {"core", "scheduler", "scheduler/pass", "efficiency", "telemetry"},
     "inference": {"core", "batch", "http"},  # the example service: model + batcher + HTTP
 }
 # Sub-modules with rules of their own (a path below src/ -> its module name).

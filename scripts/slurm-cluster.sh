@@ -11,6 +11,7 @@
 #   SLURM_NODES=4          number of nodes (g1..gN)
 #   SLURM_GPUS_PER_NODE=8  fake GPUs per node
 #   SLURM_CPUS_PER_NODE=16 CPUs each node claims (config_overrides: more than the host has)
+#   SLURM_SHARDS_PER_GPU=0 > 0: gres/shard for GPU sharing, this many shards on each GPU
 #   SLURM_PORT_BASE=N      slurmctld port; slurmd ports follow (default: derived from DIR)
 #   SLURM_EPILOG_CTLD=path EpilogSlurmctld script (runs on the controller at job end)
 #   SLURM_JOBCOMP_SCRIPT=path JobCompType=jobcomp/script with this script (e.g.
@@ -33,6 +34,9 @@ dir=$(cd "$dir" && pwd)
 nodes=${SLURM_NODES:-4}
 gpus=${SLURM_GPUS_PER_NODE:-8}
 cpus=${SLURM_CPUS_PER_NODE:-16}
+shards=${SLURM_SHARDS_PER_GPU:-0}
+node_gres="gpu:$gpus"
+((shards > 0)) && node_gres="gpu:$gpus,shard:$((shards * gpus))"
 if [[ -z ${SLURM_PORT_BASE:-} ]]; then
   # A port range per directory, so clusters of several checkouts do not collide.
   sum=$(printf '%s' "$dir" | cksum | cut -d' ' -f1)
@@ -86,7 +90,7 @@ write_config() {
     echo "SlurmdDebug=info"
     echo "SelectType=select/cons_tres"
     echo "SelectTypeParameters=CR_Core"
-    echo "GresTypes=gpu"
+    if ((shards > 0)); then echo "GresTypes=gpu,shard"; else echo "GresTypes=gpu"; fi
     echo "ProctrackType=proctrack/linuxproc"
     echo "TaskPlugin=task/none"
     echo "JobAcctGatherType=jobacct_gather/none"
@@ -116,7 +120,7 @@ write_config() {
     fi
     for ((n = 1; n <= nodes; n++)); do
       echo "NodeName=g$n NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((ctld_port + n))" \
-        "CPUs=$cpus RealMemory=64000 Gres=gpu:$gpus State=UNKNOWN"
+        "CPUs=$cpus RealMemory=64000 Gres=$node_gres State=UNKNOWN"
     done
     echo "PartitionName=gpu Nodes=g[1-$nodes] Default=YES MaxTime=INFINITE State=UP"
   } >"$dir/slurm.conf"
@@ -124,6 +128,10 @@ write_config() {
     echo "AutoDetect=off"
     for ((n = 1; n <= nodes; n++)); do
       echo "NodeName=g$n Name=gpu File=$dir/dev/g${n}-nvidia[0-$((gpus - 1))]"
+      # Shards are spread evenly over the GPUs named by File.
+      if ((shards > 0)); then
+        echo "NodeName=g$n Name=shard Count=$((shards * gpus)) File=$dir/dev/g${n}-nvidia[0-$((gpus - 1))]"
+      fi
     done
   } >"$dir/gres.conf"
 }

@@ -29,6 +29,7 @@
 #include "core/duration.h"
 #include "integration/efficiency_service.h"
 #include "integration/http_poster.h"
+#include "integration/slurm_engine.h"
 #include "node/node_agent.h"
 #include "nvml/nvml_gpu_source.h"
 #include "nvml/simulated.h"
@@ -75,6 +76,8 @@ struct ServerFlags {
   std::string alertmanager;       // base URL: efficiency alerts are also posted there
   int http_threads = 32;
   std::string dashboard_bucket = "30s";  // the dashboard's history: one point per GPU per bucket
+  std::string engine = "stoker";         // stoker: the server runs jobs; slurm: Slurm does
+  std::string slurm_config;              // YAML (docs/slurm.md); empty: defaults
 };
 
 void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
@@ -82,6 +85,13 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
                   "Efficiency engine configuration (zones, alerts, idle reclaim, market; YAML)");
   cmd->add_option("--alertmanager", f->alertmanager,
                   "Also send efficiency alerts to this Alertmanager (http://host:9093)");
+  cmd->add_option("--engine", f->engine,
+                  "Who runs the jobs: stoker (the server places them on its nodes) or slurm "
+                  "(Slurm does; the server steers, measures, reclaims and bills them)")
+      ->check(CLI::IsMember({"stoker", "slurm"}))
+      ->capture_default_str();
+  cmd->add_option("--slurm-config", f->slurm_config,
+                  "With --engine slurm: the Slurm engine's configuration (YAML, docs/slurm.md)");
   cmd->add_option("--data-dir", f->data_dir,
                   "Data directory (default $XDG_STATE_HOME/stoker or ~/.local/state/stoker)");
   cmd->add_option("--listen", f->listen, "HOST:PORT to serve the API on")->capture_default_str();
@@ -130,6 +140,16 @@ struct RunningServer {
   std::unique_ptr<efficiency::HttplibPoster> poster;
   std::unique_ptr<efficiency::AlertmanagerNotifier> alertmanager;
   std::unique_ptr<efficiency::EfficiencyService> efficiency;
+  // --engine slurm: Slurm's commands, the agents, and the engine's loop (stopped first).
+  std::unique_ptr<slurm::CommandSlurmClient> slurm_client;
+  std::unique_ptr<slurm::AgentSampleSource> slurm_agents;
+  std::unique_ptr<slurm::SlurmEngine> slurm;
+  void Stop() {
+    if (http) http->Stop();
+    if (slurm) slurm->Stop();
+    if (efficiency) efficiency->Stop();
+    if (core) core->Stop();
+  }
 };
 
 // Loads --efficiency-config (defaults without one); rejected rules are reported, not fatal.
@@ -170,6 +190,25 @@ Status StartEfficiency(RunningServer& rs, const ServerFlags& f,
   }
   rs.core->AddObserver(rs.efficiency.get());
   rs.api->AddExtension(rs.efficiency.get());
+  return Status::Ok();
+}
+
+// --engine slurm: the Slurm engine in the server's loop, its metrics on /metrics.
+Status StartSlurmEngine(RunningServer& rs, const ServerFlags& f) {
+  if (f.engine != "slurm") {
+    if (!f.slurm_config.empty()) return InvalidArgument("--slurm-config: needs --engine slurm");
+    return Status::Ok();
+  }
+  auto cfg = f.slurm_config.empty() ? slurm::LoadSlurmEngineConfigYaml("")
+                                    : slurm::LoadSlurmEngineConfigFile(f.slurm_config);
+  if (!cfg.ok()) return cfg.status().WithContext("--slurm-config");
+  rs.slurm_client = std::make_unique<slurm::CommandSlurmClient>(cfg->client);
+  rs.slurm_agents = std::make_unique<slurm::AgentSampleSource>(cfg->agents);
+  auto engine = slurm::SlurmEngine::Create(*std::move(cfg), rs.slurm_client.get(),
+                                           rs.slurm_agents.get(), rs.efficiency.get(), &rs.clock);
+  if (!engine.ok()) return engine.status().WithContext("--slurm-config");
+  rs.slurm = std::move(engine).value();
+  rs.api->AddExtension(rs.slurm.get());
   return Status::Ok();
 }
 
@@ -235,11 +274,13 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   ho.tls_key = f.tls_key;
   ho.threads = f.http_threads;
   STOKER_RETURN_IF_ERROR(StartEfficiency(*rs, f, eff_cfg));
+  STOKER_RETURN_IF_ERROR(StartSlurmEngine(*rs, f));
   STOKER_RETURN_IF_ERROR(StartDashboard(*rs, f));
   rs->http = std::make_unique<http::Server>(rs->site.get(), ho);
   STOKER_RETURN_IF_ERROR(rs->http->Start());
   rs->core->Start();
   rs->efficiency->Start(&rs->clock);
+  if (rs->slurm) rs->slurm->Start();
   return rs;
 }
 
@@ -327,14 +368,17 @@ int RunServer(ServerFlags f) {
   if (!token.ok()) return Fail(token.status());
   fmt::print("stoker server listening on {} (data {}; policy {})\n", (*rs)->http->url(), f.data_dir,
              protocol::PolicySettingsToJson((*rs)->core->Policy()).dump());
+  if (f.engine == "slurm") {
+    fmt::print("engine: slurm ({}); Slurm runs the jobs, the server steers, measures, reclaims "
+               "and bills them\n",
+               f.slurm_config.empty() ? "default configuration" : f.slurm_config);
+  }
   fmt::print("dashboard: {}/ (log in with a token)\n", (*rs)->http->url());
   fmt::print("admin token: {}/admin.token\n", f.data_dir);
   std::fflush(stdout);
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   fmt::print("stopping (running jobs keep running on their nodes)\n");
-  (*rs)->http->Stop();
-  (*rs)->efficiency->Stop();
-  (*rs)->core->Stop();
+  (*rs)->Stop();
   return kExitOk;
 }
 
@@ -391,9 +435,7 @@ int RunUp(ServerFlags f, GpuFlags g, JobRunFlags jf, std::string node_name) {
   server.clock.Wake();
   node_thread.join();
   if (gpus->sampler) gpus->sampler->Stop();
-  server.http->Stop();
-  server.efficiency->Stop();
-  server.core->Stop();
+  server.Stop();
   fmt::print("stopped (running jobs keep running and are reconciled at the next start)\n");
   return kExitOk;
 }

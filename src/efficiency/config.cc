@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "efficiency/config_yaml.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -156,7 +158,7 @@ std::vector<AlertRule> BuiltinRules() {
   return r;
 }
 
-namespace {
+namespace yaml {
 
 // yaml-cpp throws; every access goes through these helpers so errors carry the field path.
 Result<std::string> Scalar(const YAML::Node& n, const std::string& path) {
@@ -207,6 +209,81 @@ Status CheckKeys(const YAML::Node& n, const std::string& path, std::set<std::str
   }
   return Status::Ok();
 }
+
+Status LoadIdleReclaim(const YAML::Node& n, const std::string& path, IdleReclaimPolicy& p,
+                       const std::set<std::string>& extra_keys) {
+  std::set<std::string> keys = {"enabled",        "dry_run",       "warn_after",
+                                "act_after",      "action",        "idle_threshold",
+                                "min_idle_gpu_fraction",         "max_sample_gap",
+                                "exempt_users",   "exempt_classes", "exempt_interactive",
+                                "owner_webhook"};
+  keys.insert(extra_keys.begin(), extra_keys.end());
+  STOKER_RETURN_IF_ERROR(CheckKeys(n, path, std::move(keys)));
+  if (n["enabled"]) {
+    STOKER_ASSIGN_OR_RETURN(p.enabled, Bool(n["enabled"], path + ".enabled"));
+  }
+  if (n["dry_run"]) {
+    STOKER_ASSIGN_OR_RETURN(p.dry_run, Bool(n["dry_run"], path + ".dry_run"));
+  }
+  if (n["warn_after"]) {
+    STOKER_ASSIGN_OR_RETURN(p.warn_after, Dur(n["warn_after"], path + ".warn_after"));
+  }
+  if (n["act_after"]) {
+    STOKER_ASSIGN_OR_RETURN(p.act_after, Dur(n["act_after"], path + ".act_after"));
+  }
+  if (n["max_sample_gap"]) {
+    STOKER_ASSIGN_OR_RETURN(p.max_sample_gap,
+                            Dur(n["max_sample_gap"], path + ".max_sample_gap"));
+  }
+  if (n["action"]) {
+    STOKER_ASSIGN_OR_RETURN(std::string a, Scalar(n["action"], path + ".action"));
+    if (a == "requeue")
+      p.action = IdleReclaimPolicy::Action::kRequeue;
+    else if (a == "cancel")
+      p.action = IdleReclaimPolicy::Action::kCancel;
+    else
+      return InvalidArgument(path + ".action: unknown action '" + a + "' (requeue, cancel)");
+  }
+  if (n["idle_threshold"]) {
+    STOKER_ASSIGN_OR_RETURN(double v, Number(n["idle_threshold"], path + ".idle_threshold"));
+    if (v < 0 || v > 100)
+      return InvalidArgument(path + ".idle_threshold: must be in 0..100 %");
+    p.idle_threshold = std::llround(v * 1000);
+  }
+  if (n["min_idle_gpu_fraction"]) {
+    STOKER_ASSIGN_OR_RETURN(p.min_idle_gpu_fraction, Number(n["min_idle_gpu_fraction"],
+                                                            path + ".min_idle_gpu_fraction"));
+    if (p.min_idle_gpu_fraction <= 0 || p.min_idle_gpu_fraction > 1) {
+      return InvalidArgument(path + ".min_idle_gpu_fraction: must be in (0, 1]");
+    }
+  }
+  if (n["exempt_users"]) {
+    STOKER_ASSIGN_OR_RETURN(p.exempt_users,
+                            StringList(n["exempt_users"], path + ".exempt_users"));
+  }
+  if (n["exempt_classes"]) {
+    STOKER_ASSIGN_OR_RETURN(p.exempt_classes,
+                            StringList(n["exempt_classes"], path + ".exempt_classes"));
+  }
+  if (n["exempt_interactive"]) {
+    STOKER_ASSIGN_OR_RETURN(p.exempt_interactive,
+                            Bool(n["exempt_interactive"], path + ".exempt_interactive"));
+  }
+  if (n["owner_webhook"]) {
+    STOKER_ASSIGN_OR_RETURN(p.owner_webhook,
+                            Scalar(n["owner_webhook"], path + ".owner_webhook"));
+  }
+  if (p.act_after < p.warn_after) {
+    return InvalidArgument(path + ".act_after: must not be shorter than warn_after");
+  }
+  return Status::Ok();
+}
+
+}  // namespace yaml
+
+namespace {
+
+using namespace yaml;
 
 Result<std::map<std::string, int64_t>> IntMap(const YAML::Node& n, const std::string& path) {
   if (!n.IsMap()) return InvalidArgument(path + ": expected a mapping");
@@ -297,72 +374,6 @@ Status LoadZones(const YAML::Node& n, ZoneConfig& z) {
     }
   }
   return ValidateZones(z);
-}
-
-Status LoadIdle(const YAML::Node& n, IdleReclaimPolicy& p) {
-  STOKER_RETURN_IF_ERROR(
-      CheckKeys(n, "idle_reclaim",
-                {"enabled", "dry_run", "warn_after", "act_after", "action", "idle_threshold",
-                 "min_idle_gpu_fraction", "max_sample_gap", "exempt_users", "exempt_classes",
-                 "exempt_interactive", "owner_webhook"}));
-  if (n["enabled"]) {
-    STOKER_ASSIGN_OR_RETURN(p.enabled, Bool(n["enabled"], "idle_reclaim.enabled"));
-  }
-  if (n["dry_run"]) {
-    STOKER_ASSIGN_OR_RETURN(p.dry_run, Bool(n["dry_run"], "idle_reclaim.dry_run"));
-  }
-  if (n["warn_after"]) {
-    STOKER_ASSIGN_OR_RETURN(p.warn_after, Dur(n["warn_after"], "idle_reclaim.warn_after"));
-  }
-  if (n["act_after"]) {
-    STOKER_ASSIGN_OR_RETURN(p.act_after, Dur(n["act_after"], "idle_reclaim.act_after"));
-  }
-  if (n["max_sample_gap"]) {
-    STOKER_ASSIGN_OR_RETURN(p.max_sample_gap,
-                            Dur(n["max_sample_gap"], "idle_reclaim.max_sample_gap"));
-  }
-  if (n["action"]) {
-    STOKER_ASSIGN_OR_RETURN(std::string a, Scalar(n["action"], "idle_reclaim.action"));
-    if (a == "requeue")
-      p.action = IdleReclaimPolicy::Action::kRequeue;
-    else if (a == "cancel")
-      p.action = IdleReclaimPolicy::Action::kCancel;
-    else
-      return InvalidArgument("idle_reclaim.action: unknown action '" + a + "' (requeue, cancel)");
-  }
-  if (n["idle_threshold"]) {
-    STOKER_ASSIGN_OR_RETURN(double v, Number(n["idle_threshold"], "idle_reclaim.idle_threshold"));
-    if (v < 0 || v > 100)
-      return InvalidArgument("idle_reclaim.idle_threshold: must be in 0..100 %");
-    p.idle_threshold = std::llround(v * 1000);
-  }
-  if (n["min_idle_gpu_fraction"]) {
-    STOKER_ASSIGN_OR_RETURN(p.min_idle_gpu_fraction, Number(n["min_idle_gpu_fraction"],
-                                                            "idle_reclaim.min_idle_gpu_fraction"));
-    if (p.min_idle_gpu_fraction <= 0 || p.min_idle_gpu_fraction > 1) {
-      return InvalidArgument("idle_reclaim.min_idle_gpu_fraction: must be in (0, 1]");
-    }
-  }
-  if (n["exempt_users"]) {
-    STOKER_ASSIGN_OR_RETURN(p.exempt_users,
-                            StringList(n["exempt_users"], "idle_reclaim.exempt_users"));
-  }
-  if (n["exempt_classes"]) {
-    STOKER_ASSIGN_OR_RETURN(p.exempt_classes,
-                            StringList(n["exempt_classes"], "idle_reclaim.exempt_classes"));
-  }
-  if (n["exempt_interactive"]) {
-    STOKER_ASSIGN_OR_RETURN(p.exempt_interactive,
-                            Bool(n["exempt_interactive"], "idle_reclaim.exempt_interactive"));
-  }
-  if (n["owner_webhook"]) {
-    STOKER_ASSIGN_OR_RETURN(p.owner_webhook,
-                            Scalar(n["owner_webhook"], "idle_reclaim.owner_webhook"));
-  }
-  if (p.act_after < p.warn_after) {
-    return InvalidArgument("idle_reclaim.act_after: must not be shorter than warn_after");
-  }
-  return Status::Ok();
 }
 
 Status LoadOversub(const YAML::Node& n, OversubscriptionPolicy& p) {
@@ -563,7 +574,8 @@ Result<EfficiencyConfig> LoadFromNode(const YAML::Node& root) {
                                    {"zones", "idle_reclaim", "oversubscription", "alerts", "market",
                                     "price_per_gpu_hour", "service"}));
   if (root["zones"]) STOKER_RETURN_IF_ERROR(LoadZones(root["zones"], cfg.zones));
-  if (root["idle_reclaim"]) STOKER_RETURN_IF_ERROR(LoadIdle(root["idle_reclaim"], cfg.idle));
+  if (root["idle_reclaim"])
+    STOKER_RETURN_IF_ERROR(LoadIdleReclaim(root["idle_reclaim"], "idle_reclaim", cfg.idle));
   if (root["oversubscription"])
     STOKER_RETURN_IF_ERROR(LoadOversub(root["oversubscription"], cfg.oversub));
   std::vector<AlertRule> user_rules;

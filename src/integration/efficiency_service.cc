@@ -282,6 +282,46 @@ void EfficiencyService::OnJobChanged(const server::Job& job) {
   if (job.start_ms > 0 && u.busy_beats == 0 && u.idle_beats == 0) u.since = FromMs(job.start_ms);
 }
 
+void EfficiencyService::OnExternalJob(const ExternalJob& job, WallTime now) {
+  std::lock_guard lock(mu_);
+  JobRecord& rec = job_records_[job.id];
+  rec.info.id = job.id;
+  rec.info.user = job.user;
+  rec.info.team = cfg_.market.TeamOf(job.user);
+  rec.info.job_class = job.job_class;
+  rec.info.interactive = job.interactive;
+  rec.submit = job.submit;
+  if (job.start != WallTime{}) rec.info.start = job.start;
+  if (job.end != WallTime{}) rec.end = job.end;
+  std::erase_if(job_on_gpu_, [&](const auto& kv) { return kv.second == job.id; });
+  if (job.end != WallTime{} || job.gpus.empty()) {
+    if (usage_.count(job.id)) {
+      ChargeLocked(job.id, job.end != WallTime{} ? job.end : now);
+      usage_.erase(job.id);
+    }
+    if (job.end != WallTime{}) zones_.ForgetJob(job.id);
+    return;
+  }
+  // The allocation table: samples of these GPUs are this job's.
+  rec.info.gpus.clear();
+  std::string model;
+  for (const auto& key : job.gpus) {
+    job_on_gpu_[key] = job.id;
+    rec.info.gpus.push_back(key.first + "/" + std::to_string(key.second));
+    if (auto m = gpu_model_.find(key); m != gpu_model_.end() && model.empty()) model = m->second;
+  }
+  if (!model.empty()) rec.info.gpu_model = model;
+  auto [it, fresh] = usage_.try_emplace(job.id);
+  Usage& u = it->second;
+  if (fresh) {
+    u.team = rec.info.team;
+    u.tier = Tier::kGuaranteed;
+    u.since = job.start != WallTime{} ? job.start : now;
+  }
+  u.milli = job.milli;
+  if (!model.empty()) u.model = model;
+}
+
 void EfficiencyService::OnHeartbeat(const std::string& node, const std::vector<GpuSample>& gpus,
                                     WallTime at) {
   std::lock_guard lock(mu_);

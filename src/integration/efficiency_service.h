@@ -61,6 +61,20 @@ class StoreLedgerStore final : public LedgerStore {
   store::Store* store_;
 };
 
+// A job another engine runs (Slurm): its record is in reports, the GPUs it holds are the
+// allocation table for samples (zones, alerts, the report's samples, the market's usage), but
+// it is not in this service's idle reclaim (the engine reclaims its own jobs).
+struct ExternalJob {
+  std::string id;  // the engine's key, e.g. "slurm:1234" (never a server job id)
+  std::string user;
+  std::string job_class;
+  bool interactive = false;
+  WallTime submit{}, start{};
+  WallTime end{};  // set: the job has ended (its usage is charged and its GPUs forgotten)
+  std::vector<std::pair<std::string, uint32_t>> gpus;  // (node, GPU index) held now
+  int64_t milli = 0;                                   // milli-GPU held now
+};
+
 class EfficiencyService final : public server::ServerObserver, public server::ApiExtension {
  public:
   // `ledger` may be null (no market); with market budgets configured it should not be.
@@ -79,6 +93,9 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
                    WallTime at) override;
   void OnJobChanged(const server::Job& job) override;
   void OnFragmentation(const server::Fragmentation& f, WallTime at) override;
+  // A job of another engine started, changed what it holds, stopped holding GPUs (`gpus`
+  // empty: its usage so far is charged) or ended (`end` set).
+  void OnExternalJob(const ExternalJob& job, WallTime now);
 
   // ApiExtension.
   void AddRoutes(http::Router* router) override;

@@ -50,17 +50,30 @@ Status HttplibPoster::Post(const std::string& url, const std::string& body,
   return Status::Ok();
 }
 
-Result<std::string> HttpGet(const std::string& url, Duration timeout) {
+Result<std::string> HttpGet(const std::string& url, Duration timeout, size_t max_bytes) {
   STOKER_ASSIGN_OR_RETURN(UrlParts p, Split(url));
   try {
     httplib::Client c(p.origin);
     SetTimeouts(c, timeout);
-    auto res = c.Get(p.path.c_str());
+    std::string body;
+    bool too_large = false;
+    auto res = c.Get(p.path.c_str(), [&](const char* data, size_t n) {
+      if (body.size() + n > max_bytes) {
+        too_large = true;
+        return false;
+      }
+      body.append(data, n);
+      return true;
+    });
+    if (too_large) {
+      return Unavailable("GET " + url + ": answer larger than " + std::to_string(max_bytes) +
+                         " bytes");
+    }
     if (!res) return Unavailable("GET " + url + ": " + httplib::to_string(res.error()));
     if (res->status < 200 || res->status >= 300) {
       return Unavailable("GET " + url + ": HTTP " + std::to_string(res->status));
     }
-    return res->body;
+    return body;
   } catch (const std::exception& e) {
     return Unavailable("GET " + url + ": " + e.what());
   }

@@ -20,7 +20,10 @@ class HttplibPoster final : public HttpPoster {
   Duration timeout_;
 };
 
-// GET helper used by the CLI and tests (e.g. reading Alertmanager's /api/v2/alerts back).
-Result<std::string> HttpGet(const std::string& url, Duration timeout = std::chrono::seconds(5));
+// GET helper used by the CLI, the Slurm engine (agents' snapshots) and tests (e.g. reading
+// Alertmanager's /api/v2/alerts back). Non-2xx answers, connection failures and bodies over
+// `max_bytes` are kUnavailable.
+Result<std::string> HttpGet(const std::string& url, Duration timeout = std::chrono::seconds(5),
+                            size_t max_bytes = size_t{64} << 20);
 
 }  // namespace stoker::efficiency

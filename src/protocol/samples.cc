@@ -223,4 +223,24 @@ Result<std::vector<GpuSample>> ParseGpuSamples(simdjson::dom::array gpus) {
   return out;
 }
 
+Result<AgentSnapshot> ParseAgentSnapshot(std::string_view body) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (auto err = parser.parse(body.data(), body.size()).get(doc)) {
+    return InvalidArgument(std::string("snapshot: not valid JSON (") +
+                           simdjson::error_message(err) + ")");
+  }
+  simdjson::dom::object root;
+  if (doc.get_object().get(root)) return InvalidArgument("snapshot: not a JSON object");
+  AgentSnapshot out;
+  std::string_view host;
+  if (!root["hostname"].get_string().get(host)) out.hostname = std::string(host);
+  simdjson::dom::array gpus;
+  if (root["gpus"].get_array().get(gpus)) return InvalidArgument("snapshot: no \"gpus\" array");
+  auto parsed = ParseGpuSamples(gpus);
+  if (!parsed.ok()) return parsed.status().WithContext("snapshot");
+  out.gpus = std::move(parsed).value();
+  return out;
+}
+
 }  // namespace stoker::protocol

@@ -11,6 +11,8 @@
 #include <simdjson.h>
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/gpu.h"
@@ -36,5 +38,13 @@ nlohmann::json GpuSampleToJson(const GpuSample& s, uint32_t index, bool fresh);
 // health ("ok", "lost", else unreachable), timestamp, every field of the table, MIG instances'
 // UUIDs and profiles, and processes with their jobs. Errors name the element and key.
 Result<std::vector<GpuSample>> ParseGpuSamples(simdjson::dom::array gpus);
+
+// An agent's snapshot (GET /api/v1/snapshot: {"hostname", "host", "gpus": [...]}) -> its GPU
+// samples and the hostname it names. InvalidArgument naming what is wrong.
+struct AgentSnapshot {
+  std::string hostname;
+  std::vector<GpuSample> gpus;
+};
+Result<AgentSnapshot> ParseAgentSnapshot(std::string_view body);
 
 }  // namespace stoker::protocol

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "core/prometheus_text.h"
@@ -17,52 +18,172 @@ bool HasMarker(const SlurmJob& j, const std::string& marker) {
                              j.admin_comment.find(marker) != std::string::npos);
 }
 
-scheduler::Request RequestFor(int32_t gpus, int64_t cpus) {
-  return scheduler::Request::WholeGpus(gpus, std::max<int64_t>(cpus, 1) * 1000, 0);
+// Shards count as their part of a GPU (rounded up: one shard in use keeps a GPU from being
+// given whole).
+int32_t ShardMilli(int32_t shards, int32_t per_gpu) {
+  if (shards <= 0 || per_gpu <= 0) return 0;
+  return static_cast<int32_t>(
+      std::min<int64_t>(scheduler::kMilliPerGpu,
+                        (int64_t{shards} * scheduler::kMilliPerGpu + per_gpu - 1) / per_gpu));
+}
+
+// The model name of a node's GPUs: its gres type ("gpu" when untyped), "+shard" where the node
+// has shards, so a shard job can be kept to such nodes with a model constraint (the pass's
+// constraint is "the model name contains one of these").
+std::string ModelName(const SlurmNode& n) {
+  return (n.gpu_type.empty() ? std::string("gpu") : n.gpu_type) + (n.shards > 0 ? "+shard" : "");
+}
+
+bool Modelled(const SlurmNode& n) { return n.gpus > 0 && n.gpus <= scheduler::kMaxGpusPerNode; }
+
+// What a job asks of one node: whole GPUs, or shards of one GPU.
+struct Ask {
+  int32_t gpus = 0;
+  int32_t shards = 0;
+  int64_t cpus = 1;
+};
+Ask AskOf(const SlurmJob& j) {
+  return {j.GpusWanted(), j.shards_per_node,
+          std::max<int64_t>(1, j.cpus / std::max<int64_t>(1, static_cast<int64_t>(
+                                                                 std::max<size_t>(
+                                                                     1, j.nodes.size()))))};
+}
+
+// Could the job run on `n` if the node were empty?
+bool CouldEverRun(const SlurmNode& n, const SlurmJob& j, const Ask& a) {
+  if (!n.Usable() || !Modelled(n) || a.cpus > n.cpus) return false;
+  if (!j.gpu_type.empty() && j.gpu_type != n.gpu_type) return false;
+  if (a.gpus > 0) return a.gpus <= n.gpus;
+  return a.shards <= n.ShardsPerGpu();
 }
 
 }  // namespace
 
 std::string RenderControllerMetrics(const ControllerMetrics& m) {
   prom::TextWriter w;
-  auto by_kind = [&](const char* name, const char* help,
-                     std::initializer_list<std::pair<const char*, int64_t>> kinds) {
-    w.Family(name, help, prom::Type::kCounter);
-    for (const auto& [kind, v] : kinds) w.Sample(name, {{"kind", kind}}, static_cast<double>(v));
-  };
-  auto counter = [&](const char* name, const char* help, int64_t v) {
-    w.Counter(name, help, static_cast<double>(v));
-  };
-  by_kind("stoker_slurm_read_errors_total", "Failed reads of Slurm, by kind.",
-          {{"unreachable", m.read_errors_unreachable},
-           {"malformed", m.read_errors_malformed},
-           {"other", m.read_errors_other}});
-  counter("stoker_slurm_cycles_total", "Adapter cycles run.", m.cycles);
-  counter("stoker_slurm_weight_updates_total", "Node weights set through scontrol.",
-          m.weight_updates);
-  counter("stoker_slurm_jobs_steered_total", "Held GPU jobs released onto Stoker's node.",
-          m.jobs_steered);
-  counter("stoker_slurm_jobs_released_unsteered_total",
-          "Held GPU jobs released without a node (Stoker could not place them).",
-          m.jobs_released_unsteered);
-  by_kind("stoker_slurm_action_errors_total", "Failed Slurm actions, by kind.",
-          {{"not_found", m.action_errors_not_found}, {"other", m.action_errors_other}});
-  counter("stoker_slurm_nodes_skipped_total", "Node readings the model could not hold.",
-          m.nodes_skipped);
+  auto d = [](int64_t v) { return static_cast<double>(v); };
+  w.Family("stoker_slurm_read_errors_total", "Failed reads of Slurm, by kind.",
+           prom::Type::kCounter);
+  w.Sample("stoker_slurm_read_errors_total", {{"kind", "unreachable"}},
+           d(m.read_errors_unreachable));
+  w.Sample("stoker_slurm_read_errors_total", {{"kind", "malformed"}}, d(m.read_errors_malformed));
+  w.Sample("stoker_slurm_read_errors_total", {{"kind", "other"}}, d(m.read_errors_other));
+  w.Counter("stoker_slurm_cycles_total", "Adapter cycles run.", d(m.cycles));
+  w.Counter("stoker_slurm_weight_updates_total", "Node weights set through scontrol.",
+            d(m.weight_updates));
+  w.Counter("stoker_slurm_jobs_steered_total", "Held GPU jobs released onto Stoker's node.",
+            d(m.jobs_steered));
+  w.Counter("stoker_slurm_jobs_released_unsteered_total",
+            "Held GPU jobs released without a node (Stoker could not place them).",
+            d(m.jobs_released_unsteered));
+  w.Family("stoker_slurm_action_errors_total", "Failed Slurm actions, by kind.",
+           prom::Type::kCounter);
+  w.Sample("stoker_slurm_action_errors_total", {{"kind", "not_found"}},
+           d(m.action_errors_not_found));
+  w.Sample("stoker_slurm_action_errors_total", {{"kind", "other"}}, d(m.action_errors_other));
+  w.Counter("stoker_slurm_nodes_skipped_total", "Node readings the model could not hold.",
+            d(m.nodes_skipped));
+  w.Gauge("stoker_slurm_jobs_waiting", "Held marked GPU jobs the last cycle left held.",
+          d(m.jobs_waiting));
+  w.Counter("stoker_slurm_kept_off_shared_gpus_total",
+            "Steers moved or withheld because Slurm would have put the job on GPUs in use by "
+            "shard jobs.",
+            d(m.kept_off_shared_gpus));
+  w.Gauge("stoker_slurm_cycle_seconds", "Duration of the last cycle (read, decide, act).",
+          m.last_cycle_seconds);
   return w.Take();
 }
 
-ClusterModel BuildClusterModel(const std::vector<SlurmNode>& nodes) {
+std::vector<int32_t> NodeUse::PredictWhole(int32_t n) const {
+  std::vector<int32_t> out;
+  for (size_t g = 0; g < whole.size() && static_cast<int32_t>(out.size()) < n; ++g) {
+    if (!whole[g]) out.push_back(static_cast<int32_t>(g));
+  }
+  if (static_cast<int32_t>(out.size()) < n) out.clear();
+  return out;
+}
+
+int32_t NodeUse::PredictShards(int32_t n) const {
+  for (size_t g = 0; g < whole.size(); ++g) {
+    if (!whole[g] && shards_per_gpu - shards[g] >= n) return static_cast<int32_t>(g);
+  }
+  return -1;
+}
+
+void NodeUse::TakeWhole(const std::vector<int32_t>& gpus) {
+  for (int32_t g : gpus) {
+    if (g >= 0 && g < static_cast<int32_t>(whole.size())) whole[g] = true;
+  }
+}
+
+void NodeUse::TakeShards(int32_t gpu, int32_t n) {
+  if (gpu >= 0 && gpu < static_cast<int32_t>(shards.size())) shards[gpu] += n;
+}
+
+std::map<std::string, NodeUse> NodeUses(const SlurmSnapshot& snap) {
+  std::map<std::string, NodeUse> uses;
+  for (const SlurmNode& n : snap.nodes) {
+    if (n.gpus <= 0) continue;
+    NodeUse& u = uses[n.name];
+    u.shards_per_gpu = n.ShardsPerGpu();
+    u.whole.assign(n.gpus, false);
+    u.shards.assign(n.gpus, 0);
+  }
+  for (const SlurmJob& j : snap.jobs) {
+    if (!j.Holding()) continue;
+    for (size_t k = 0; k < j.nodes.size(); ++k) {
+      auto it = uses.find(j.nodes[k]);
+      if (it == uses.end()) continue;
+      NodeUse& u = it->second;
+      if (k < j.gpu_indices.size()) u.TakeWhole(j.gpu_indices[k]);
+      if (k < j.shard_counts.size() && j.shard_counts[k] > 0 && k < j.shard_gpus.size() &&
+          !j.shard_gpus[k].empty()) {
+        const auto& on = j.shard_gpus[k];
+        const int32_t each = j.shard_counts[k] / static_cast<int32_t>(on.size());
+        int32_t rest = j.shard_counts[k] % static_cast<int32_t>(on.size());
+        for (int32_t g : on) u.TakeShards(g, each + (rest-- > 0 ? 1 : 0));
+      }
+    }
+  }
+  // GPUs sinfo counts as used that no visible job explains (PrivateData hides other users'
+  // jobs): the indices sinfo names, else the lowest free ones.
+  for (const SlurmNode& n : snap.nodes) {
+    auto it = uses.find(n.name);
+    if (it == uses.end()) continue;
+    NodeUse& u = it->second;
+    int32_t count = static_cast<int32_t>(std::count(u.whole.begin(), u.whole.end(), true));
+    if (count >= n.gpus_used) continue;
+    u.TakeWhole(n.gpu_used_indices);
+    count = static_cast<int32_t>(std::count(u.whole.begin(), u.whole.end(), true));
+    if (count < n.gpus_used) u.TakeWhole(u.PredictWhole(n.gpus_used - count));
+  }
+  // Jobs released onto one node that have not started yet: what Slurm will give them there.
+  for (const SlurmJob& j : snap.jobs) {
+    if (!j.Pending() || j.Held() || j.required_nodes.size() != 1) continue;
+    auto it = uses.find(j.required_nodes[0]);
+    if (it == uses.end()) continue;
+    const Ask a = AskOf(j);
+    if (a.gpus > 0) {
+      it->second.TakeWhole(it->second.PredictWhole(a.gpus));
+    } else if (a.shards > 0) {
+      it->second.TakeShards(it->second.PredictShards(a.shards), a.shards);
+    }
+  }
+  return uses;
+}
+
+ClusterModel BuildClusterModel(const std::vector<SlurmNode>& nodes,
+                               const std::map<std::string, NodeUse>& uses) {
   ClusterModel m;
   for (const SlurmNode& n : nodes) {
     if (!n.Usable() || n.gpus == 0) continue;
-    if (n.gpus > scheduler::kMaxGpusPerNode) {
+    if (!Modelled(n)) {
       spdlog::warn("slurm: node {} has {} GPUs, more than the model's {}; not steered", n.name,
                    n.gpus, scheduler::kMaxGpusPerNode);
       ++m.skipped;
       continue;
     }
-    auto model = m.cluster.models().Intern(n.gpu_type.empty() ? "gpu" : n.gpu_type);
+    auto model = m.cluster.models().Intern(ModelName(n));
     if (!model.ok()) {
       ++m.skipped;
       continue;
@@ -80,18 +201,19 @@ ClusterModel BuildClusterModel(const std::vector<SlurmNode>& nodes) {
       continue;
     }
     m.names.push_back(n.name);
-    // What Slurm says is in use: the GPUs named by gres_used, else the lowest ones.
-    std::vector<int32_t> used = n.gpu_used_indices;
-    if (used.empty()) {
-      for (int32_t g = 0; g < n.gpus_used; ++g) used.push_back(g);
-    }
     scheduler::Placement p;
     p.node = *id;
     p.cpu_milli = std::min(n.alloc_cpus, n.cpus) * 1000;
     p.memory_mib = std::min(n.alloc_memory_mib, n.real_memory_mib);
-    for (int32_t g : used) {
-      if (g < 0 || g >= n.gpus || p.num_gpus >= scheduler::kMaxGpusPerNode) continue;
-      p.gpus[p.num_gpus++] = {static_cast<uint8_t>(g), scheduler::kMilliPerGpu, 0};
+    if (auto u = uses.find(n.name); u != uses.end()) {
+      for (int32_t g = 0; g < n.gpus; ++g) {
+        const int32_t milli = u->second.whole[g] ? scheduler::kMilliPerGpu
+                                                 : ShardMilli(u->second.shards[g],
+                                                              u->second.shards_per_gpu);
+        if (milli > 0) {
+          p.gpus[p.num_gpus++] = {static_cast<uint8_t>(g), static_cast<int16_t>(milli), 0};
+        }
+      }
     }
     if (Status s = m.cluster.Allocate(p); !s.ok()) {
       spdlog::warn("slurm: node {} use not modelled: {}", n.name, s.ToString());
@@ -100,76 +222,196 @@ ClusterModel BuildClusterModel(const std::vector<SlurmNode>& nodes) {
   return m;
 }
 
-Decision Decide(const SlurmSnapshot& snap, scheduler::PlacementPolicy& policy,
+Result<DecisionPolicies> DecisionPolicies::Create(const ControllerOptions& options) {
+  DecisionPolicies p;
+  STOKER_ASSIGN_OR_RETURN(auto placement, scheduler::CreatePlacementPolicy(
+                                              options.policy, scheduler::PolicyConfig{}));
+  p.pass = std::make_unique<pass::SchedulingPass>(std::move(placement));
+  STOKER_ASSIGN_OR_RETURN(
+      p.scorer, scheduler::CreatePlacementPolicy(options.policy, scheduler::PolicyConfig{}));
+  STOKER_ASSIGN_OR_RETURN(p.queue, queue::CreateQueuePolicy(options.queue));
+  return p;
+}
+
+Decision Decide(const SlurmSnapshot& snap, DecisionPolicies& policies,
                 const ControllerOptions& options) {
   Decision d;
-  ClusterModel model = BuildClusterModel(snap.nodes);
-  std::map<std::string, int32_t> index;
-  for (size_t i = 0; i < model.names.size(); ++i) index[model.names[i]] = static_cast<int32_t>(i);
+  std::map<std::string, NodeUse> uses = NodeUses(snap);
+  std::map<std::string, const SlurmNode*> node_by_name;
+  for (const SlurmNode& n : snap.nodes) node_by_name[n.name] = &n;
 
-  // Jobs already released onto one node but not started yet hold that node's GPUs in the
-  // model, or the next cycle would send more work to the same free GPUs.
-  for (const SlurmJob& j : snap.jobs) {
-    if (!j.Pending() || j.Held() || j.required_nodes.size() != 1 || j.GpusWanted() == 0) continue;
-    auto at = index.find(j.required_nodes[0]);
-    if (at == index.end()) continue;
-    const scheduler::Request r =
-        RequestFor(std::min(j.GpusWanted(), scheduler::kMaxGpusPerNode), j.cpus);
-    uint8_t gpus[scheduler::kMaxGpusPerNode];
-    if (model.cluster.Fits(at->second, r) &&
-        scheduler::PickFullyFreeGpus(model.cluster.node(at->second), r.num_gpu, gpus)) {
-      (void)model.cluster.Allocate(scheduler::MakePlacement(r, at->second, gpus));
+  // The pass's view: every GPU node the model can hold (drained and down ones host nothing new),
+  // and per node one holder of what Slurm has in use there.
+  pass::PassInput in;
+  int64_t holder = 0;
+  for (const SlurmNode& n : snap.nodes) {
+    if (!Modelled(n)) continue;
+    pass::NodeView v;
+    v.name = n.name;
+    v.cpu_milli = n.cpus * 1000;
+    v.memory_mib = n.real_memory_mib;
+    v.drained = !n.Usable();
+    for (int32_t g = 0; g < n.gpus; ++g) {
+      v.gpus.push_back(pass::GpuView{static_cast<uint32_t>(g), ModelName(n), 0, false, {}});
+    }
+    in.nodes.push_back(std::move(v));
+    const NodeUse& u = uses.at(n.name);
+    pass::JobView h;
+    h.id = --holder;  // negative: never a Slurm job id
+    h.phase = pass::JobPhase::kRunning;
+    h.cpu_milli = std::min(n.alloc_cpus, n.cpus) * 1000;
+    h.placement = pass::JobPlacement{n.name, {}, 0, {}};
+    for (int32_t g = 0; g < n.gpus; ++g) {
+      const int32_t milli =
+          u.whole[g] ? scheduler::kMilliPerGpu : ShardMilli(u.shards[g], u.shards_per_gpu);
+      if (milli > 0) h.placement->shares.emplace_back(static_cast<uint8_t>(g), milli);
+    }
+    if (h.cpu_milli > 0 || !h.placement->shares.empty()) in.active.push_back(std::move(h));
+  }
+  // The smallest shard count per GPU among usable nodes: a shard job's share of one GPU.
+  int32_t shards_per_gpu = 0;
+  for (const SlurmNode& n : snap.nodes) {
+    if (n.Usable() && Modelled(n) && n.ShardsPerGpu() > 0) {
+      shards_per_gpu =
+          shards_per_gpu == 0 ? n.ShardsPerGpu() : std::min(shards_per_gpu, n.ShardsPerGpu());
     }
   }
 
-  // Steering: held marked GPU jobs, highest priority first, then oldest.
-  std::vector<const SlurmJob*> held;
-  std::map<int32_t, int64_t> shape_counts;
+  // The queue: held GPU jobs carrying the marker. Those Stoker can never place are released to
+  // Slurm as they are.
+  std::map<int64_t, const SlurmJob*> queued;
+  std::map<std::pair<int32_t, int32_t>, int64_t> shape_counts;  // (gpus, gpu milli) pending
   for (const SlurmJob& j : snap.jobs) {
-    if (!j.Pending() || j.GpusWanted() == 0) continue;
-    ++shape_counts[std::min(j.GpusWanted(), scheduler::kMaxGpusPerNode)];
-    if (options.steer_held_jobs && j.Held() && HasMarker(j, options.steer_marker)) {
-      held.push_back(&j);
+    if (!j.Pending()) continue;
+    const Ask a = AskOf(j);
+    if (a.gpus > 0) {
+      ++shape_counts[{std::min(a.gpus, scheduler::kMaxGpusPerNode), scheduler::kMilliPerGpu}];
+    } else if (a.shards > 0 && shards_per_gpu > 0) {
+      ++shape_counts[{1, ShardMilli(a.shards, shards_per_gpu)}];
     }
-  }
-  std::sort(held.begin(), held.end(), [](const SlurmJob* a, const SlurmJob* b) {
-    if (a->priority != b->priority) return a->priority > b->priority;
-    if (a->submit_time != b->submit_time) return a->submit_time < b->submit_time;
-    return a->id < b->id;
-  });
-  for (const SlurmJob* j : held) {
-    const int32_t gpus = j->GpusWanted();
-    const bool multi_node = j->gpus_per_job > scheduler::kMaxGpusPerNode;
-    if (multi_node || gpus > scheduler::kMaxGpusPerNode) {
-      d.steer.push_back({j->id, {}, "multi-node GPU job: left to Slurm"});
+    if (!options.steer_held_jobs || !j.Held() || !HasMarker(j, options.steer_marker)) continue;
+    if (a.gpus == 0 && a.shards == 0) {
+      d.steer.push_back({j.id, {}, "asks for no GPU: left to Slurm"});
       continue;
     }
-    const scheduler::Request r = RequestFor(gpus, j->cpus);
-    policy.Observe(r);
-    scheduler::PlacementResult pr = policy.Place(r, model.cluster);
-    if (pr.placed()) {
-      if (Status s = model.cluster.Allocate(pr.placement); !s.ok()) {
-        spdlog::warn("slurm: job {}: placement not applied to the model: {}", j->id, s.ToString());
-        continue;
-      }
-      d.steer.push_back(
-          {j->id, {model.names[pr.placement.node]}, "policy " + std::string(policy.Name())});
-    } else if (pr.status == scheduler::PlacementStatus::kInfeasible) {
-      d.steer.push_back({j->id, {}, "no node can ever host it: " + pr.reason});
+    if (j.gpus_per_job > scheduler::kMaxGpusPerNode || a.gpus > scheduler::kMaxGpusPerNode ||
+        j.nodes.size() > 1) {
+      d.steer.push_back({j.id, {}, "multi-node GPU job: left to Slurm"});
+      continue;
     }
-    // kNoCapacityNow: stays held until the policy finds room.
+    if (a.gpus > 0 && a.shards > 0) {
+      d.steer.push_back({j.id, {}, "asks for whole GPUs and shards: left to Slurm"});
+      continue;
+    }
+    if (std::none_of(snap.nodes.begin(), snap.nodes.end(),
+                     [&](const SlurmNode& n) { return CouldEverRun(n, j, a); })) {
+      d.steer.push_back({j.id, {}, "no node can ever host it"});
+      continue;
+    }
+    pass::JobView v;
+    v.id = j.id;
+    v.cpu_milli = a.cpus * 1000;
+    v.submit_ms = j.submit_time * 1000;
+    v.job_class = j.partition;
+    if (a.gpus > 0) {
+      v.gpus = a.gpus;
+      if (!j.gpu_type.empty()) v.gpu_models = {j.gpu_type};
+    } else {
+      v.gpu_milli = ShardMilli(a.shards, shards_per_gpu);
+      v.gpu_models = {(j.gpu_type.empty() ? "" : j.gpu_type) + "+shard"};
+    }
+    queued[j.id] = &j;
+    in.queued.push_back(std::move(v));
   }
 
-  // Weights: the policy's score for the most common pending GPU shape (1 GPU when none).
-  if (options.manage_weights && model.cluster.num_nodes() > 0) {
-    int32_t shape = 1;
-    int64_t best = 0;
-    for (const auto& [g, c] : shape_counts) {
-      if (c > best) best = c, shape = g;
+  pass::PassOptions po;
+  po.placement_policy = options.policy;
+  po.backfill = options.backfill;
+  const pass::Decision pd = policies.pass->Run(in, *policies.queue, po);
+  d.pass = pd.stats;
+  for (const std::string& w : pd.warnings) spdlog::warn("slurm: scheduling pass: {}", w);
+  for (const auto& [id, why] : pd.reasons) {
+    if (queued.count(id)) d.waiting[static_cast<uint32_t>(id)] = why;
+  }
+
+  // Slurm chooses the GPUs on the node; release a job only where that choice keeps whole GPUs
+  // and shard jobs apart. Where it would not, the best-packed node where it would.
+  auto clean = [&](const NodeUse& u, const Ask& a, std::vector<int32_t>* whole, int32_t* shard) {
+    if (a.gpus > 0) {
+      *whole = u.PredictWhole(a.gpus);
+      if (whole->empty()) return false;
+      return std::all_of(whole->begin(), whole->end(), [&](int32_t g) { return u.shards[g] == 0; });
     }
-    const scheduler::Request r = RequestFor(shape, 1);
+    *shard = u.PredictShards(a.shards);
+    return *shard >= 0;
+  };
+  for (const pass::Action& act : pd.actions) {
+    if (act.kind != pass::Action::Kind::kAssign) continue;
+    auto q = queued.find(act.job);
+    if (q == queued.end()) continue;
+    const SlurmJob& j = *q->second;
+    const Ask a = AskOf(j);
+    std::string node = act.assignment.placement.node;
+    std::vector<int32_t> whole;
+    int32_t shard = -1;
+    std::string why = "pass, policy " + options.policy;
+    if (!clean(uses.at(node), a, &whole, &shard)) {
+      ++d.kept_off_shared_gpus;
+      std::string best;
+      int64_t best_free = INT64_MAX;
+      for (const SlurmNode& n : snap.nodes) {
+        if (!CouldEverRun(n, j, a) || n.cpus - n.alloc_cpus < a.cpus) continue;
+        const NodeUse& u = uses.at(n.name);
+        std::vector<int32_t> w;
+        int32_t s = -1;
+        if (!clean(u, a, &w, &s)) continue;
+        const int64_t free =
+            a.gpus > 0 ? std::count(u.whole.begin(), u.whole.end(), false) - a.gpus
+                       : int64_t{u.shards_per_gpu} - u.shards[s] - a.shards;
+        if (free < best_free) best_free = free, best = n.name;
+      }
+      if (best.empty()) {
+        d.waiting[j.id] = "Slurm would give it GPUs in use by shard jobs on " + node +
+                          ", and no node has clean room";
+        continue;
+      }
+      why = "Slurm would share GPUs with shard jobs on " + node + "; best-packed clean node";
+      node = best;
+      (void)clean(uses.at(node), a, &whole, &shard);
+    }
+    NodeUse& u = uses.at(node);
+    if (a.gpus > 0) {
+      u.TakeWhole(whole);
+    } else {
+      u.TakeShards(shard, a.shards);
+    }
+    d.waiting.erase(j.id);
+    d.steer.push_back({j.id, {node}, why});
+  }
+  for (const auto& [id, job] : queued) {
+    const bool steered = std::any_of(d.steer.begin(), d.steer.end(),
+                                     [&](const Decision::Steer& s) { return s.job == id; });
+    if (!steered && !d.waiting.count(static_cast<uint32_t>(id))) {
+      d.waiting[static_cast<uint32_t>(id)] = "waiting for resources";
+    }
+  }
+
+  // Weights: the policy's score for the most common pending GPU shape (1 GPU when none), over
+  // the model with this cycle's steers applied.
+  ClusterModel model = BuildClusterModel(snap.nodes, uses);
+  if (options.manage_weights && model.cluster.num_nodes() > 0) {
+    std::pair<int32_t, int32_t> shape{1, scheduler::kMilliPerGpu};
+    int64_t best = 0;
+    for (const auto& [s, c] : shape_counts) {
+      if (c > best) best = c, shape = s;
+    }
+    scheduler::Request r = scheduler::Request::WholeGpus(shape.first, 1000, 0);
+    if (shape.second < scheduler::kMilliPerGpu) {
+      r = scheduler::Request::GpuShare(shape.second, 1000, 0);
+    }
     std::vector<std::pair<int64_t, int32_t>> scored;  // (score, node); higher score = better
     std::vector<int32_t> unfit;
+    scheduler::PlacementPolicy& policy = *policies.scorer;
     const bool stoker_score = policy.Name() == "stoker";
     for (int32_t i = 0; i < model.cluster.num_nodes(); ++i) {
       int64_t score = 0, bound = 0;
@@ -203,10 +445,9 @@ Decision Decide(const SlurmSnapshot& snap, scheduler::PlacementPolicy& policy,
 
 Result<std::unique_ptr<SlurmController>> SlurmController::Create(SlurmClient* client,
                                                                  ControllerOptions options) {
-  STOKER_ASSIGN_OR_RETURN(
-      auto policy, scheduler::CreatePlacementPolicy(options.policy, scheduler::PolicyConfig{}));
+  STOKER_ASSIGN_OR_RETURN(DecisionPolicies policies, DecisionPolicies::Create(options));
   return std::unique_ptr<SlurmController>(
-      new SlurmController(client, std::move(options), std::move(policy)));
+      new SlurmController(client, std::move(options), std::move(policies)));
 }
 
 void SlurmController::CountReadError(const Status& s) {
@@ -229,6 +470,7 @@ void SlurmController::CountActionError(const Status& s) {
 }
 
 Result<Decision> SlurmController::Cycle() {
+  const auto t0 = std::chrono::steady_clock::now();
   ++metrics_.cycles;
   auto nodes = client_->Nodes();
   if (!nodes.ok()) {
@@ -242,7 +484,12 @@ Result<Decision> SlurmController::Cycle() {
   }
   last_.nodes = std::move(nodes).value();
   last_.jobs = std::move(jobs).value();
-  Decision d = Decide(last_, *policy_, options_);
+  Decision d = Decide(last_, policies_, options_);
+  metrics_.jobs_waiting = static_cast<int64_t>(d.waiting.size());
+  metrics_.kept_off_shared_gpus += d.kept_off_shared_gpus;
+  for (const SlurmNode& n : last_.nodes) {
+    if (n.gpus > scheduler::kMaxGpusPerNode) ++metrics_.nodes_skipped;
+  }
   for (const auto& [node, weight] : d.weights) {
     Status s = client_->SetNodeWeight(node, weight);
     if (s.ok()) {
@@ -263,6 +510,8 @@ Result<Decision> SlurmController::Cycle() {
       spdlog::warn("slurm: job {} not steered: {}", st.job, s.ToString());
     }
   }
+  metrics_.last_cycle_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return d;
 }
 

@@ -1,14 +1,18 @@
 #pragma once
-// The Slurm engine adapter's cycle: read Slurm (nodes, jobs), decide with a Stoker placement
-// policy, act through Slurm's levers:
-//   - node weights that follow Stoker's placement score for the most common GPU shape (lowest
-//     weight = the node Stoker would fill first), re-applied whenever Slurm's value differs, so
-//     a `scontrol reconfigure` or a slurmctld restart (both revert to slurm.conf) is repaired
-//     on the next cycle;
-//   - held GPU jobs that carry the steer marker (a job_submit rule or the user adds it) are
-//     given the node Stoker's policy picks (ReqNodeList) and released.
-// Decide() is the only place decisions are made, so the shared scheduling pass can replace its
-// body later. Errors (Slurm unreachable, malformed answers, vanished jobs, unknown nodes) are
+// The Slurm engine adapter's cycle: read Slurm (nodes, jobs), decide with Stoker's shared
+// scheduling pass (scheduler/pass), act through Slurm's levers:
+//   - node weights that follow Stoker's placement score for the most common pending GPU shape
+//     (lowest weight = the node Stoker would fill first), re-applied whenever Slurm's value
+//     differs, so a `scontrol reconfigure` or a slurmctld restart (both revert to slurm.conf) is
+//     repaired on the next cycle;
+//   - held GPU jobs (whole GPUs or gres/shard) that carry the steer marker (a job_submit rule or
+//     the user adds it) are given the node the pass picks (ReqNodeList) and released.
+// Decide() is the one place decisions are made: the same pass, placement and queue policies as
+// `stoker server`, over a view built from what Slurm reports. Slurm picks the GPUs inside the
+// node itself; Decide() predicts that pick (Slurm 22.05: whole GPUs take the lowest indices not
+// allocated whole, even where shards are in use; shards take the lowest GPU not allocated whole
+// that has room) and keeps a job held rather than release it onto GPUs it would share with
+// shard jobs. Errors (Slurm unreachable, malformed answers, vanished jobs, unknown nodes) are
 // logged, counted in metrics() and never abort the process.
 
 #include <cstdint>
@@ -19,13 +23,17 @@
 
 #include "core/status.h"
 #include "scheduler/cluster.h"
+#include "scheduler/pass/pass.h"
 #include "scheduler/policy.h"
+#include "scheduler/queue/queue_policy.h"
 #include "slurm/client.h"
 
 namespace stoker::slurm {
 
 struct ControllerOptions {
-  std::string policy = "stoker";  // scheduler/registry.h name
+  std::string policy = "stoker";  // placement policy (scheduler/registry.h name)
+  std::string queue = "fifo";     // queue policy of the held jobs (scheduler/queue)
+  bool backfill = true;           // false: the first held job that cannot start stops the pass
   bool manage_weights = true;
   bool steer_held_jobs = true;
   // A held job is Stoker's to place only when its Comment or AdminComment contains this.
@@ -41,6 +49,11 @@ struct Decision {
     std::string why;
   };
   std::vector<Steer> steer;
+  std::map<uint32_t, std::string> waiting;  // held marked jobs that stay held -> why
+  // Steers moved to another node, or withheld, because Slurm would have given the job GPUs in
+  // use by shard jobs on the node the pass picked.
+  int32_t kept_off_shared_gpus = 0;
+  pass::PassStats pass;                     // the scheduling pass's counters
 };
 
 struct ControllerMetrics {
@@ -54,6 +67,9 @@ struct ControllerMetrics {
   int64_t action_errors_not_found = 0;  // a job vanished or a node is unknown
   int64_t action_errors_other = 0;
   int64_t nodes_skipped = 0;  // nodes the model cannot hold (over 8 GPUs)
+  int64_t jobs_waiting = 0;   // held marked jobs left held by the last cycle (gauge)
+  int64_t kept_off_shared_gpus = 0;  // steers withheld: Slurm would put them on shard GPUs
+  double last_cycle_seconds = 0;     // read + decide + act (gauge)
 };
 // Prometheus text exposition of the metrics (stoker_slurm_*).
 std::string RenderControllerMetrics(const ControllerMetrics& m);
@@ -64,22 +80,52 @@ struct SlurmSnapshot {
   std::vector<SlurmJob> jobs;
 };
 
-// The cluster model of the usable GPU nodes, with their current use allocated. `names[i]` is
-// the Slurm node of model node i.
+// How Slurm uses each GPU of one node, from its jobs' gres_detail (and sinfo's count where the
+// jobs do not explain it, e.g. jobs hidden by PrivateData).
+struct NodeUse {
+  int32_t shards_per_gpu = 0;
+  std::vector<bool> whole;      // per GPU index: allocated as gres/gpu
+  std::vector<int32_t> shards;  // per GPU index: shards in use
+  // Slurm 22.05's pick on this node for `n` whole GPUs: the lowest indices not allocated whole
+  // (shards in use do not keep it off a GPU); empty when fewer are left.
+  std::vector<int32_t> PredictWhole(int32_t n) const;
+  // Its pick for `n` shards: the lowest GPU not allocated whole with `n` shards free; -1: none.
+  int32_t PredictShards(int32_t n) const;
+  void TakeWhole(const std::vector<int32_t>& gpus);
+  void TakeShards(int32_t gpu, int32_t n);
+};
+// Every GPU node's use (released jobs that have not started yet hold what Slurm will give
+// them). Nodes with no GPUs are left out.
+std::map<std::string, NodeUse> NodeUses(const SlurmSnapshot& snap);
+
+// The cluster model of the usable GPU nodes, with their current use allocated (a GPU's shards
+// as its share of the GPU). `names[i]` is the Slurm node of model node i.
 struct ClusterModel {
   scheduler::ClusterState cluster;
   std::vector<std::string> names;
   int skipped = 0;
 };
-ClusterModel BuildClusterModel(const std::vector<SlurmNode>& nodes);
+ClusterModel BuildClusterModel(const std::vector<SlurmNode>& nodes,
+                               const std::map<std::string, NodeUse>& uses);
 
-// The decision step: weights from the policy's score, held marked GPU jobs to the policy's node.
-Decision Decide(const SlurmSnapshot& snap, scheduler::PlacementPolicy& policy,
+// The pieces of one decision that persist between cycles: the scheduling pass (with the
+// placement policy it keeps), a second instance of the policy that scores nodes for weights,
+// and the queue policy.
+struct DecisionPolicies {
+  static Result<DecisionPolicies> Create(const ControllerOptions& options);
+  std::unique_ptr<pass::SchedulingPass> pass;
+  std::unique_ptr<scheduler::PlacementPolicy> scorer;
+  std::unique_ptr<queue::QueuePolicy> queue;
+};
+
+// The decision step: held marked GPU jobs through the scheduling pass onto the nodes it picks,
+// weights from the policy's score.
+Decision Decide(const SlurmSnapshot& snap, DecisionPolicies& policies,
                 const ControllerOptions& options);
 
 class SlurmController {
  public:
-  // NotFound for an unknown policy name.
+  // NotFound for an unknown policy name, InvalidArgument for an unknown queue policy.
   static Result<std::unique_ptr<SlurmController>> Create(SlurmClient* client,
                                                          ControllerOptions options);
 
@@ -91,15 +137,14 @@ class SlurmController {
   const SlurmSnapshot& last() const { return last_; }
 
  private:
-  SlurmController(SlurmClient* client, ControllerOptions options,
-                  std::unique_ptr<scheduler::PlacementPolicy> policy)
-      : client_(client), options_(std::move(options)), policy_(std::move(policy)) {}
+  SlurmController(SlurmClient* client, ControllerOptions options, DecisionPolicies policies)
+      : client_(client), options_(std::move(options)), policies_(std::move(policies)) {}
   void CountReadError(const Status& s);
   void CountActionError(const Status& s);
 
   SlurmClient* client_;
   ControllerOptions options_;
-  std::unique_ptr<scheduler::PlacementPolicy> policy_;
+  DecisionPolicies policies_;
   ControllerMetrics metrics_;
   SlurmSnapshot last_;
 };

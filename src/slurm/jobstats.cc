@@ -120,8 +120,12 @@ Result<nlohmann::json> DecodeJS1(std::string_view text) {
   return j;
 }
 
-void JobStatsCollector::Observe(const std::string& host, const GpuSample& s) {
+void JobStatsCollector::Observe(const std::string& host, const GpuSample& s,
+                                const std::vector<std::string>& holders) {
   std::vector<std::string> ids;
+  for (const std::string& h : holders) {
+    if (std::find(ids.begin(), ids.end(), h) == ids.end()) ids.push_back(h);
+  }
   for (const GpuProcess& p : s.processes) {
     if (p.job.kind == JobRef::Kind::kSlurm && !p.job.id.empty() &&
         std::find(ids.begin(), ids.end(), p.job.id) == ids.end()) {

@@ -42,7 +42,10 @@ struct JobStatsOptions {
 class JobStatsCollector {
  public:
   explicit JobStatsCollector(JobStatsOptions options) : options_(std::move(options)) {}
-  void Observe(const std::string& host, const GpuSample& sample);
+  // One GPU sample of `host`, for the Slurm jobs its processes belong to and `holders` (the jobs
+  // Slurm allocated the GPU to).
+  void Observe(const std::string& host, const GpuSample& sample,
+               const std::vector<std::string>& holders = {});
   // The jobstats JSON for `job` (empty object when nothing was observed).
   nlohmann::json Summary(const SlurmJob& job, int64_t now_unix) const;
   // Writes the summary of every running job observed, at most every publish_every_s; drops

@@ -184,7 +184,11 @@ Result<std::vector<int32_t>> ParseIndexList(std::string_view list) {
 Result<GresGpu> ParseGresGpu(std::string_view gres) {
   GresGpu g;
   if (gres.empty() || gres == "(null)" || gres == "N/A") return g;
-  for (std::string_view item : SplitTop(gres)) {
+  for (std::string_view whole : SplitTop(gres)) {
+    // Slurm prints a missing type as "(null)": "shard:(null):4(IDX:0-3)".
+    std::string cleaned(whole);
+    if (const size_t at = cleaned.find(":(null)"); at != std::string::npos) cleaned.erase(at, 7);
+    std::string_view item = cleaned;
     std::string_view extra;
     const size_t paren = item.find('(');
     if (paren != std::string_view::npos) {
@@ -201,45 +205,74 @@ Result<GresGpu> ParseGresGpu(std::string_view gres) {
       parts.push_back(item.substr(pos, c - pos));
       pos = c + 1;
     }
-    if (parts[0] != "gpu") continue;
+    const bool gpu = parts[0] == "gpu";
+    if (!gpu && parts[0] != "shard") continue;
     if (parts.size() < 2 || parts.size() > 3) {
-      return InvalidArgument("gres '" + std::string(gres) + "': expected gpu[:type]:count");
+      return InvalidArgument("gres '" + std::string(gres) + "': expected " +
+                             std::string(parts[0]) + "[:type]:count");
     }
     int64_t count = 0;
-    if (!ParseInt(parts.back(), &count) || count < 0 || count > 4096) {
-      return InvalidArgument("gres '" + std::string(gres) + "': bad gpu count '" +
-                             std::string(parts.back()) + "'");
+    if (!ParseInt(parts.back(), &count) || count < 0 || count > (gpu ? 4096 : 1 << 20)) {
+      return InvalidArgument("gres '" + std::string(gres) + "': bad " + std::string(parts[0]) +
+                             " count '" + std::string(parts.back()) + "'");
     }
-    g.count += static_cast<int32_t>(count);
-    if (parts.size() == 3) g.type = std::string(parts[1]);
+    std::vector<int32_t> indices;
     if (extra.starts_with("IDX:")) {
       auto idx = ParseIndexList(extra.substr(4));
       if (!idx.ok()) return idx.status().WithContext("gres '" + std::string(gres) + "'");
-      g.indices.insert(g.indices.end(), idx->begin(), idx->end());
+      indices = std::move(idx).value();
+    }
+    if (gpu) {
+      g.count += static_cast<int32_t>(count);
+      if (parts.size() == 3) g.type = std::string(parts[1]);
+      g.indices.insert(g.indices.end(), indices.begin(), indices.end());
+    } else {
+      g.shards += static_cast<int32_t>(count);
+      g.shard_indices.insert(g.shard_indices.end(), indices.begin(), indices.end());
     }
   }
   return g;
 }
 
-Result<int32_t> ParseTresGpuCount(std::string_view tres) {
+namespace {
+
+// The count of gres `name` in a TRES string ("gres:gpu:2", "gres/gpu=2", "gres:gpu:a100:2").
+Result<int32_t> ParseTresGresCount(std::string_view tres, std::string_view name,
+                                   std::string* type) {
   int32_t total = 0;
   for (std::string_view item : SplitTop(tres)) {
-    for (std::string_view prefix : {"gres:gpu", "gres/gpu"}) {
+    for (std::string_view sep : {":", "/"}) {
+      const std::string prefix = "gres" + std::string(sep) + std::string(name);
       if (!item.starts_with(prefix)) continue;
       std::string_view rest = item.substr(prefix.size());
+      if (!rest.empty() && rest[0] != ':' && rest[0] != '=') continue;  // gres:gpux is not gpu
       const size_t c = rest.rfind(':');
       const size_t eq = rest.rfind('=');
       const size_t at = c == std::string_view::npos    ? eq
                         : eq == std::string_view::npos ? c
                                                        : std::max(c, eq);
       int64_t n = 0;
-      if (at == std::string_view::npos || !ParseInt(rest.substr(at + 1), &n) || n < 0 || n > 4096) {
-        return InvalidArgument("tres '" + std::string(tres) + "': bad gpu count");
+      if (at == std::string_view::npos || !ParseInt(rest.substr(at + 1), &n) || n < 0 ||
+          n > (1 << 20)) {
+        return InvalidArgument("tres '" + std::string(tres) + "': bad " + std::string(name) +
+                               " count");
       }
       total += static_cast<int32_t>(n);
+      // "gres:gpu:a100:2": the type sits between the name and the count.
+      if (type != nullptr && at > 1 && rest[0] == ':') *type = std::string(rest.substr(1, at - 1));
     }
   }
   return total;
+}
+
+}  // namespace
+
+Result<int32_t> ParseTresGpuCount(std::string_view tres, std::string* type) {
+  return ParseTresGresCount(tres, "gpu", type);
+}
+
+Result<int32_t> ParseTresShardCount(std::string_view tres) {
+  return ParseTresGresCount(tres, "shard", nullptr);
 }
 
 Result<std::vector<std::string>> ExpandHostList(std::string_view list) {
@@ -329,6 +362,7 @@ Result<std::vector<SlurmNode>> ParseSinfoJson(std::string_view text) {
     if (!u.ok()) return u.status().WithContext(w("gres_used"));
     n.gpus = g->count;
     n.gpu_type = g->type;
+    n.shards = g->shards;
     n.gpus_used = u->count;
     n.gpu_used_indices = u->indices;
     if (n.gpus_used > n.gpus) {
@@ -365,6 +399,7 @@ Result<std::vector<SlurmJob>> ParseSqueueJson(std::string_view text) {
     STOKER_RETURN_IF_ERROR(GetInt(o, "start_time", w("start_time"), &j.start_time));
     STOKER_RETURN_IF_ERROR(GetInt(o, "end_time", w("end_time"), &j.end_time));
     STOKER_RETURN_IF_ERROR(GetInt(o, "priority", w("priority"), &j.priority));
+    STOKER_RETURN_IF_ERROR(GetInt(o, "restart_cnt", w("restart_cnt"), &j.restarts));
     STOKER_RETURN_IF_ERROR(GetBool(o, "requeue", w("requeue"), &j.requeue));
     STOKER_RETURN_IF_ERROR(GetBool(o, "batch_flag", w("batch_flag"), &j.batch));
     STOKER_RETURN_IF_ERROR(GetString(o, "comment", w("comment"), &j.comment));
@@ -382,8 +417,11 @@ Result<std::vector<SlurmJob>> ParseSqueueJson(std::string_view text) {
     auto req = ExpandHostList(required);
     if (!req.ok()) return req.status().WithContext(w("required_nodes"));
     j.required_nodes = std::move(req).value();
-    auto pn = ParseTresGpuCount(per_node);
+    auto pn = ParseTresGpuCount(per_node, &j.gpu_type);
     if (!pn.ok()) return pn.status().WithContext(w("tres_per_node"));
+    auto ps = ParseTresShardCount(per_node);
+    if (!ps.ok()) return ps.status().WithContext(w("tres_per_node"));
+    j.shards_per_node = *ps;
     auto pj = ParseTresGpuCount(per_job);
     if (!pj.ok()) return pj.status().WithContext(w("tres_per_job"));
     j.gpus_per_node = *pn;
@@ -394,6 +432,8 @@ Result<std::vector<SlurmJob>> ParseSqueueJson(std::string_view text) {
       auto g = ParseGresGpu(detail[d]);
       if (!g.ok()) return g.status().WithContext(w("gres_detail[" + std::to_string(d) + "]"));
       j.gpu_indices.push_back(g->indices);
+      j.shard_counts.push_back(g->shards);
+      j.shard_gpus.push_back(g->shard_indices);
     }
     jobs.push_back(std::move(j));
   }

@@ -26,12 +26,15 @@ struct SlurmNode {
   int32_t gpus_used = 0;                  // gres_used gpu count
   std::vector<int32_t> gpu_used_indices;  // from gres_used "(IDX:...)" when present
   std::string gpu_type;                   // "a100" in gpu:a100:8; empty when untyped
+  int32_t shards = 0;                     // gres shard count (GPU sharing), 0 without shards
   int64_t weight = 1;
   std::vector<std::string> partitions;
   std::string reason;
 
   // Up and schedulable (not down, drained, failing or powered off).
   bool Usable() const;
+  // Shards on each GPU (gres.conf spreads a node's shards evenly over its GPUs); 0 without.
+  int32_t ShardsPerGpu() const { return gpus > 0 ? shards / gpus : 0; }
 };
 
 struct SlurmJob {
@@ -47,8 +50,15 @@ struct SlurmJob {
   std::vector<std::string> required_nodes;  // ReqNodeList (what steering sets), expanded
   int32_t gpus_per_node = 0;                // tres_per_node gres:gpu:N (or gres/gpu:N)
   int32_t gpus_per_job = 0;                 // tres_per_job (--gpus=N)
-  // Per allocated node (same order as `nodes`), the GPU indices from gres_detail.
+  std::string gpu_type;                     // "a100" in gres:gpu:a100:2; empty when untyped
+  int32_t shards_per_node = 0;              // tres_per_node gres:shard:N (GPU sharing)
+  // Per allocated node (same order as `nodes`), from gres_detail: the GPU indices held whole,
+  // and the shards held with the GPUs they are on (Slurm 22.05 takes a job's shards on one node
+  // from one GPU; when a detail names several, the shards are split evenly over them).
   std::vector<std::vector<int32_t>> gpu_indices;
+  std::vector<int32_t> shard_counts;
+  std::vector<std::vector<int32_t>> shard_gpus;
+  int32_t restarts = 0;  // restart_cnt: a requeued job keeps its id and counts up
   int64_t cpus = 0;
   int64_t submit_time = 0;  // Unix seconds; 0 when unknown
   int64_t start_time = 0;
@@ -61,7 +71,11 @@ struct SlurmJob {
 
   bool Running() const { return state == "RUNNING"; }
   bool Pending() const { return state == "PENDING"; }
+  // Running or still releasing its resources: what it holds counts as used.
+  bool Holding() const { return Running() || state == "COMPLETING" || state == "SUSPENDED"; }
   bool Held() const;  // pending and held (priority 0 / JobHeld*)
+  // Named interactive* or without a batch script (salloc, srun alone).
+  bool Interactive() const { return !batch || name.starts_with("interactive"); }
   // GPUs the job asks for on one node (whole GPUs), 0 for a CPU-only job.
   int32_t GpusWanted() const;
 };
@@ -88,15 +102,21 @@ Result<std::vector<std::string>> ExpandHostList(std::string_view list);
 // "0-2,5" -> 0 1 2 5 (indices in gres "IDX:" fields). InvalidArgument when malformed.
 Result<std::vector<int32_t>> ParseIndexList(std::string_view list);
 
-// A gres string ("gpu:8", "gpu:a100:4(S:0-1),shard:16", "gpu:a100:2(IDX:0-1)") -> the gpu
-// count, the type and the indices named by IDX. InvalidArgument when the gpu part is malformed.
+// A gres string ("gpu:8", "gpu:a100:4(S:0-1),shard:16", "gpu:a100:2(IDX:0-1)",
+// "shard:3(IDX:0)") -> the gpu count, the type and the indices named by IDX, and the same for
+// shards. InvalidArgument when the gpu or shard part is malformed.
 struct GresGpu {
   int32_t count = 0;
   std::string type;
   std::vector<int32_t> indices;
+  int32_t shards = 0;
+  std::vector<int32_t> shard_indices;
 };
 Result<GresGpu> ParseGresGpu(std::string_view gres);
-// "gres:gpu:2", "gres/gpu:2", "gres:gpu:a100:2" -> 2; 0 when no gpu is named.
-Result<int32_t> ParseTresGpuCount(std::string_view tres);
+// "gres:gpu:2", "gres/gpu:2", "gres:gpu:a100:2" -> 2; 0 when no gpu is named. `type` (when not
+// null) gets the GPU type named, if any.
+Result<int32_t> ParseTresGpuCount(std::string_view tres, std::string* type = nullptr);
+// The same for shards: "gres:shard:4", "gres/shard:4" -> 4.
+Result<int32_t> ParseTresShardCount(std::string_view tres);
 
 }  // namespace stoker::slurm

@@ -145,7 +145,7 @@ void SlurmReclaim::UpdateJobs(const std::vector<SlurmJob>& jobs) {
         options_.exempt_qos.end()) {
       info.job_class = "qos:" + j.qos;
     }
-    info.interactive = !j.batch || j.name.starts_with("interactive");
+    info.interactive = j.Interactive();
     info.start = WallTime(std::chrono::seconds(j.start_time));
     running[info.id] = std::move(info);
     start[std::to_string(j.id)] = j.start_time;
@@ -164,7 +164,7 @@ void SlurmReclaim::UpdateJobs(const std::vector<SlurmJob>& jobs) {
   directory_->start_ = std::move(start);
 }
 
-void SlurmReclaim::Observe(const GpuSample& sample) {
+void SlurmReclaim::Observe(const GpuSample& sample, const std::vector<std::string>& holders) {
   std::map<std::string, uint64_t> jobs;  // Slurm job -> its processes' memory on this GPU
   bool any_process = false;
   for (const GpuProcess& p : sample.processes) {
@@ -172,6 +172,7 @@ void SlurmReclaim::Observe(const GpuSample& sample) {
     if (p.job.kind != JobRef::Kind::kSlurm || p.job.id.empty()) continue;
     jobs[p.job.id] += p.used_memory_bytes.value_or(0);
   }
+  for (const std::string& h : holders) jobs.try_emplace(h, 0);
   if (jobs.empty()) {
     if (any_process) ++metrics_.samples_unattributed;
     return;
@@ -228,6 +229,10 @@ std::string ReclaimRecordJson(const SlurmReclaimRecord& r) {
 }
 
 void SlurmReclaim::Append(const SlurmReclaimRecord& r) {
+  // The in-memory audit keeps the newest records; the audit file keeps every one.
+  if (audit_.size() >= kMaxAuditInMemory) {
+    audit_.erase(audit_.begin(), audit_.begin() + kMaxAuditInMemory / 2);
+  }
   audit_.push_back(r);
   if (options_.audit_path.empty()) return;
   const std::string line = ReclaimRecordJson(r) + "\n";

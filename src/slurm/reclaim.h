@@ -69,11 +69,15 @@ class SlurmReclaim {
   // The jobs as Slurm listed them this cycle: running ones are the directory; jobs that left
   // or restarted (requeued and started again) are forgotten.
   void UpdateJobs(const std::vector<SlurmJob>& jobs);
-  // One GPU sample (already attributed by the agent): feeds both rules for each Slurm job on it.
-  void Observe(const GpuSample& sample);
+  // One GPU sample (already attributed by the agent): feeds both rules for each Slurm job on it,
+  // the jobs its processes belong to and `holders`, the jobs Slurm allocated the GPU to (a job
+  // that holds a GPU without a process on it is as idle as a job can be).
+  void Observe(const GpuSample& sample, const std::vector<std::string>& holders = {});
   // Applies both rules at `now`; returns the records made (also in audit()).
   std::vector<SlurmReclaimRecord> Evaluate(WallTime now);
 
+  // The newest records (at most kMaxAuditInMemory; the audit file has all of them).
+  static constexpr size_t kMaxAuditInMemory = 10000;
   const std::vector<SlurmReclaimRecord>& audit() const { return audit_; }
   const SlurmReclaimMetrics& metrics() const { return metrics_; }
 

@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "fake_client.h"
-#include "scheduler/registry.h"
 
 namespace stoker::slurm {
 namespace {
@@ -48,8 +47,8 @@ TEST(SlurmDecide, RecordedSnapshotSteersHeldJobAndSkipsDrainedNode) {
   SlurmSnapshot snap;
   snap.nodes = ParseSinfoJson(ReadTestdata("sinfo-22.05.json")).value();
   snap.jobs = ParseSqueueJson(ReadTestdata("squeue-22.05.json")).value();
-  auto policy = scheduler::CreatePlacementPolicy("stoker", {}).value();
-  const Decision d = Decide(snap, *policy, {});
+  auto policies = DecisionPolicies::Create({}).value();
+  const Decision d = Decide(snap, policies, {});
   // Job 8 (4 GPUs, held, marked) goes where stoker packs it: g1 has 3 free, so an empty node.
   ASSERT_EQ(d.steer.size(), 1u);
   EXPECT_EQ(d.steer[0].job, 8u);
@@ -64,8 +63,8 @@ TEST(SlurmDecide, RecordedSnapshotSteersHeldJobAndSkipsDrainedNode) {
 TEST(SlurmDecide, WeightsFollowPackingAndSkipUnchangedNodes) {
   SlurmSnapshot snap;
   snap.nodes = {Node("a", 8, 0), Node("b", 8, 6), Node("c", 8, 8)};
-  auto policy = scheduler::CreatePlacementPolicy("stoker", {}).value();
-  Decision d = Decide(snap, *policy, {});
+  auto policies = DecisionPolicies::Create({}).value();
+  Decision d = Decide(snap, policies, {});
   // The partly used node is filled first (lowest weight); the full node is heaviest.
   ASSERT_EQ(d.weights.count("b"), 0u) << "b already has weight 1";
   ASSERT_TRUE(d.weights.count("a"));
@@ -76,20 +75,21 @@ TEST(SlurmDecide, WeightsFollowPackingAndSkipUnchangedNodes) {
   for (auto& n : snap.nodes) {
     if (d.weights.count(n.name)) n.weight = d.weights[n.name];
   }
-  EXPECT_TRUE(Decide(snap, *policy, {}).weights.empty());
+  EXPECT_TRUE(Decide(snap, policies, {}).weights.empty());
 }
 
 TEST(SlurmDecide, OnlyMarkedHeldJobsAreSteered) {
   SlurmSnapshot snap;
   snap.nodes = {Node("a", 8, 0), Node("b", 8, 4)};
   snap.jobs = {HeldGpuJob(1, 2), HeldGpuJob(2, 2, "user hold"), HeldGpuJob(3, 9)};
-  auto policy = scheduler::CreatePlacementPolicy("stoker", {}).value();
-  Decision d = Decide(snap, *policy, {});
+  auto policies = DecisionPolicies::Create({}).value();
+  Decision d = Decide(snap, policies, {});
   ASSERT_EQ(d.steer.size(), 2u);
-  EXPECT_EQ(d.steer[0].job, 1u);
-  EXPECT_EQ(d.steer[0].nodes, std::vector<std::string>{"b"});  // packs onto the used node
-  EXPECT_EQ(d.steer[1].job, 3u);  // 9 GPUs: no node can host it, released to Slurm
-  EXPECT_TRUE(d.steer[1].nodes.empty());
+  std::map<uint32_t, std::vector<std::string>> to;
+  for (const auto& s : d.steer) to[s.job] = s.nodes;
+  ASSERT_EQ(to.count(2), 0u) << "a user's own hold is not Stoker's";
+  EXPECT_EQ(to[1], std::vector<std::string>{"b"});  // packs onto the used node
+  EXPECT_TRUE(to.at(3).empty());  // 9 GPUs: no node can host it, released to Slurm
 }
 
 // A job released onto a node in an earlier cycle but not started yet still counts there.
@@ -101,11 +101,104 @@ TEST(SlurmDecide, ReleasedButNotStartedJobsHoldTheirGpus) {
   released.priority = 100;
   released.required_nodes = {"a"};
   snap.jobs = {released, HeldGpuJob(2, 2)};
-  auto policy = scheduler::CreatePlacementPolicy("stoker", {}).value();
-  Decision d = Decide(snap, *policy, {});
+  auto policies = DecisionPolicies::Create({}).value();
+  Decision d = Decide(snap, policies, {});
   ASSERT_EQ(d.steer.size(), 1u);
   EXPECT_EQ(d.steer[0].job, 2u);
   EXPECT_EQ(d.steer[0].nodes, std::vector<std::string>{"b"}) << "a's last 2 GPUs are promised";
+}
+
+// The held jobs go through the scheduling pass: its queue policy orders them (FIFO by
+// submission, not by job id) and backfill=false stops at the first job that cannot start.
+TEST(SlurmDecide, TheSchedulingPassOrdersAndBackfillsHeldJobs) {
+  SlurmSnapshot snap;
+  snap.nodes = {Node("a", 8, 6)};
+  SlurmJob newer = HeldGpuJob(1, 2);
+  newer.submit_time = 200;
+  SlurmJob older = HeldGpuJob(2, 2);
+  older.submit_time = 100;
+  snap.jobs = {newer, older};
+  auto policies = DecisionPolicies::Create({}).value();
+  Decision d = Decide(snap, policies, {});
+  ASSERT_EQ(d.steer.size(), 1u);
+  EXPECT_EQ(d.steer[0].job, 2u) << "the first submitted gets the 2 free GPUs";
+  EXPECT_EQ(d.waiting.count(1), 1u);
+  EXPECT_EQ(d.pass.placed, 1);
+  EXPECT_EQ(d.pass.blocked, 1);
+
+  SlurmJob big = HeldGpuJob(3, 4);
+  big.submit_time = 50;
+  snap.jobs = {big, newer};
+  ControllerOptions strict;
+  strict.backfill = false;
+  auto strict_policies = DecisionPolicies::Create(strict).value();
+  EXPECT_TRUE(Decide(snap, strict_policies, strict).steer.empty())
+      << "without backfill the blocked 4-GPU job holds back the 2-GPU one";
+  d = Decide(snap, policies, {});
+  ASSERT_EQ(d.steer.size(), 1u);
+  EXPECT_EQ(d.steer[0].job, 1u);
+}
+
+SlurmNode ShardNode(std::string name, int shards_per_gpu) {
+  SlurmNode n = Node(std::move(name), 8, 0);
+  n.shards = 8 * shards_per_gpu;
+  return n;
+}
+
+SlurmJob RunningOn(uint32_t id, const std::string& node, std::vector<int32_t> gpus,
+                   int32_t shards = 0, std::vector<int32_t> shard_gpus = {}) {
+  SlurmJob j;
+  j.id = id;
+  j.state = "RUNNING";
+  j.cpus = 1;
+  j.nodes = {node};
+  j.gpus_per_node = static_cast<int32_t>(gpus.size());
+  j.shards_per_node = shards;
+  j.gpu_indices = {std::move(gpus)};
+  j.shard_counts = {shards};
+  j.shard_gpus = {std::move(shard_gpus)};
+  return j;
+}
+
+// Slurm 22.05 gives a whole-GPU job the lowest GPUs not allocated whole, even where shard jobs
+// run. The pass picks node a (exactly 2 GPUs free: GPUs 1 and 2), but Slurm would take GPUs 0
+// and 1 there, and GPU 0 carries shards: the job goes to the best-packed node where Slurm's pick
+// is clean. A shard job joins the GPU whose shards are partly used.
+TEST(SlurmDecide, WholeGpuJobsAreKeptOffGpusWithShardsAndShardJobsPack) {
+  SlurmSnapshot snap;
+  snap.nodes = {ShardNode("a", 4), ShardNode("b", 4)};
+  snap.jobs = {RunningOn(10, "a", {}, 2, {0}), RunningOn(11, "a", {3, 4, 5, 6, 7})};
+  snap.jobs.push_back(HeldGpuJob(1, 2));
+  SlurmJob shard = HeldGpuJob(2, 0);
+  shard.shards_per_node = 1;
+  snap.jobs.push_back(shard);
+  const auto uses = NodeUses(snap);
+  EXPECT_EQ(uses.at("a").PredictWhole(2), (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(uses.at("a").PredictShards(2), 0);
+  EXPECT_EQ(uses.at("a").PredictShards(3), 1);
+  auto policies = DecisionPolicies::Create({}).value();
+  const Decision d = Decide(snap, policies, {});
+  ASSERT_EQ(d.steer.size(), 2u) << (d.waiting.empty() ? "" : d.waiting.begin()->second);
+  std::map<uint32_t, std::string> to;
+  for (const auto& s : d.steer) to[s.job] = s.nodes.empty() ? "" : s.nodes[0];
+  EXPECT_EQ(to[1], "b");
+  EXPECT_EQ(to[2], "a");
+  EXPECT_EQ(d.kept_off_shared_gpus, 1);
+}
+
+// The recorded shard answers: job 3 was given GPUs 0-1 by Slurm although jobs 1 and 2 hold
+// shards there; the model sees both.
+TEST(SlurmDecide, RecordedShardSnapshotModelsWholeAndShardUse) {
+  SlurmSnapshot snap;
+  snap.nodes = ParseSinfoJson(ReadTestdata("sinfo-shards-22.05.json")).value();
+  snap.jobs = ParseSqueueJson(ReadTestdata("squeue-shards-22.05.json")).value();
+  const auto uses = NodeUses(snap);
+  const NodeUse& g1 = uses.at("g1");
+  EXPECT_EQ(g1.whole, (std::vector<bool>{true, true, true, false, false, false, false, false}));
+  EXPECT_EQ(g1.shards, (std::vector<int32_t>{3, 2, 4, 4, 0, 0, 0, 0}));
+  // A held 1-shard job: Slurm's pick on g1 would be GPU 3 (full) -> none; GPU 4 is free.
+  EXPECT_EQ(g1.PredictShards(1), 4);
+  EXPECT_EQ(g1.PredictWhole(1), std::vector<int32_t>{3}) << "GPU 3 is full of shards";
 }
 
 TEST(SlurmController, UnreachableOrMalformedSlurmDoesNothingAndCounts) {

@@ -35,6 +35,34 @@ TEST(SlurmModel, ParsesRecordedSinfo) {
   EXPECT_FALSE(g4.Usable());
 }
 
+// Recorded with SLURM_SHARDS_PER_GPU=4 (gres gpu:8,shard:32 per node): shard jobs 1 (3 shards),
+// 2 (2), 4 (4), 5, 6 (1 each) and 7 (2); whole-GPU jobs 3 (2 GPUs) and 8 (1 GPU), all on g1.
+TEST(SlurmModel, ParsesRecordedShards) {
+  auto nodes = ParseSinfoJson(ReadTestdata("sinfo-shards-22.05.json"));
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  const SlurmNode& g1 = (*nodes)[0];
+  EXPECT_EQ(g1.gpus, 8);
+  EXPECT_EQ(g1.shards, 32);
+  EXPECT_EQ(g1.ShardsPerGpu(), 4);
+  EXPECT_EQ(g1.gpus_used, 3);
+  auto jobs = ParseSqueueJson(ReadTestdata("squeue-shards-22.05.json"));
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_EQ(jobs->size(), 8u);
+  const SlurmJob& j1 = (*jobs)[0];
+  EXPECT_EQ(j1.shards_per_node, 3);
+  EXPECT_EQ(j1.GpusWanted(), 0);
+  ASSERT_EQ(j1.shard_counts.size(), 1u);
+  EXPECT_EQ(j1.shard_counts[0], 3);
+  EXPECT_EQ(j1.shard_gpus[0], std::vector<int32_t>{0});
+  EXPECT_TRUE(j1.gpu_indices[0].empty());
+  const SlurmJob& j3 = (*jobs)[2];
+  EXPECT_EQ(j3.GpusWanted(), 2);
+  EXPECT_EQ(j3.shards_per_node, 0);
+  // Slurm 22.05 gave the whole-GPU job GPUs 0 and 1, where jobs 1 and 2 hold shards.
+  EXPECT_EQ(j3.gpu_indices[0], (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ((*jobs)[1].shard_gpus[0], std::vector<int32_t>{1});
+}
+
 TEST(SlurmModel, ParsesRecordedSqueue) {
   auto jobs = ParseSqueueJson(ReadTestdata("squeue-22.05.json"));
   ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
@@ -95,6 +123,19 @@ TEST(SlurmModel, GresStrings) {
     EXPECT_FALSE(ParseGresGpu(bad).ok()) << bad;
   }
   EXPECT_EQ(*ParseTresGpuCount("gres:gpu:2"), 2);
+  std::string type;
+  EXPECT_EQ(*ParseTresGpuCount("gres:gpu:a100:2", &type), 2);
+  EXPECT_EQ(type, "a100");
+  EXPECT_EQ(*ParseTresShardCount("gres:shard:3"), 3);
+  EXPECT_EQ(*ParseTresShardCount("cpu=1,gres/shard=5"), 5);
+  EXPECT_EQ(*ParseTresShardCount("gres:gpu:2"), 0);
+  EXPECT_FALSE(ParseTresShardCount("gres:shard:many").ok());
+  auto sh = ParseGresGpu("gpu:2,shard:(null):3(IDX:0-2)");
+  ASSERT_TRUE(sh.ok()) << sh.status().ToString();
+  EXPECT_EQ(sh->count, 2);
+  EXPECT_EQ(sh->shards, 3);
+  EXPECT_EQ(sh->shard_indices, (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_FALSE(ParseGresGpu("shard:x").ok());
   EXPECT_EQ(*ParseTresGpuCount("cpu=1,gres/gpu=3"), 3);
   EXPECT_EQ(*ParseTresGpuCount("gres:gpu:a100:2"), 2);
   EXPECT_EQ(*ParseTresGpuCount(""), 0);

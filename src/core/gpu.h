@@ -20,6 +20,7 @@ struct JobRef {
   std::string id;         // Stoker job id, Slurm job id, or "<namespace>/<pod>"
   std::string user;       // user name where known (else uid as text)
   std::string container;  // Kubernetes container name, when known
+  std::string step;       // Slurm job step ("batch", "extern", "0", ...), when known
   bool known() const { return kind != Kind::kNone; }
 };
 

@@ -123,6 +123,7 @@ json GpuSampleToJson(const GpuSample& s, uint32_t index, bool fresh) {
       json job;
       if (p.job.known()) {
         job = {{"kind", JobKindName(p.job.kind)}, {"id", p.job.id}, {"container", p.job.container}};
+        if (!p.job.step.empty()) job["step"] = p.job.step;
       }
       procs.push_back({{"pid", p.pid},
                        {"name", p.name},
@@ -213,6 +214,7 @@ Result<std::vector<GpuSample>> ParseGpuSamples(simdjson::dom::array gpus) {
                               ? ParseJobKind(kind).value_or(JobRef::Kind::kStoker)
                               : JobRef::Kind::kStoker;
           if (!p["job"]["container"].get_string().get(text)) proc.job.container = text;
+          if (!p["job"]["step"].get_string().get(text)) proc.job.step = text;
         }
         if (!p["user"].get_string().get(text)) proc.job.user = text;
         s.processes.push_back(std::move(proc));

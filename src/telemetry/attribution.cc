@@ -3,6 +3,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -80,23 +81,32 @@ bool MatchStoker(const std::vector<std::string_view>& parts, CgroupAttribution* 
   return false;
 }
 
+// A Slurm job id or step name in a cgroup path or the environment: 1..64 id characters.
+bool ValidSlurmName(std::string_view s) {
+  if (s.empty() || s.size() > 64) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return IsJobIdChar(c); });
+}
+
 bool MatchSlurm(const std::vector<std::string_view>& parts, CgroupAttribution* out) {
   bool under_slurm = false;
   std::optional<uint32_t> uid;
-  for (std::string_view p : parts) {
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string_view p = parts[i];
     if (p.starts_with("slurm")) under_slurm = true;
     if (!under_slurm) continue;
     uint32_t v = 0;
     if (p.starts_with("uid_") && ParseUint32(p.substr(4), &v)) uid = v;
     if (p.starts_with("job_")) {
       std::string_view id = p.substr(4);
-      if (id.empty() || id.size() > 64) continue;
-      bool ok = true;
-      for (char c : id) ok = ok && IsJobIdChar(c);
-      if (!ok) continue;
+      if (!ValidSlurmName(id)) continue;
       out->job.kind = JobRef::Kind::kSlurm;
       out->job.id = std::string(id);
       out->uid = uid;
+      // The step directory follows the job's: step_0, step_batch, step_extern.
+      if (i + 1 < parts.size() && parts[i + 1].starts_with("step_") &&
+          ValidSlurmName(parts[i + 1].substr(5))) {
+        out->job.step = std::string(parts[i + 1].substr(5));
+      }
       return true;
     }
   }
@@ -239,9 +249,15 @@ JobRef Attributor::Resolve(uint32_t pid, std::string* name) const {
         id && IsValidStokerJobId(*id)) {
       job.kind = JobRef::Kind::kStoker;
       job.id = std::move(*id);
-    } else if (auto sid = FindEnvVar(facts->environ_block, kSlurmJobEnvVar); sid && !sid->empty()) {
+    } else if (auto sid = FindEnvVar(facts->environ_block, kSlurmJobEnvVar);
+               sid && ValidSlurmName(*sid)) {
       job.kind = JobRef::Kind::kSlurm;
       job.id = std::move(*sid);
+      // srun steps carry their step id; the batch script's processes do not (unknown then).
+      if (auto step = FindEnvVar(facts->environ_block, kSlurmStepEnvVar);
+          step && ValidSlurmName(*step)) {
+        job.step = std::move(*step);
+      }
     }
   }
   if (!facts->user.empty()) {

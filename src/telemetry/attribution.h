@@ -21,6 +21,7 @@
 namespace stoker::telemetry {
 
 inline constexpr std::string_view kSlurmJobEnvVar = "SLURM_JOB_ID";
+inline constexpr std::string_view kSlurmStepEnvVar = "SLURM_STEP_ID";  // set in srun steps
 
 // What a cgroup path says about its owner.
 struct CgroupAttribution {
@@ -30,7 +31,8 @@ struct CgroupAttribution {
 
 // Parses the content of /proc/<pid>/cgroup (one "hierarchy-id:controllers:path" per line,
 // cgroup v1 and v2). Recognises, in this order: Stoker scopes, Slurm (v1
-// /slurm[_<node>]/uid_<N>/job_<id>/step_<s>, v2 .../slurmstepd.scope/job_<id>/step_<s>),
+// /slurm[_<node>]/uid_<N>/job_<id>/step_<s>, v2 .../slurmstepd.scope/job_<id>/step_<s>; the
+// job id and, where present, the step),
 // Kubernetes (cgroupfs /kubepods[/<qos>]/pod<uid>/<container>, systemd
 // kubepods-<qos>-pod<uid_with_underscores>.slice/cri-containerd-<id>.scope and docker-/crio-).
 // Kubernetes jobs are identified by pod UID (the agent does not talk to the kubelet); the

@@ -60,12 +60,13 @@ void MigLabels(std::string& out, const std::string& base, const MigInstance& m) 
 
 std::string_view JobLabel(const JobRef& job) { return job.known() ? job.id : std::string_view(); }
 
-// pid, jobid and user labels of one process's series.
+// pid, jobid and user labels of one process's series (and step, for a Slurm step).
 void ProcessLabels(std::string& out, const GpuProcess& p) {
   out.clear();
   AppendLabel(&out, "pid", static_cast<uint64_t>(p.pid));
   AppendLabel(&out, "jobid", JobLabel(p.job));
   AppendLabel(&out, "user", p.job.user);
+  if (!p.job.step.empty()) AppendLabel(&out, "step", p.job.step);  // Slurm's job step
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "protocol/model.h"
+#include "protocol/samples.h"
 
 #include <gtest/gtest.h>
 
@@ -98,8 +99,10 @@ TEST(Heartbeat, SamplesAreReadIntoTypedReadingsAndKeptAsText) {
         {"health", "lost"},
         {"timestamp_unix", 1767225600.5},
         {"fields", fields},
-        {"processes", json::array({{{"pid", 77}, {"job", {{"kind", "stoker"}, {"id", "12"}}}},
-                                   {{"pid", 78}, {"job", nullptr}}})}}});
+        {"processes",
+         json::array({{{"pid", 77}, {"job", {{"kind", "stoker"}, {"id", "12"}}}},
+                      {{"pid", 78}, {"job", nullptr}},
+                      {{"pid", 79}, {"job", {{"kind", "slurm"}, {"id", "5"}, {"step", "0"}}}}})}}});
   auto hb = ParseHeartbeat(json{{"jobs", json::array()}, {"samples", gpus}}.dump(2));
   ASSERT_TRUE(hb.ok()) << hb.status().ToString();
   EXPECT_EQ(json::parse(hb->samples_json), gpus);
@@ -119,10 +122,15 @@ TEST(Heartbeat, SamplesAreReadIntoTypedReadingsAndKeptAsText) {
   EXPECT_EQ(g.gpm.sm_active.state(), FieldState::kUnsupported);
   EXPECT_EQ(g.gpm.tensor_active, Field<double>::Of(0.25));
   EXPECT_FALSE(g.power_mw.has_value());
-  ASSERT_EQ(g.processes.size(), 2u);
+  ASSERT_EQ(g.processes.size(), 3u);
   EXPECT_EQ(g.processes[0].pid, 77u);
   EXPECT_EQ(g.processes[0].job.id, "12");
   EXPECT_FALSE(g.processes[1].job.known());
+  EXPECT_EQ(g.processes[2].job.kind, JobRef::Kind::kSlurm);
+  EXPECT_EQ(g.processes[2].job.step, "0");
+  // Written back as the agent writes it (the step only where there is one).
+  EXPECT_EQ(GpuSampleToJson(g, 3, true)["processes"][2]["job"]["step"], "0");
+  EXPECT_FALSE(GpuSampleToJson(g, 3, true)["processes"][0]["job"].contains("step"));
 }
 
 TEST(Heartbeat, BadBodiesNameWhatIsWrong) {

@@ -37,6 +37,7 @@ TEST(ParseCgroupTest, SlurmCgroupV1WithUid) {
       "1:name=systemd:/system.slice/slurmd.service\n");
   EXPECT_EQ(a.job.kind, JobRef::Kind::kSlurm);
   EXPECT_EQ(a.job.id, "1234");
+  EXPECT_EQ(a.job.step, "0");
   ASSERT_TRUE(a.uid.has_value());
   EXPECT_EQ(*a.uid, 1000u);
 }
@@ -44,6 +45,7 @@ TEST(ParseCgroupTest, SlurmCgroupV1WithUid) {
 TEST(ParseCgroupTest, SlurmCgroupV1WithNodeNameInRoot) {
   const auto a = ParseCgroupFile("5:cpuset:/slurm_node017/uid_5001/job_99/step_batch\n");
   EXPECT_EQ(a.job.kind, JobRef::Kind::kSlurm);
+  EXPECT_EQ(a.job.step, "batch");
   EXPECT_EQ(a.job.id, "99");
 }
 
@@ -146,21 +148,32 @@ TEST_F(FakeProcTest, CgroupThenEnvironmentThenNothing) {
   WriteProc(11, "trainer", "0::/user.slice\n", std::string("A=1\0STOKER_JOB_ID=j-3\0", 22), 0);
   WriteProc(12, "bash", "0::/user.slice\n", std::string("SLURM_JOB_ID=8\0", 15), 0);
   WriteProc(13, "idle", "0::/user.slice\n", "", 0);
+  // An srun step's process: its step from the environment; a made-up job id is not a job.
+  WriteProc(15, "srun-task", "0::/user.slice\n",
+            std::string("SLURM_JOB_ID=8\0SLURM_STEP_ID=2\0", 31), 0);
+  WriteProc(16, "odd", "0::/user.slice\n", std::string("SLURM_JOB_ID=8;rm\0", 18), 0);
   ProcfsProcessInfo info(root_.string());
   ManualClock clock;
   Attributor attributor(&info, &clock);
 
   GpuSample s;
-  for (uint32_t pid : {10u, 11u, 12u, 13u, 14u}) s.processes.push_back(GpuProcess{.pid = pid});
+  for (uint32_t pid : {10u, 11u, 12u, 13u, 14u, 15u, 16u}) {
+    s.processes.push_back(GpuProcess{.pid = pid});
+  }
   attributor.Attribute(&s);
   EXPECT_EQ(s.processes[0].job.kind, JobRef::Kind::kSlurm);
   EXPECT_EQ(s.processes[0].job.id, "55");
+  EXPECT_EQ(s.processes[0].job.step, "0");
   EXPECT_EQ(s.processes[0].name, "python");
   EXPECT_EQ(s.processes[0].job.user, info.UserName(0));
   EXPECT_EQ(s.processes[1].job.kind, JobRef::Kind::kStoker);
   EXPECT_EQ(s.processes[1].job.id, "j-3");
   EXPECT_EQ(s.processes[2].job.kind, JobRef::Kind::kSlurm);
   EXPECT_EQ(s.processes[2].job.id, "8");
+  EXPECT_EQ(s.processes[2].job.step, "") << "the batch script's processes carry no step id";
+  EXPECT_EQ(s.processes[5].job.id, "8");
+  EXPECT_EQ(s.processes[5].job.step, "2");
+  EXPECT_FALSE(s.processes[6].job.known());
   EXPECT_FALSE(s.processes[3].job.known());
   EXPECT_FALSE(s.processes[4].job.known());  // no such process
   EXPECT_EQ(s.processes[4].name, "");

@@ -142,9 +142,10 @@ TEST(MetricsRendererTest, ProcessAndJobSeriesFollowTheProcessList) {
   TelemetrySnapshot snap = TwoGpus();
   auto& procs = snap.gpus[0].sample.processes;
   procs[0].job = JobRef{JobRef::Kind::kSlurm, "1234", "alice", ""};
-  procs[1].job = JobRef{JobRef::Kind::kSlurm, "1234", "alice", ""};
+  procs[1].job = JobRef{JobRef::Kind::kSlurm, "1234", "alice", "", "0"};
   std::string out = Render(snap);
   EXPECT_TRUE(Contains(out, "pid=\"1000\",jobid=\"1234\",user=\"alice\"} 1073741824\n")) << out;
+  EXPECT_TRUE(Contains(out, "pid=\"1001\",jobid=\"1234\",user=\"alice\",step=\"0\"}")) << out;
   EXPECT_TRUE(Contains(out, "stoker_gpu_job_memory_used_bytes{gpu=\"0\""));
   EXPECT_TRUE(Contains(out, ",jobid=\"1234\",user=\"alice\"} 2147483648\n"));
   EXPECT_TRUE(Contains(out, ",jobid=\"1234\",user=\"alice\",kind=\"slurm\",container=\"\"} 1\n"));

@@ -4,15 +4,16 @@
 //
 // Usage: slurm_side_by_side SLURM_CONF OPENB_POD_CSV [--jobs 60] [--arrival-ms 300]
 //          [--seeds 1,2,3] [--shards-per-gpu 0] [--shard-every 20] [--cycle-ms 500]
-//          [--modes slurm,steered] [--jobs-csv FILE]
+//          [--time-scale 3600] [--run-s 5,40]
+//          [--modes slurm,steered,steered-strict] [--jobs-csv FILE]
 //   Bring a cluster up first: scripts/slurm-cluster.sh up DIR (4 nodes x 8 GPUs), with
 //   SLURM_SHARDS_PER_GPU=N for shard jobs (--shards-per-gpu N to match).
 // Stream (per seed): openb pods in creation order from a start offset the seed picks; whole-GPU
 // pods with the 1-GPU ones thinned to every 40th (the trace is mostly 1-GPU and shared pods);
 // with shards, every --shard-every'th shared pod (gpu_milli < 1000) as a job asking for
 // ceil(gpu_milli x shards-per-gpu / 1000) shards of one GPU. Arrivals are Poisson with mean
-// --arrival-ms (seeded: both modes get the same times). Run time = trace lifetime at 1 trace hour
-// per second, clamped to 5..40 s.
+// --arrival-ms (seeded: both modes get the same times). Run time = trace lifetime divided by
+// --time-scale (3600: one trace hour per second), clamped to --run-s (5..40 s).
 // Measures, sampling every 0.5 s on its own thread (the controller cycles on another):
 //   stranded GPUs: free GPUs on partly used nodes while some pending whole-GPU job fits no node
 //     (mean over samples);
@@ -21,6 +22,8 @@
 //   shared GPUs: GPUs held whole by one job while shard jobs also run on them (mean over
 //     samples; Slurm 22.05 allows it, Stoker's steering avoids it);
 //   queue wait: start - submit (steered jobs: the hold counts as waiting), overall and by size.
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -66,6 +69,8 @@ struct Options {
   int shards_per_gpu = 0;
   int shard_every = 20;
   int cycle_ms = 500;
+  double time_scale = 3600;  // trace seconds per second of the run
+  int min_run_s = 5, max_run_s = 40;
   std::vector<std::string> modes = {"slurm", "steered"};
   std::string jobs_csv;
 };
@@ -108,7 +113,7 @@ std::vector<StreamJob> LoadStream(const Options& o, uint64_t seed) {
       continue;
     }
     const double life_s = std::atof(f[9].c_str()) - std::atof(f[8].c_str());
-    j.seconds = std::clamp(static_cast<int>(life_s / 3600.0), 5, 40);
+    j.seconds = std::clamp(static_cast<int>(life_s / o.time_scale), o.min_run_s, o.max_run_s);
     j.arrival_s = out.empty() ? 0 : t;
     t += gap(rng);
     out.push_back(j);
@@ -126,8 +131,11 @@ struct Row {
   int started = 0;
 };
 
-Row Run(CommandSlurmClient& client, const std::vector<StreamJob>& stream, bool steered,
+// mode: "slurm" (Slurm alone), "steered" (the pass with backfill, as stoker server's default)
+// or "steered-strict" (the pass in strict queue order: a blocked job stops later ones).
+Row Run(CommandSlurmClient& client, const std::vector<StreamJob>& stream, const std::string& mode,
         const Options& o, std::ofstream* jobs_csv, uint64_t seed) {
+  const bool steered = mode != "slurm";
   const std::string dir = o.conf.substr(0, o.conf.rfind('/'));
   // Start from equal weights.
   if (auto nodes = client.Nodes(); nodes.ok()) {
@@ -142,8 +150,8 @@ Row Run(CommandSlurmClient& client, const std::vector<StreamJob>& stream, bool s
   std::thread submitter([&] {
     for (size_t k = 0; k < stream.size(); ++k) {
       const StreamJob& j = stream[k];
-      std::this_thread::sleep_until(t0 + std::chrono::milliseconds(
-                                             static_cast<int64_t>(j.arrival_s * 1000)));
+      std::this_thread::sleep_until(
+          t0 + std::chrono::milliseconds(static_cast<int64_t>(j.arrival_s * 1000)));
       const std::string gres =
           j.shards > 0 ? "shard:" + std::to_string(j.shards) : "gpu:" + std::to_string(j.gpus);
       const std::string cmd = "cd " + dir + " && SLURM_CONF=" + o.conf +
@@ -165,7 +173,9 @@ Row Run(CommandSlurmClient& client, const std::vector<StreamJob>& stream, bool s
   if (steered) {
     controller_thread = std::thread([&] {
       CommandSlurmClient own({o.conf, "", std::chrono::seconds(30)});
-      auto c = SlurmController::Create(&own, {}).value();
+      ControllerOptions co;
+      co.backfill = mode != "steered-strict";
+      auto c = SlurmController::Create(&own, co).value();
       while (!done) {
         const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.cycle_ms);
         (void)c->Cycle();
@@ -232,9 +242,9 @@ Row Run(CommandSlurmClient& client, const std::vector<StreamJob>& stream, bool s
     c.first += w;
     ++c.second;
     if (jobs_csv != nullptr) {
-      *jobs_csv << seed << "," << (steered ? "steered" : "slurm") << "," << id << ","
-                << s.Class() << "," << s.gpus << "," << s.shards << "," << s.seconds << ","
-                << w << "," << (j.nodes.empty() ? "" : j.nodes[0]) << "\n";
+      *jobs_csv << seed << "," << mode << "," << id << "," << s.Class() << "," << s.gpus << ","
+                << s.shards << "," << s.seconds << "," << w << ","
+                << (j.nodes.empty() ? "" : j.nodes[0]) << "\n";
     }
   }
   row.mean_wait_s = row.started ? wait / row.started : 0;
@@ -247,11 +257,12 @@ int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
                  "usage: %s SLURM_CONF OPENB_POD_CSV [--jobs N] [--arrival-ms M] [--seeds 1,2] "
-                 "[--shards-per-gpu K] [--shard-every E] [--cycle-ms C] [--modes slurm,steered] "
-                 "[--jobs-csv FILE]\n",
+                 "[--shards-per-gpu K] [--shard-every E] [--cycle-ms C] [--time-scale T] "
+                 "[--run-s MIN,MAX] [--modes slurm,steered,steered-strict] [--jobs-csv FILE]\n",
                  argv[0]);
     return 2;
   }
+  spdlog::set_level(spdlog::level::warn);  // the controller's per-job lines
   Options o;
   o.conf = argv[1];
   o.csv = argv[2];
@@ -268,6 +279,12 @@ int main(int argc, char** argv) {
       o.shards_per_gpu = std::stoi(v);
     } else if (k == "--shard-every") {
       o.shard_every = std::max(1, std::stoi(v));
+    } else if (k == "--time-scale") {
+      o.time_scale = std::stod(v);
+    } else if (k == "--run-s") {  // MIN,MAX
+      const auto mm = Split(v, ',');
+      o.min_run_s = std::stoi(mm.at(0));
+      o.max_run_s = std::stoi(mm.at(1));
     } else if (k == "--cycle-ms") {
       o.cycle_ms = std::stoi(v);
     } else if (k == "--modes") {
@@ -298,9 +315,7 @@ int main(int argc, char** argv) {
     for (const auto& [c, n] : sizes) std::fprintf(stderr, " %d x %s", n, c.c_str());
     std::fprintf(stderr, "\n");
     for (const std::string& mode : o.modes) {
-      const bool steered = mode == "steered";
-      const Row r = Run(client, stream, steered, o, o.jobs_csv.empty() ? nullptr : &jobs_csv,
-                        seed);
+      const Row r = Run(client, stream, mode, o, o.jobs_csv.empty() ? nullptr : &jobs_csv, seed);
       auto cls = [&](const char* c) {
         auto it = r.wait_by_class.find(c);
         if (it == r.wait_by_class.end()) return std::string("-");
@@ -310,9 +325,12 @@ int main(int argc, char** argv) {
       };
       std::printf("| %llu | %s | %.2f | %d | %.2f | %.1f s | %s / %s / %s / %s s | %.0f s |\n",
                   static_cast<unsigned long long>(seed),
-                  steered ? "steered by Stoker" : "Slurm alone", r.stranded, r.waited_while_free,
-                  r.shared_gpus, r.mean_wait_s, cls("1 GPU").c_str(), cls("2-4 GPUs").c_str(),
-                  cls("8 GPUs").c_str(), cls("shard").c_str(), r.makespan_s);
+                  mode == "slurm"     ? "Slurm alone"
+                  : mode == "steered" ? "steered by Stoker (backfill)"
+                                      : "steered by Stoker (strict order)",
+                  r.stranded, r.waited_while_free, r.shared_gpus, r.mean_wait_s,
+                  cls("1 GPU").c_str(), cls("2-4 GPUs").c_str(), cls("8 GPUs").c_str(),
+                  cls("shard").c_str(), r.makespan_s);
       std::fflush(stdout);
     }
   }

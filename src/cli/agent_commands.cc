@@ -362,10 +362,10 @@ std::string RenderTable(const TelemetrySnapshot& snap, const std::string& hostna
       const std::string mig = p.gpu_instance_id == UINT32_MAX
                                   ? "-"
                                   : fmt::format("{}/{}", p.gpu_instance_id, p.compute_instance_id);
-      const std::string job =
-          p.job.known() ? fmt::format("{}:{}{}{}", JobKindName(p.job.kind), p.job.id,
-                                      p.job.step.empty() ? "" : ".", p.job.step)
-                        : "-";
+      const std::string job = p.job.known()
+                                  ? fmt::format("{}:{}{}{}", JobKindName(p.job.kind), p.job.id,
+                                                p.job.step.empty() ? "" : ".", p.job.step)
+                                  : "-";
       const std::string mem =
           p.used_memory_bytes.has_value()
               ? fmt::format("{:.1f} GiB",

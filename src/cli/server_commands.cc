@@ -369,9 +369,10 @@ int RunServer(ServerFlags f) {
   fmt::print("stoker server listening on {} (data {}; policy {})\n", (*rs)->http->url(), f.data_dir,
              protocol::PolicySettingsToJson((*rs)->core->Policy()).dump());
   if (f.engine == "slurm") {
-    fmt::print("engine: slurm ({}); Slurm runs the jobs, the server steers, measures, reclaims "
-               "and bills them\n",
-               f.slurm_config.empty() ? "default configuration" : f.slurm_config);
+    fmt::print(
+        "engine: slurm ({}); Slurm runs the jobs, the server steers, measures, reclaims "
+        "and bills them\n",
+        f.slurm_config.empty() ? "default configuration" : f.slurm_config);
   }
   fmt::print("dashboard: {}/ (log in with a token)\n", (*rs)->http->url());
   fmt::print("admin token: {}/admin.token\n", f.data_dir);

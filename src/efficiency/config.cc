@@ -2,14 +2,14 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "efficiency/config_yaml.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include "efficiency/config_yaml.h"
 
 namespace stoker::efficiency {
 namespace {
@@ -212,10 +212,17 @@ Status CheckKeys(const YAML::Node& n, const std::string& path, std::set<std::str
 
 Status LoadIdleReclaim(const YAML::Node& n, const std::string& path, IdleReclaimPolicy& p,
                        const std::set<std::string>& extra_keys) {
-  std::set<std::string> keys = {"enabled",        "dry_run",       "warn_after",
-                                "act_after",      "action",        "idle_threshold",
-                                "min_idle_gpu_fraction",         "max_sample_gap",
-                                "exempt_users",   "exempt_classes", "exempt_interactive",
+  std::set<std::string> keys = {"enabled",
+                                "dry_run",
+                                "warn_after",
+                                "act_after",
+                                "action",
+                                "idle_threshold",
+                                "min_idle_gpu_fraction",
+                                "max_sample_gap",
+                                "exempt_users",
+                                "exempt_classes",
+                                "exempt_interactive",
                                 "owner_webhook"};
   keys.insert(extra_keys.begin(), extra_keys.end());
   STOKER_RETURN_IF_ERROR(CheckKeys(n, path, std::move(keys)));
@@ -232,8 +239,7 @@ Status LoadIdleReclaim(const YAML::Node& n, const std::string& path, IdleReclaim
     STOKER_ASSIGN_OR_RETURN(p.act_after, Dur(n["act_after"], path + ".act_after"));
   }
   if (n["max_sample_gap"]) {
-    STOKER_ASSIGN_OR_RETURN(p.max_sample_gap,
-                            Dur(n["max_sample_gap"], path + ".max_sample_gap"));
+    STOKER_ASSIGN_OR_RETURN(p.max_sample_gap, Dur(n["max_sample_gap"], path + ".max_sample_gap"));
   }
   if (n["action"]) {
     STOKER_ASSIGN_OR_RETURN(std::string a, Scalar(n["action"], path + ".action"));
@@ -246,20 +252,18 @@ Status LoadIdleReclaim(const YAML::Node& n, const std::string& path, IdleReclaim
   }
   if (n["idle_threshold"]) {
     STOKER_ASSIGN_OR_RETURN(double v, Number(n["idle_threshold"], path + ".idle_threshold"));
-    if (v < 0 || v > 100)
-      return InvalidArgument(path + ".idle_threshold: must be in 0..100 %");
+    if (v < 0 || v > 100) return InvalidArgument(path + ".idle_threshold: must be in 0..100 %");
     p.idle_threshold = std::llround(v * 1000);
   }
   if (n["min_idle_gpu_fraction"]) {
-    STOKER_ASSIGN_OR_RETURN(p.min_idle_gpu_fraction, Number(n["min_idle_gpu_fraction"],
-                                                            path + ".min_idle_gpu_fraction"));
+    STOKER_ASSIGN_OR_RETURN(p.min_idle_gpu_fraction,
+                            Number(n["min_idle_gpu_fraction"], path + ".min_idle_gpu_fraction"));
     if (p.min_idle_gpu_fraction <= 0 || p.min_idle_gpu_fraction > 1) {
       return InvalidArgument(path + ".min_idle_gpu_fraction: must be in (0, 1]");
     }
   }
   if (n["exempt_users"]) {
-    STOKER_ASSIGN_OR_RETURN(p.exempt_users,
-                            StringList(n["exempt_users"], path + ".exempt_users"));
+    STOKER_ASSIGN_OR_RETURN(p.exempt_users, StringList(n["exempt_users"], path + ".exempt_users"));
   }
   if (n["exempt_classes"]) {
     STOKER_ASSIGN_OR_RETURN(p.exempt_classes,
@@ -270,8 +274,7 @@ Status LoadIdleReclaim(const YAML::Node& n, const std::string& path, IdleReclaim
                             Bool(n["exempt_interactive"], path + ".exempt_interactive"));
   }
   if (n["owner_webhook"]) {
-    STOKER_ASSIGN_OR_RETURN(p.owner_webhook,
-                            Scalar(n["owner_webhook"], path + ".owner_webhook"));
+    STOKER_ASSIGN_OR_RETURN(p.owner_webhook, Scalar(n["owner_webhook"], path + ".owner_webhook"));
   }
   if (p.act_after < p.warn_after) {
     return InvalidArgument(path + ".act_after: must not be shorter than warn_after");

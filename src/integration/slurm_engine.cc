@@ -43,8 +43,7 @@ std::string RenderEngineMetrics(const SlurmEngineMetrics& m, const SlurmReclaimM
            prom::Type::kCounter);
   w.Sample("stoker_slurm_agent_errors_total", {{"kind", "unreachable"}},
            d(m.agent_errors_unreachable));
-  w.Sample("stoker_slurm_agent_errors_total", {{"kind", "malformed"}},
-           d(m.agent_errors_malformed));
+  w.Sample("stoker_slurm_agent_errors_total", {{"kind", "malformed"}}, d(m.agent_errors_malformed));
   w.Gauge("stoker_slurm_nodes_without_agent",
           "GPU nodes whose agent did not answer in the last cycle.", d(m.nodes_without_agent));
   w.Gauge("stoker_slurm_gpu_count_mismatches",
@@ -90,8 +89,7 @@ std::string RenderEngineMetrics(const SlurmEngineMetrics& m, const SlurmReclaimM
 }
 
 Result<std::unique_ptr<SlurmEngine>> SlurmEngine::Create(SlurmEngineConfig config,
-                                                         SlurmClient* client,
-                                                         SampleSource* samples,
+                                                         SlurmClient* client, SampleSource* samples,
                                                          efficiency::EfficiencyService* efficiency,
                                                          Clock* clock) {
   STOKER_ASSIGN_OR_RETURN(auto controller, SlurmController::Create(client, config.controller));
@@ -150,9 +148,14 @@ void SlurmEngine::CycleOnce() {
   if (decision.ok()) {
     const SlurmSnapshot& snap = controller_->last();
     UpdateJobs(snap, now);
-    Measure(snap, now);
-    if (reclaim_) reclaim_->Evaluate(now);
-    if (jobstats_) m_.summaries_written += jobstats_->Publish(*client_, snap.jobs, ToUnix(now));
+    const MonoTime mono = clock_->Now();
+    if (!measured_ || mono - last_measure_ >= config_.measure_every) {
+      measured_ = true;
+      last_measure_ = mono;
+      Measure(snap, now);
+      if (reclaim_) reclaim_->Evaluate(now);
+      if (jobstats_) m_.summaries_written += jobstats_->Publish(*client_, snap.jobs, ToUnix(now));
+    }
   }
   // The spool needs no answer from Slurm: finished jobs are recorded even while it is down.
   ReadSpool(now);
@@ -308,7 +311,8 @@ void SlurmEngine::Measure(const SlurmSnapshot& snap, WallTime now) {
       }
       continue;
     }
-    if (agent_down_.erase(node.name)) spdlog::info("slurm: node {}: its agent answers again", node.name);
+    if (agent_down_.erase(node.name))
+      spdlog::info("slurm: node {}: its agent answers again", node.name);
     std::vector<GpuSample> samples = std::move(got[i]).value();
     if (static_cast<int32_t>(samples.size()) != node.gpus) {
       ++mismatched;

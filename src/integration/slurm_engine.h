@@ -1,8 +1,9 @@
 #pragma once
 // Slurm as the server's engine (`stoker server --engine slurm --slurm-config FILE`): Slurm
-// queues and runs the jobs; the server's loop, every cycle:
+// queues and runs the jobs; the server's loop, every cycle (config.cycle, 2 s):
 //   1. runs the SlurmController: reads Slurm, decides through the shared scheduling pass, acts
 //      (node weights, held marked GPU jobs released onto the pass's node);
+// and every config.measure_every (10 s):
 //   2. asks every GPU node's agent for its samples (GET /api/v1/snapshot of `stoker agent`),
 //      whose processes the agent has attributed to Slurm jobs (cgroup path, environment);
 //   3. feeds them, with the GPUs Slurm allocated to each job as the allocation table, to idle
@@ -62,12 +63,12 @@ struct SlurmEngineMetrics {
   int64_t cycles = 0;
   int64_t agent_errors_unreachable = 0;
   int64_t agent_errors_malformed = 0;
-  int64_t nodes_without_agent = 0;       // gauge: GPU nodes whose agent did not answer
-  int64_t samples = 0;                   // GPU samples taken in
-  int64_t attributions_dropped = 0;      // processes named a job Slurm does not run there
-  int64_t gpu_count_mismatches = 0;      // gauge: nodes whose agent shows other GPUs than Slurm
-  int64_t jobs_running = 0;              // gauge: Slurm jobs holding resources
-  int64_t jobs_ended = 0;                // records ended (jobcomp or gone from Slurm)
+  int64_t nodes_without_agent = 0;         // gauge: GPU nodes whose agent did not answer
+  int64_t samples = 0;                     // GPU samples taken in
+  int64_t attributions_dropped = 0;        // processes named a job Slurm does not run there
+  int64_t gpu_count_mismatches = 0;        // gauge: nodes whose agent shows other GPUs than Slurm
+  int64_t jobs_running = 0;                // gauge: Slurm jobs holding resources
+  int64_t jobs_ended = 0;                  // records ended (jobcomp or gone from Slurm)
   int64_t jobs_ended_without_jobcomp = 0;  // with a spool configured: left Slurm without one
   int64_t jobcomp_records = 0;
   int64_t jobcomp_bad = 0;
@@ -131,6 +132,8 @@ class SlurmEngine final : public server::ApiExtension {
   // Loop thread state (CycleOnce is not reentrant).
   std::map<uint32_t, Known> known_;
   std::map<std::string, std::map<uint32_t, uint32_t>> minor_to_index_;  // node -> minor -> index
+  MonoTime last_measure_{};
+  bool measured_ = false;
   std::set<std::string> agent_down_;   // nodes whose agent failed last time (log on change)
   std::set<std::string> warned_jobs_;  // "node/job" attributions already reported
   SlurmEngineMetrics m_;

@@ -7,8 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 extern char** environ;
 
@@ -23,6 +26,14 @@ Status CheckValue(std::string_view what, std::string_view v) {
     if (c == '\n' || c == '\r' || c == '\0') {
       return InvalidArgument(std::string(what) + ": contains a line break or NUL");
     }
+  }
+  return Status::Ok();
+}
+
+Status CheckNodeName(const std::string& n) {
+  STOKER_RETURN_IF_ERROR(CheckValue("node name", n));
+  if (n.empty() || n.find_first_of(" =,[]") != std::string::npos) {
+    return InvalidArgument("node name '" + n + "' is not a single node");
   }
   return Status::Ok();
 }
@@ -165,10 +176,7 @@ Result<std::vector<SlurmPartition>> CommandSlurmClient::Partitions() {
 }
 
 Status CommandSlurmClient::SetNodeWeight(const std::string& node, int64_t weight) {
-  STOKER_RETURN_IF_ERROR(CheckValue("node name", node));
-  if (node.empty() || node.find_first_of(" =,[]") != std::string::npos) {
-    return InvalidArgument("node name '" + node + "' is not a single node");
-  }
+  STOKER_RETURN_IF_ERROR(CheckNodeName(node));
   if (weight < 1 || weight > 65533) return InvalidArgument("weight out of range 1..65533");
   return Run({"scontrol", "update", "NodeName=" + node, "Weight=" + std::to_string(weight)})
       .status();
@@ -177,10 +185,7 @@ Status CommandSlurmClient::SetNodeWeight(const std::string& node, int64_t weight
 Status CommandSlurmClient::SteerAndRelease(uint32_t job, const std::vector<std::string>& nodes) {
   std::string list;
   for (const std::string& n : nodes) {
-    STOKER_RETURN_IF_ERROR(CheckValue("node name", n));
-    if (n.empty() || n.find_first_of(" =,") != std::string::npos) {
-      return InvalidArgument("node name '" + n + "' is not a single node");
-    }
+    STOKER_RETURN_IF_ERROR(CheckNodeName(n));
     list += (list.empty() ? "" : ",") + n;
   }
   const std::string id = std::to_string(job);
@@ -189,6 +194,103 @@ Status CommandSlurmClient::SteerAndRelease(uint32_t job, const std::vector<std::
         Run({"scontrol", "update", "JobId=" + id, "ReqNodeList=" + list}).status());
   }
   return Run({"scontrol", "release", id}).status();
+}
+
+std::vector<Status> SlurmClient::SteerAndReleaseAll(const SteerList& jobs) {
+  std::vector<Status> out;
+  out.reserve(jobs.size());
+  for (const auto& [job, nodes] : jobs) out.push_back(SteerAndRelease(job, nodes));
+  return out;
+}
+
+std::map<std::string, Status> SlurmClient::SetNodeWeights(const std::map<std::string, int64_t>& w) {
+  std::map<std::string, Status> out;
+  for (const auto& [node, weight] : w) out[node] = SetNodeWeight(node, weight);
+  return out;
+}
+
+namespace {
+
+// Runs f(0..n-1) on up to `width` threads.
+template <typename F>
+void ForEachParallel(size_t n, size_t width, F f) {
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < std::min(n, width); ++t) {
+    threads.emplace_back([&] {
+      for (size_t i = next++; i < n; i = next++) f(i);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+constexpr size_t kIdsPerCommand = 200;  // keeps each argument list short
+
+}  // namespace
+
+std::vector<Status> CommandSlurmClient::SteerAndReleaseAll(const SteerList& jobs) {
+  std::vector<Status> out(jobs.size());
+  ForEachParallel(jobs.size(), 8, [&](size_t i) {
+    const auto& [job, nodes] = jobs[i];
+    std::string list;
+    for (const std::string& n : nodes) {
+      if (Status s = CheckNodeName(n); !s.ok()) {
+        out[i] = s;
+        return;
+      }
+      list += (list.empty() ? "" : ",") + n;
+    }
+    if (!list.empty()) {
+      out[i] = Run({"scontrol", "update", "JobId=" + std::to_string(job), "ReqNodeList=" + list})
+                   .status();
+    }
+  });
+  // One release for every job whose node list is set. When it fails (a job vanished meanwhile:
+  // the others are released all the same), each job is released alone to learn which failed;
+  // releasing a job that is not held is a no-op.
+  std::vector<size_t> ready;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (out[i].ok()) ready.push_back(i);
+  }
+  for (size_t from = 0; from < ready.size(); from += kIdsPerCommand) {
+    const size_t to = std::min(ready.size(), from + kIdsPerCommand);
+    std::string ids;
+    for (size_t k = from; k < to; ++k) {
+      ids += (ids.empty() ? "" : ",") + std::to_string(jobs[ready[k]].first);
+    }
+    if (Run({"scontrol", "release", ids}).ok()) continue;
+    ForEachParallel(to - from, 8, [&](size_t k) {
+      const size_t i = ready[from + k];
+      out[i] = Run({"scontrol", "release", std::to_string(jobs[i].first)}).status();
+    });
+  }
+  return out;
+}
+
+std::map<std::string, Status> CommandSlurmClient::SetNodeWeights(
+    const std::map<std::string, int64_t>& w) {
+  std::map<std::string, Status> out;
+  std::map<int64_t, std::vector<std::string>> by_weight;
+  for (const auto& [node, weight] : w) {
+    out[node] = CheckNodeName(node);
+    if (out[node].ok() && (weight < 1 || weight > 65533)) {
+      out[node] = InvalidArgument("weight out of range 1..65533");
+    }
+    if (out[node].ok()) by_weight[weight].push_back(node);
+  }
+  for (const auto& [weight, nodes] : by_weight) {
+    for (size_t from = 0; from < nodes.size(); from += kIdsPerCommand) {
+      const size_t to = std::min(nodes.size(), from + kIdsPerCommand);
+      std::string list;
+      for (size_t k = from; k < to; ++k) list += (list.empty() ? "" : ",") + nodes[k];
+      Status s = Run({"scontrol", "update", "NodeName=" + list, "Weight=" + std::to_string(weight)})
+                     .status();
+      if (s.ok()) continue;
+      // One unknown node fails the whole command: set each alone to learn which.
+      for (size_t k = from; k < to; ++k) out[nodes[k]] = SetNodeWeight(nodes[k], weight);
+    }
+  }
+  return out;
 }
 
 Status CommandSlurmClient::SetComment(uint32_t job, const std::string& text) {

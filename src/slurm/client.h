@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/clock.h"
@@ -16,6 +17,8 @@
 
 namespace stoker::slurm {
 
+// Implementations are safe to call from several threads at once (the controller reads nodes
+// and jobs in parallel).
 class SlurmClient {
  public:
   virtual ~SlurmClient() = default;
@@ -25,6 +28,12 @@ class SlurmClient {
   virtual Status SetNodeWeight(const std::string& node, int64_t weight) = 0;
   // Restricts a pending job to `nodes` (ReqNodeList; none: unchanged) and releases its hold.
   virtual Status SteerAndRelease(uint32_t job, const std::vector<std::string>& nodes) = 0;
+  // The same for several jobs (what one cycle decided): one status per job, in order. The
+  // default steers and releases them one by one.
+  using SteerList = std::vector<std::pair<uint32_t, std::vector<std::string>>>;
+  virtual std::vector<Status> SteerAndReleaseAll(const SteerList& jobs);
+  // Several nodes' weights: one status per node. The default sets them one by one.
+  virtual std::map<std::string, Status> SetNodeWeights(const std::map<std::string, int64_t>& w);
   virtual Status SetComment(uint32_t job, const std::string& text) = 0;
   virtual Status SetAdminComment(uint32_t job, const std::string& text) = 0;
   virtual Status Requeue(uint32_t job) = 0;
@@ -59,6 +68,11 @@ class CommandSlurmClient final : public SlurmClient {
   Result<std::vector<SlurmPartition>> Partitions() override;
   Status SetNodeWeight(const std::string& node, int64_t weight) override;
   Status SteerAndRelease(uint32_t job, const std::vector<std::string>& nodes) override;
+  // Each job's ReqNodeList update (up to 8 at once), then one `scontrol release` for all of
+  // them: a cycle that steers k jobs costs about k/8 + 1 command times instead of 2k.
+  std::vector<Status> SteerAndReleaseAll(const SteerList& jobs) override;
+  // One `scontrol update NodeName=a,b Weight=w` per distinct weight.
+  std::map<std::string, Status> SetNodeWeights(const std::map<std::string, int64_t>& w) override;
   Status SetComment(uint32_t job, const std::string& text) override;
   Status SetAdminComment(uint32_t job, const std::string& text) override;
   Status Requeue(uint32_t job) override;

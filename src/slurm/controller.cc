@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <set>
+#include <thread>
 
 #include "core/prometheus_text.h"
 #include "scheduler/registry.h"
@@ -44,9 +45,8 @@ struct Ask {
 };
 Ask AskOf(const SlurmJob& j) {
   return {j.GpusWanted(), j.shards_per_node,
-          std::max<int64_t>(1, j.cpus / std::max<int64_t>(1, static_cast<int64_t>(
-                                                                 std::max<size_t>(
-                                                                     1, j.nodes.size()))))};
+          std::max<int64_t>(1, j.cpus / std::max<int64_t>(1, static_cast<int64_t>(std::max<size_t>(
+                                                                 1, j.nodes.size()))))};
 }
 
 // Could the job run on `n` if the node were empty?
@@ -207,9 +207,9 @@ ClusterModel BuildClusterModel(const std::vector<SlurmNode>& nodes,
     p.memory_mib = std::min(n.alloc_memory_mib, n.real_memory_mib);
     if (auto u = uses.find(n.name); u != uses.end()) {
       for (int32_t g = 0; g < n.gpus; ++g) {
-        const int32_t milli = u->second.whole[g] ? scheduler::kMilliPerGpu
-                                                 : ShardMilli(u->second.shards[g],
-                                                              u->second.shards_per_gpu);
+        const int32_t milli = u->second.whole[g]
+                                  ? scheduler::kMilliPerGpu
+                                  : ShardMilli(u->second.shards[g], u->second.shards_per_gpu);
         if (milli > 0) {
           p.gpus[p.num_gpus++] = {static_cast<uint8_t>(g), static_cast<int16_t>(milli), 0};
         }
@@ -224,8 +224,8 @@ ClusterModel BuildClusterModel(const std::vector<SlurmNode>& nodes,
 
 Result<DecisionPolicies> DecisionPolicies::Create(const ControllerOptions& options) {
   DecisionPolicies p;
-  STOKER_ASSIGN_OR_RETURN(auto placement, scheduler::CreatePlacementPolicy(
-                                              options.policy, scheduler::PolicyConfig{}));
+  STOKER_ASSIGN_OR_RETURN(
+      auto placement, scheduler::CreatePlacementPolicy(options.policy, scheduler::PolicyConfig{}));
   p.pass = std::make_unique<pass::SchedulingPass>(std::move(placement));
   STOKER_ASSIGN_OR_RETURN(
       p.scorer, scheduler::CreatePlacementPolicy(options.policy, scheduler::PolicyConfig{}));
@@ -365,9 +365,8 @@ Decision Decide(const SlurmSnapshot& snap, DecisionPolicies& policies,
         std::vector<int32_t> w;
         int32_t s = -1;
         if (!clean(u, a, &w, &s)) continue;
-        const int64_t free =
-            a.gpus > 0 ? std::count(u.whole.begin(), u.whole.end(), false) - a.gpus
-                       : int64_t{u.shards_per_gpu} - u.shards[s] - a.shards;
+        const int64_t free = a.gpus > 0 ? std::count(u.whole.begin(), u.whole.end(), false) - a.gpus
+                                        : int64_t{u.shards_per_gpu} - u.shards[s] - a.shards;
         if (free < best_free) best_free = free, best = n.name;
       }
       if (best.empty()) {
@@ -472,12 +471,15 @@ void SlurmController::CountActionError(const Status& s) {
 Result<Decision> SlurmController::Cycle() {
   const auto t0 = std::chrono::steady_clock::now();
   ++metrics_.cycles;
+  // Both reads at once: the cycle's read time is what a steered job waits on.
+  Result<std::vector<SlurmJob>> jobs = Unavailable("not read");
+  std::thread jobs_reader([&] { jobs = client_->Jobs(); });
   auto nodes = client_->Nodes();
+  jobs_reader.join();
   if (!nodes.ok()) {
     CountReadError(nodes.status());
     return nodes.status();
   }
-  auto jobs = client_->Jobs();
   if (!jobs.ok()) {
     CountReadError(jobs.status());
     return jobs.status();
@@ -490,17 +492,20 @@ Result<Decision> SlurmController::Cycle() {
   for (const SlurmNode& n : last_.nodes) {
     if (n.gpus > scheduler::kMaxGpusPerNode) ++metrics_.nodes_skipped;
   }
-  for (const auto& [node, weight] : d.weights) {
-    Status s = client_->SetNodeWeight(node, weight);
+  for (const auto& [node, s] : client_->SetNodeWeights(d.weights)) {
     if (s.ok()) {
       ++metrics_.weight_updates;
     } else {
       CountActionError(s);
-      spdlog::warn("slurm: weight {} on node {} not set: {}", weight, node, s.ToString());
+      spdlog::warn("slurm: weight {} on node {} not set: {}", d.weights[node], node, s.ToString());
     }
   }
-  for (const Decision::Steer& st : d.steer) {
-    Status s = client_->SteerAndRelease(st.job, st.nodes);
+  SlurmClient::SteerList steer;
+  for (const Decision::Steer& st : d.steer) steer.emplace_back(st.job, st.nodes);
+  const std::vector<Status> done = client_->SteerAndReleaseAll(steer);
+  for (size_t i = 0; i < d.steer.size() && i < done.size(); ++i) {
+    const Decision::Steer& st = d.steer[i];
+    const Status& s = done[i];
     if (s.ok()) {
       ++(st.nodes.empty() ? metrics_.jobs_released_unsteered : metrics_.jobs_steered);
       spdlog::info("slurm: job {} released{}{} ({})", st.job, st.nodes.empty() ? "" : " onto ",

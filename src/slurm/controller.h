@@ -53,7 +53,7 @@ struct Decision {
   // Steers moved to another node, or withheld, because Slurm would have given the job GPUs in
   // use by shard jobs on the node the pass picked.
   int32_t kept_off_shared_gpus = 0;
-  pass::PassStats pass;                     // the scheduling pass's counters
+  pass::PassStats pass;  // the scheduling pass's counters
 };
 
 struct ControllerMetrics {
@@ -66,8 +66,8 @@ struct ControllerMetrics {
   int64_t jobs_released_unsteered = 0;
   int64_t action_errors_not_found = 0;  // a job vanished or a node is unknown
   int64_t action_errors_other = 0;
-  int64_t nodes_skipped = 0;  // nodes the model cannot hold (over 8 GPUs)
-  int64_t jobs_waiting = 0;   // held marked jobs left held by the last cycle (gauge)
+  int64_t nodes_skipped = 0;         // nodes the model cannot hold (over 8 GPUs)
+  int64_t jobs_waiting = 0;          // held marked jobs left held by the last cycle (gauge)
   int64_t kept_off_shared_gpus = 0;  // steers withheld: Slurm would put them on shard GPUs
   double last_cycle_seconds = 0;     // read + decide + act (gauge)
 };

@@ -64,9 +64,9 @@ Status LoadAgents(const YAML::Node& n, AgentsConfig& a) {
     }
   }
   if (n["timeout"]) {
-    STOKER_ASSIGN_OR_RETURN(a.timeout, Positive(n["timeout"], p + ".timeout",
-                                                std::chrono::milliseconds(100),
-                                                std::chrono::minutes(1)));
+    STOKER_ASSIGN_OR_RETURN(a.timeout,
+                            Positive(n["timeout"], p + ".timeout", std::chrono::milliseconds(100),
+                                     std::chrono::minutes(1)));
   }
   if (n["parallel"]) {
     STOKER_ASSIGN_OR_RETURN(double v, Number(n["parallel"], p + ".parallel"));
@@ -96,8 +96,7 @@ Status LoadReclaim(const YAML::Node& n, SlurmReclaimOptions& r) {
       r.held_memory_min_bytes = static_cast<uint64_t>(*mib) << 20;
     }
   }
-  STOKER_RETURN_IF_ERROR(
-      Opt(n, "exempt_partitions", p, StringList, &r.exempt_partitions));
+  STOKER_RETURN_IF_ERROR(Opt(n, "exempt_partitions", p, StringList, &r.exempt_partitions));
   STOKER_RETURN_IF_ERROR(Opt(n, "exempt_qos", p, StringList, &r.exempt_qos));
   STOKER_RETURN_IF_ERROR(Opt(n, "hook", p, StringList, &r.hook));
   STOKER_RETURN_IF_ERROR(Opt(n, "audit_log", p, Scalar, &r.audit_path));
@@ -130,8 +129,8 @@ Result<SlurmEngineConfig> Load(const YAML::Node& root) {
   if (!root || root.IsNull()) return c;
   STOKER_RETURN_IF_ERROR(
       CheckKeys(root, "<root>",
-                {"slurm_conf", "bin_dir", "command_timeout", "cycle", "placement", "queue",
-                 "backfill", "manage_weights", "steer_held_jobs", "steer_marker", "agents",
+                {"slurm_conf", "bin_dir", "command_timeout", "cycle", "measure_every", "placement",
+                 "queue", "backfill", "manage_weights", "steer_held_jobs", "steer_marker", "agents",
                  "reclaim", "jobstats", "jobcomp_spool"}));
   STOKER_RETURN_IF_ERROR(Opt(root, "slurm_conf", "", Scalar, &c.client.slurm_conf));
   STOKER_RETURN_IF_ERROR(Opt(root, "bin_dir", "", Scalar, &c.client.bin_dir));
@@ -141,9 +140,17 @@ Result<SlurmEngineConfig> Load(const YAML::Node& root) {
                                      std::chrono::seconds(1), std::chrono::minutes(10)));
   }
   if (root["cycle"]) {
-    STOKER_ASSIGN_OR_RETURN(c.cycle, Positive(root["cycle"], "cycle",
-                                              std::chrono::milliseconds(200),
-                                              std::chrono::hours(1)));
+    STOKER_ASSIGN_OR_RETURN(
+        c.cycle,
+        Positive(root["cycle"], "cycle", std::chrono::milliseconds(200), std::chrono::hours(1)));
+  }
+  if (root["measure_every"]) {
+    STOKER_ASSIGN_OR_RETURN(c.measure_every,
+                            Positive(root["measure_every"], "measure_every",
+                                     std::chrono::milliseconds(200), std::chrono::hours(1)));
+  }
+  if (c.measure_every < c.cycle) {
+    return InvalidArgument("measure_every: must not be shorter than cycle");
   }
   ControllerOptions& o = c.controller;
   STOKER_RETURN_IF_ERROR(Opt(root, "placement", "", Scalar, &o.policy));

@@ -7,7 +7,8 @@
 //   slurm_conf: /etc/slurm/slurm.conf   # SLURM_CONF for Slurm's commands (empty: Slurm's default)
 //   bin_dir: ""                         # where sinfo, squeue, scontrol, scancel are (empty: PATH)
 //   command_timeout: 30s
-//   cycle: 10s                          # read, decide, act, measure, reclaim, summarise
+//   cycle: 2s                           # read Slurm, decide, act (a held job waits <= 1 cycle)
+//   measure_every: 10s                  # agents' samples, reclaim, summaries (>= cycle)
 //   placement: stoker                   # placement policy; queue and backfill as the server's
 //   queue: fifo
 //   backfill: true
@@ -43,7 +44,7 @@
 namespace stoker::slurm {
 
 struct AgentsConfig {
-  std::string url = "http://{node}:9400";   // {node} is replaced by the Slurm node name
+  std::string url = "http://{node}:9400";    // {node} is replaced by the Slurm node name
   std::map<std::string, std::string> nodes;  // node -> base URL
   Duration timeout = std::chrono::seconds(2);
   int parallel = 16;
@@ -53,7 +54,8 @@ struct AgentsConfig {
 
 struct SlurmEngineConfig {
   CommandClientOptions client;
-  Duration cycle = std::chrono::seconds(10);
+  Duration cycle = std::chrono::seconds(2);
+  Duration measure_every = std::chrono::seconds(10);
   ControllerOptions controller;
   AgentsConfig agents;
   bool reclaim_enabled = false;

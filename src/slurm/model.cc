@@ -208,8 +208,8 @@ Result<GresGpu> ParseGresGpu(std::string_view gres) {
     const bool gpu = parts[0] == "gpu";
     if (!gpu && parts[0] != "shard") continue;
     if (parts.size() < 2 || parts.size() > 3) {
-      return InvalidArgument("gres '" + std::string(gres) + "': expected " +
-                             std::string(parts[0]) + "[:type]:count");
+      return InvalidArgument("gres '" + std::string(gres) + "': expected " + std::string(parts[0]) +
+                             "[:type]:count");
     }
     int64_t count = 0;
     if (!ParseInt(parts.back(), &count) || count < 0 || count > (gpu ? 4096 : 1 << 20)) {

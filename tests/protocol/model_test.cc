@@ -1,7 +1,8 @@
 #include "protocol/model.h"
-#include "protocol/samples.h"
 
 #include <gtest/gtest.h>
+
+#include "protocol/samples.h"
 
 namespace stoker::protocol {
 namespace {

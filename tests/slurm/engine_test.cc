@@ -1,8 +1,6 @@
 // Slurm as the server's engine, one cycle at a time: a fake Slurm (answers and recorded
 // actions), agents as an injected sample source, and the real efficiency engine (zones,
 // reports, market ledger) behind it. Time is a ManualClock.
-#include "integration/slurm_engine.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,6 +11,7 @@
 #include "efficiency/config.h"
 #include "efficiency/market.h"
 #include "fake_client.h"
+#include "integration/slurm_engine.h"
 #include "slurm/engine_config.h"
 #include "support/fake_gpu_source.h"
 
@@ -127,7 +126,8 @@ TEST(SlurmEngine, JobsAreMeasuredZonedReportedAndChargedFromTheSpool) {
   for (int step = 0; step <= 20; ++step) {
     const WallTime t = h.clock.WallNow();
     // GPU 0 busy with job 5's process; GPU 1 held by job 5 with no process on it (idle).
-    h.agents.answers.insert_or_assign("a", std::vector<GpuSample>{Sample(0, 80, "5", t), Sample(1, 0, "", t)});
+    h.agents.answers.insert_or_assign(
+        "a", std::vector<GpuSample>{Sample(0, 80, "5", t), Sample(1, 0, "", t)});
     h.engine->CycleOnce();
     h.clock.Advance(10s);
   }
@@ -192,7 +192,8 @@ reclaim:
     for (int i = 0; i < steps; ++i) {
       const WallTime t = h.clock.WallNow();
       // Job 7 holds GPU 0 with nothing on it; GPU 1 runs a process that claims to be job 99.
-      h.agents.answers.insert_or_assign("a", std::vector<GpuSample>{Sample(0, 0, "", t), Sample(1, 90, "99", t)});
+      h.agents.answers.insert_or_assign(
+          "a", std::vector<GpuSample>{Sample(0, 0, "", t), Sample(1, 90, "99", t)});
       h.engine->CycleOnce();
       h.clock.Advance(10s);
     }
@@ -248,6 +249,7 @@ jobstats: {publish_every: 30s, price_per_gpu_hour: 2.5}
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->client.slurm_conf, "/etc/slurm/slurm.conf");
   EXPECT_EQ(c->cycle, 5s);
+  EXPECT_EQ(c->measure_every, 10s);
   EXPECT_EQ(c->controller.policy, "fgd");
   EXPECT_EQ(c->controller.queue, "priority");
   EXPECT_FALSE(c->controller.backfill);
@@ -262,6 +264,7 @@ jobstats: {publish_every: 30s, price_per_gpu_hour: 2.5}
       << "reclaiming Slurm jobs is opted into";
   for (const auto& [yaml, what] : std::vector<std::pair<std::string, std::string>>{
            {"cycle: 0s", "cycle: must be between"},
+           {"cycle: 20s", "measure_every: must not be shorter than cycle"},
            {"placement: nope", "placement:"},
            {"queue: lifo", "queue:"},
            {"agents: {url: ftp://x}", "agents.url:"},

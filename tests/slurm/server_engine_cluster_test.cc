@@ -5,7 +5,7 @@
 // proctrack/linuxproc; cgroup path where Slurm uses cgroups). The other three nodes have no
 // agent. In the server's loop:
 //   - a held GPU job marked stoker:steer is released onto a node and starts;
-//   - a job busy for 15 s and then idle is warned (Comment) and cancelled by idle reclaim; a busy
+//   - a job busy for 10 s and then idle is warned (Comment) and cancelled by idle reclaim; a busy
 //     job and an interactive (exempt) job are left alone;
 //   - /metrics of the agent is per Slurm job; zones, alerts and the report of the server name
 //     the Slurm jobs; the cancelled job's record ends through the jobcomp spool;
@@ -111,17 +111,16 @@ RealJob Start(CommandSlurmClient& client, const std::string& name) {
   const std::string pidfile = kDir + "/engine-" + name + ".pid";
   Sh("rm -f " + pidfile);
   RealJob j;
-  j.id = static_cast<uint32_t>(std::stoul(
-      Sh("cd " + kDir + " && sbatch --parsable -o /dev/null -J " + name + " -w g1 --gres=gpu:1 " +
-         "--wrap 'echo $$ > " + pidfile + ".tmp; mv " + pidfile + ".tmp " + pidfile +
-         "; exec sleep 300'")));
+  j.id = static_cast<uint32_t>(
+      std::stoul(Sh("cd " + kDir + " && sbatch --parsable -o /dev/null -J " + name +
+                    " -w g1 --gres=gpu:1 " + "--wrap 'echo $$ > " + pidfile + ".tmp; mv " +
+                    pidfile + ".tmp " + pidfile + "; exec sleep 300'")));
   EXPECT_TRUE(WaitFor([&] { return std::ifstream(pidfile).good(); })) << name;
   std::ifstream(pidfile) >> j.pid;
   auto jobs = client.Jobs();
   EXPECT_TRUE(jobs.ok()) << jobs.status().ToString();
   for (const SlurmJob& s : jobs.ok() ? *jobs : std::vector<SlurmJob>{}) {
-    if (s.id == j.id && !s.nodes.empty() && !s.gpu_indices.empty() &&
-        !s.gpu_indices[0].empty()) {
+    if (s.id == j.id && !s.nodes.empty() && !s.gpu_indices.empty() && !s.gpu_indices[0].empty()) {
       j.node = s.nodes[0];
       j.gpu = s.gpu_indices[0][0];
     }
@@ -147,7 +146,7 @@ TEST(SlurmServerEngine, TheServerLoopSteersMeasuresReclaimsAndReportsSlurmJobs) 
   ASSERT_EQ(idle.node, "g1");
   ASSERT_TRUE(idle.gpu >= 0 && busy.gpu >= 0 && exempt.gpu >= 0);
 
-  // g1's GPUs: the jobs' real pids on the GPUs Slurm gave them; the first job busy for 15 s,
+  // g1's GPUs: the jobs' real pids on the GPUs Slurm gave them; the first job busy for 10 s,
   // then idle; the busy one at 80 %; the interactive one idle.
   const std::string dir = kDir + "/engine-test";
   std::filesystem::remove_all(dir);
@@ -157,10 +156,11 @@ TEST(SlurmServerEngine, TheServerLoopSteersMeasuresReclaimsAndReportsSlurmJobs) 
     s << "name: slurm-g1\nhostname: g1\ngpus:\n";
     for (int g = 0; g < 8; ++g) {
       std::string util = "0";
-      if (g == idle.gpu) util = "{interp: step, points: [[0, 80], [15, 0]]}";
+      if (g == idle.gpu) util = "{interp: step, points: [[0, 80], [10, 0]]}";
       if (g == busy.gpu) util = "80";
-      s << "  - {model: NVIDIA H100 80GB HBM3, uuid: GPU-g1-" << g << ", pci_bus_id: \"00000000:"
-        << 10 + g << ":00.0\", architecture: 9, memory_total_mib: 81559, util: " << util << "}\n";
+      s << "  - {model: NVIDIA H100 80GB HBM3, uuid: GPU-g1-" << g
+        << ", pci_bus_id: \"00000000:" << 10 + g
+        << ":00.0\", architecture: 9, memory_total_mib: 81559, util: " << util << "}\n";
     }
     s << "processes:\n";
     for (const RealJob* j : {&idle, &busy, &exempt}) {
@@ -174,10 +174,10 @@ TEST(SlurmServerEngine, TheServerLoopSteersMeasuresReclaimsAndReportsSlurmJobs) 
               {{"STOKER_FAKE_NVML_SCENARIO", dir + "/g1.yaml"}}, dir + "/agent.log");
   {
     std::ofstream c(dir + "/slurm.yaml");
-    c << "slurm_conf: " << kConf << "\ncycle: 1s\n"
+    c << "slurm_conf: " << kConf << "\ncycle: 1s\nmeasure_every: 1s\n"
       << "agents:\n  url: http://127.0.0.1:1\n  timeout: 1s\n"
       << "  nodes: {g1: \"http://127.0.0.1:" << agent_port << "\"}\n"
-      << "reclaim:\n  idle: {warn_after: 15s, act_after: 30s, action: cancel}\n"
+      << "reclaim:\n  idle: {warn_after: 10s, act_after: 20s, action: cancel}\n"
       << "  memory_held: {enabled: false}\n  audit_log: " << dir << "/audit.jsonl\n"
       << "jobstats: {publish_every: 2s, price_per_gpu_hour: 2}\n"
       << "jobcomp_spool: " << kDir << "/jobcomp\n";
@@ -208,8 +208,8 @@ TEST(SlurmServerEngine, TheServerLoopSteersMeasuresReclaimsAndReportsSlurmJobs) 
   const uint32_t held = static_cast<uint32_t>(
       std::stoul(Sh("cd " + kDir + " && sbatch --parsable -o /dev/null -H --comment=stoker:steer " +
                     "-J interactive-steered --gres=gpu:2 --wrap 'sleep 120'")));
-  EXPECT_TRUE(WaitFor([&] { return JobField(held, "JobState") == "RUNNING"; },
-                      std::chrono::seconds(30)))
+  EXPECT_TRUE(
+      WaitFor([&] { return JobField(held, "JobState") == "RUNNING"; }, std::chrono::seconds(30)))
       << server.Log();
 
   // The agent's /metrics is per Slurm job.
@@ -222,7 +222,7 @@ TEST(SlurmServerEngine, TheServerLoopSteersMeasuresReclaimsAndReportsSlurmJobs) 
   })) << agent.Log();
   EXPECT_NE(agent_metrics.find("kind=\"slurm\""), std::string::npos);
 
-  // Busy for 15 s, then idle: warned after 15 s of idleness, cancelled after 30 s.
+  // Busy for 10 s, then idle: warned after 10 s of idleness, cancelled after 20 s.
   ASSERT_TRUE(WaitFor([&] { return JobField(idle.id, "JobState") == "CANCELLED"; },
                       std::chrono::seconds(150)))
       << server.Log();
@@ -256,8 +256,8 @@ TEST(SlurmServerEngine, TheServerLoopSteersMeasuresReclaimsAndReportsSlurmJobs) 
   })) << report.dump().substr(0, 2000);
   EXPECT_NE(metrics.find("stoker_slurm_jobcomp_records_total"), std::string::npos);
   // And `stoker report` shows it.
-  FILE* p = popen((kStoker + " report --server " + url + " --token " + token + " 2>&1").c_str(),
-                  "r");
+  FILE* p =
+      popen((kStoker + " report --server " + url + " --token " + token + " 2>&1").c_str(), "r");
   std::string text;
   char buf[4096];
   for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) text.append(buf, n);

@@ -129,6 +129,7 @@ struct Row {
   std::map<std::string, std::pair<double, int>> wait_by_class;  // sum, count
   double makespan_s = 0;
   int started = 0;
+  ControllerMetrics controller;  // steered modes
 };
 
 // mode: "slurm" (Slurm alone), "steered" (the pass with backfill, as stoker server's default)
@@ -168,6 +169,8 @@ Row Run(CommandSlurmClient& client, const std::vector<StreamJob>& stream, const 
     }
     submitted_all = true;
   });
+  Row row;
+  std::mutex controller_mu;  // guards row.controller while the controller runs
   // The controller on its own thread, as the server's loop runs it.
   std::thread controller_thread;
   if (steered) {
@@ -179,11 +182,14 @@ Row Run(CommandSlurmClient& client, const std::vector<StreamJob>& stream, const 
       while (!done) {
         const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.cycle_ms);
         (void)c->Cycle();
+        {
+          std::lock_guard<std::mutex> lock(controller_mu);
+          row.controller = c->metrics();
+        }
         std::this_thread::sleep_until(next);
       }
     });
   }
-  Row row;
   std::set<uint32_t> waited;
   std::map<uint32_t, SlurmJob> last_seen;
   int64_t samples = 0;
@@ -323,6 +329,15 @@ int main(int argc, char** argv) {
         std::snprintf(b, sizeof b, "%.1f", it->second.first / it->second.second);
         return std::string(b);
       };
+      if (mode != "slurm") {
+        std::fprintf(stderr,
+                     "  controller: %lld cycles, last %.2f s; %lld steered, %lld moved or held to "
+                     "keep whole and shard jobs apart, %lld weight updates\n",
+                     static_cast<long long>(r.controller.cycles), r.controller.last_cycle_seconds,
+                     static_cast<long long>(r.controller.jobs_steered),
+                     static_cast<long long>(r.controller.kept_off_shared_gpus),
+                     static_cast<long long>(r.controller.weight_updates));
+      }
       std::printf("| %llu | %s | %.2f | %d | %.2f | %.1f s | %s / %s / %s / %s s | %.0f s |\n",
                   static_cast<unsigned long long>(seed),
                   mode == "slurm"     ? "Slurm alone"

@@ -636,12 +636,22 @@ Result<EfficiencyConfig> LoadConfigYaml(std::string_view text, std::string_view 
   }
 }
 
-Result<EfficiencyConfig> LoadConfigFile(const std::string& path) {
+namespace yaml {
+
+Result<std::string> ReadConfigFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return NotFound(path + ": cannot open");
   std::stringstream ss;
   ss << in.rdbuf();
-  return LoadConfigYaml(ss.str(), path);
+  if (ss.str().size() > (size_t{1} << 20)) return InvalidArgument(path + ": larger than 1 MiB");
+  return ss.str();
+}
+
+}  // namespace yaml
+
+Result<EfficiencyConfig> LoadConfigFile(const std::string& path) {
+  STOKER_ASSIGN_OR_RETURN(std::string text, yaml::ReadConfigFile(path));
+  return LoadConfigYaml(text, path);
 }
 
 }  // namespace stoker::efficiency

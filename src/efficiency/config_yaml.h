@@ -25,6 +25,9 @@ Result<Duration> Dur(const YAML::Node& n, const std::string& path);
 Result<std::vector<std::string>> StringList(const YAML::Node& n, const std::string& path);
 // `n` is a mapping whose keys are all in `allowed` (else "path.key: unknown field").
 Status CheckKeys(const YAML::Node& n, const std::string& path, std::set<std::string> allowed);
+// The text of a configuration file (at most 1 MiB); NotFound or InvalidArgument naming it.
+Result<std::string> ReadConfigFile(const std::string& path);
+
 // An idle-reclaim policy (the keys of the efficiency configuration's idle_reclaim section, and
 // `extra_keys`, which the caller reads itself) over the values already in `p`.
 Status LoadIdleReclaim(const YAML::Node& n, const std::string& path, IdleReclaimPolicy& p,

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "core/prometheus_text.h"
 #include "scheduler/registry.h"
@@ -86,8 +87,8 @@ std::string RenderControllerMetrics(const ControllerMetrics& m) {
   w.Gauge("stoker_slurm_jobs_waiting", "Held marked GPU jobs the last cycle left held.",
           d(m.jobs_waiting));
   w.Counter("stoker_slurm_kept_off_shared_gpus_total",
-            "Steers moved or withheld because Slurm would have put the job on GPUs in use by "
-            "shard jobs.",
+            "Steers moved to another node than the pass picked, or withheld, to keep whole-GPU "
+            "and shard jobs on separate GPUs (Slurm picks the GPUs on the node).",
             d(m.kept_off_shared_gpus));
   w.Gauge("stoker_slurm_cycle_seconds", "Duration of the last cycle (read, decide, act).",
           m.last_cycle_seconds);
@@ -108,6 +109,16 @@ int32_t NodeUse::PredictShards(int32_t n) const {
     if (!whole[g] && shards_per_gpu - shards[g] >= n) return static_cast<int32_t>(g);
   }
   return -1;
+}
+
+int32_t NodeUse::CleanWholeCapacity() const {
+  int32_t n = 0;
+  for (size_t g = 0; g < whole.size(); ++g) {
+    if (whole[g]) continue;
+    if (shards[g] > 0) break;
+    ++n;
+  }
+  return n;
 }
 
 void NodeUse::TakeWhole(const std::vector<int32_t>& gpus) {
@@ -351,24 +362,49 @@ Decision Decide(const SlurmSnapshot& snap, DecisionPolicies& policies,
     if (q == queued.end()) continue;
     const SlurmJob& j = *q->second;
     const Ask a = AskOf(j);
-    std::string node = act.assignment.placement.node;
+    const std::string& picked = act.assignment.placement.node;
+    std::string node = picked;
     std::vector<int32_t> whole;
     int32_t shard = -1;
     std::string why = "pass, policy " + options.policy;
+    auto candidates = [&](auto&& visit) {
+      for (const SlurmNode& n : snap.nodes) {
+        if (!CouldEverRun(n, j, a) || n.cpus - n.alloc_cpus < a.cpus) continue;
+        std::vector<int32_t> w;
+        int32_t sg = -1;
+        if (clean(uses.at(n.name), a, &w, &sg)) visit(n.name, uses.at(n.name), sg);
+      }
+    };
+    if (a.shards > 0) {
+      // Slurm puts a shard job on the lowest GPU of the node that has room, and a later
+      // whole-GPU job on the lowest GPUs not held whole, shards or not: shards on a low GPU of
+      // a free node keep whole-GPU jobs off the node. Of the nodes with room, the one where the
+      // new shards cost whole-GPU jobs the least clean room; then the pass's node; then the
+      // tightest GPU.
+      std::tuple<int32_t, bool, int32_t> best{INT32_MAX, true, INT32_MAX};
+      candidates([&](const std::string& name, const NodeUse& u, int32_t sg) {
+        NodeUse after = u;
+        after.TakeShards(sg, a.shards);
+        const std::tuple<int32_t, bool, int32_t> key{
+            u.CleanWholeCapacity() - after.CleanWholeCapacity(), name != picked,
+            u.shards_per_gpu - u.shards[sg] - a.shards};
+        if (key < best) best = key, node = name;
+      });
+      if (node != picked && std::get<0>(best) != INT32_MAX) {
+        ++d.kept_off_shared_gpus;
+        why = "shards where they keep whole-GPU jobs' room (the pass picked " + picked + ")";
+      }
+    }
     if (!clean(uses.at(node), a, &whole, &shard)) {
+      // A whole-GPU job Slurm would put on GPUs with shard jobs: the best-packed node where it
+      // would not.
       ++d.kept_off_shared_gpus;
       std::string best;
       int64_t best_free = INT64_MAX;
-      for (const SlurmNode& n : snap.nodes) {
-        if (!CouldEverRun(n, j, a) || n.cpus - n.alloc_cpus < a.cpus) continue;
-        const NodeUse& u = uses.at(n.name);
-        std::vector<int32_t> w;
-        int32_t s = -1;
-        if (!clean(u, a, &w, &s)) continue;
-        const int64_t free = a.gpus > 0 ? std::count(u.whole.begin(), u.whole.end(), false) - a.gpus
-                                        : int64_t{u.shards_per_gpu} - u.shards[s] - a.shards;
-        if (free < best_free) best_free = free, best = n.name;
-      }
+      candidates([&](const std::string& name, const NodeUse& u, int32_t) {
+        const int64_t free = std::count(u.whole.begin(), u.whole.end(), false) - a.gpus;
+        if (free < best_free) best_free = free, best = name;
+      });
       if (best.empty()) {
         d.waiting[j.id] = "Slurm would give it GPUs in use by shard jobs on " + node +
                           ", and no node has clean room";

@@ -12,8 +12,9 @@
 // node itself; Decide() predicts that pick (Slurm 22.05: whole GPUs take the lowest indices not
 // allocated whole, even where shards are in use; shards take the lowest GPU not allocated whole
 // that has room) and keeps a job held rather than release it onto GPUs it would share with
-// shard jobs. Errors (Slurm unreachable, malformed answers, vanished jobs, unknown nodes) are
-// logged, counted in metrics() and never abort the process.
+// shard jobs; shard jobs go where their GPU costs whole-GPU jobs the least such room. Errors (Slurm
+// unreachable, malformed answers, vanished jobs, unknown nodes) are logged, counted in metrics()
+// and never abort the process.
 
 #include <cstdint>
 #include <map>
@@ -50,8 +51,9 @@ struct Decision {
   };
   std::vector<Steer> steer;
   std::map<uint32_t, std::string> waiting;  // held marked jobs that stay held -> why
-  // Steers moved to another node, or withheld, because Slurm would have given the job GPUs in
-  // use by shard jobs on the node the pass picked.
+  // Steers moved to another node than the pass picked, or withheld, to keep whole-GPU and
+  // shard jobs on separate GPUs (a whole-GPU job Slurm would put on GPUs with shards; a shard
+  // job whose GPU would keep whole-GPU jobs off more of a node than elsewhere).
   int32_t kept_off_shared_gpus = 0;
   pass::PassStats pass;  // the scheduling pass's counters
 };
@@ -91,6 +93,9 @@ struct NodeUse {
   std::vector<int32_t> PredictWhole(int32_t n) const;
   // Its pick for `n` shards: the lowest GPU not allocated whole with `n` shards free; -1: none.
   int32_t PredictShards(int32_t n) const;
+  // Whole GPUs a job could get here without touching a GPU with shards: Slurm hands out the
+  // lowest GPUs not held whole, so the count stops at the first of them that has shards.
+  int32_t CleanWholeCapacity() const;
   void TakeWhole(const std::vector<int32_t>& gpus);
   void TakeShards(int32_t gpu, int32_t n);
 };

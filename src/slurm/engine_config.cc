@@ -3,8 +3,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "core/size.h"
 #include "efficiency/config_yaml.h"
@@ -206,11 +204,8 @@ Result<SlurmEngineConfig> LoadSlurmEngineConfigYaml(std::string_view text,
 }
 
 Result<SlurmEngineConfig> LoadSlurmEngineConfigFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound(path + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return LoadSlurmEngineConfigYaml(ss.str(), path);
+  STOKER_ASSIGN_OR_RETURN(std::string text, efficiency::yaml::ReadConfigFile(path));
+  return LoadSlurmEngineConfigYaml(text, path);
 }
 
 }  // namespace stoker::slurm

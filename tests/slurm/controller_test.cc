@@ -186,6 +186,27 @@ TEST(SlurmDecide, WholeGpuJobsAreKeptOffGpusWithShardsAndShardJobsPack) {
   EXPECT_EQ(d.kept_off_shared_gpus, 1);
 }
 
+// Slurm puts a shard job on the lowest GPU with room: on an empty node that is GPU 0, and every
+// whole-GPU job after it would be given GPU 0 too. The shard job goes where it costs whole-GPU
+// jobs the least room (after the 6 whole GPUs of b), and the 4-GPU job then fits a cleanly.
+TEST(SlurmDecide, ShardJobsGoWhereTheyLeaveWholeGpuJobsRoom) {
+  SlurmSnapshot snap;
+  snap.nodes = {ShardNode("a", 4), ShardNode("b", 4)};
+  snap.jobs = {RunningOn(10, "b", {0, 1, 2, 3, 4, 5})};
+  SlurmJob shard = HeldGpuJob(1, 0);
+  shard.shards_per_node = 2;
+  snap.jobs.push_back(shard);
+  snap.jobs.push_back(HeldGpuJob(2, 4));
+  EXPECT_EQ(NodeUses(snap).at("a").CleanWholeCapacity(), 8);
+  EXPECT_EQ(NodeUses(snap).at("b").CleanWholeCapacity(), 2);
+  auto policies = DecisionPolicies::Create({}).value();
+  const Decision d = Decide(snap, policies, {});
+  std::map<uint32_t, std::string> to;
+  for (const auto& s : d.steer) to[s.job] = s.nodes.empty() ? "" : s.nodes[0];
+  EXPECT_EQ(to[1], "b");
+  EXPECT_EQ(to[2], "a");
+}
+
 // The recorded shard answers: job 3 was given GPUs 0-1 by Slurm although jobs 1 and 2 hold
 // shards there; the model sees both.
 TEST(SlurmDecide, RecordedShardSnapshotModelsWholeAndShardUse) {

@@ -9,7 +9,6 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "scheduler/registry.h"
 #include "slurm/controller.h"
 #include "slurm/model.h"
 
@@ -87,10 +86,10 @@ BENCHMARK(BM_ParseSqueue)->Arg(1000)->Unit(benchmark::kMillisecond);
 void BM_Decide(benchmark::State& state) {
   const Answers a = Scaled(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
   SlurmSnapshot snap{ParseSinfoJson(a.sinfo).value(), ParseSqueueJson(a.squeue).value()};
-  auto policy = scheduler::CreatePlacementPolicy("stoker", {}).value();
+  auto policies = DecisionPolicies::Create({}).value();
   size_t steered = 0, weights = 0;
   for (auto _ : state) {
-    Decision d = Decide(snap, *policy, {});
+    Decision d = Decide(snap, policies, {});
     steered = d.steer.size();
     weights = d.weights.size();
     benchmark::DoNotOptimize(d);
@@ -103,10 +102,10 @@ BENCHMARK(BM_Decide)->Args({1000, 0})->Args({1000, 100})->Unit(benchmark::kMilli
 // One whole cycle without the commands themselves: parse both answers, then decide.
 void BM_Cycle(benchmark::State& state) {
   const Answers a = Scaled(static_cast<int>(state.range(0)), 100);
-  auto policy = scheduler::CreatePlacementPolicy("stoker", {}).value();
+  auto policies = DecisionPolicies::Create({}).value();
   for (auto _ : state) {
     SlurmSnapshot snap{ParseSinfoJson(a.sinfo).value(), ParseSqueueJson(a.squeue).value()};
-    benchmark::DoNotOptimize(Decide(snap, *policy, {}));
+    benchmark::DoNotOptimize(Decide(snap, policies, {}));
   }
 }
 BENCHMARK(BM_Cycle)->Arg(1000)->Unit(benchmark::kMillisecond);

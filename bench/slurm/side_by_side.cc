@@ -5,7 +5,7 @@
 // Usage: slurm_side_by_side SLURM_CONF OPENB_POD_CSV [--jobs 60] [--arrival-ms 300]
 //          [--seeds 1,2,3] [--shards-per-gpu 0] [--shard-every 20] [--cycle-ms 500]
 //          [--time-scale 3600] [--run-s 5,40]
-//          [--modes slurm,steered,steered-strict] [--jobs-csv FILE]
+//          [--modes slurm,steered,steered-strict,steered-shared] [--jobs-csv FILE]
 //   Bring a cluster up first: scripts/slurm-cluster.sh up DIR (4 nodes x 8 GPUs), with
 //   SLURM_SHARDS_PER_GPU=N for shard jobs (--shards-per-gpu N to match).
 // Stream (per seed): openb pods in creation order from a start offset the seed picks; whole-GPU
@@ -133,7 +133,8 @@ struct Row {
 };
 
 // mode: "slurm" (Slurm alone), "steered" (the pass with backfill, as stoker server's default)
-// or "steered-strict" (the pass in strict queue order: a blocked job stops later ones).
+// or "steered-strict" (the pass in strict queue order: a blocked job stops later ones) or
+// "steered-shared" (backfill, without keeping whole-GPU and shard jobs on separate GPUs).
 Row Run(CommandSlurmClient& client, const std::vector<StreamJob>& stream, const std::string& mode,
         const Options& o, std::ofstream* jobs_csv, uint64_t seed) {
   const bool steered = mode != "slurm";
@@ -178,6 +179,7 @@ Row Run(CommandSlurmClient& client, const std::vector<StreamJob>& stream, const 
       CommandSlurmClient own({o.conf, "", std::chrono::seconds(30)});
       ControllerOptions co;
       co.backfill = mode != "steered-strict";
+      co.keep_shards_apart = mode != "steered-shared";
       auto c = SlurmController::Create(&own, co).value();
       while (!done) {
         const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.cycle_ms);
@@ -264,7 +266,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: %s SLURM_CONF OPENB_POD_CSV [--jobs N] [--arrival-ms M] [--seeds 1,2] "
                  "[--shards-per-gpu K] [--shard-every E] [--cycle-ms C] [--time-scale T] "
-                 "[--run-s MIN,MAX] [--modes slurm,steered,steered-strict] [--jobs-csv FILE]\n",
+                 "[--run-s MIN,MAX] [--modes slurm,steered,steered-strict,steered-shared] "
+                 "[--jobs-csv FILE]\n",
                  argv[0]);
     return 2;
   }
@@ -338,14 +341,15 @@ int main(int argc, char** argv) {
                      static_cast<long long>(r.controller.kept_off_shared_gpus),
                      static_cast<long long>(r.controller.weight_updates));
       }
-      std::printf("| %llu | %s | %.2f | %d | %.2f | %.1f s | %s / %s / %s / %s s | %.0f s |\n",
-                  static_cast<unsigned long long>(seed),
-                  mode == "slurm"     ? "Slurm alone"
-                  : mode == "steered" ? "steered by Stoker (backfill)"
-                                      : "steered by Stoker (strict order)",
-                  r.stranded, r.waited_while_free, r.shared_gpus, r.mean_wait_s,
-                  cls("1 GPU").c_str(), cls("2-4 GPUs").c_str(), cls("8 GPUs").c_str(),
-                  cls("shard").c_str(), r.makespan_s);
+      std::printf(
+          "| %llu | %s | %.2f | %d | %.2f | %.1f s | %s / %s / %s / %s s | %.0f s |\n",
+          static_cast<unsigned long long>(seed),
+          mode == "slurm"            ? "Slurm alone"
+          : mode == "steered"        ? "steered by Stoker (backfill)"
+          : mode == "steered-shared" ? "steered by Stoker (backfill, GPUs shared as Slurm does)"
+                                     : "steered by Stoker (strict order)",
+          r.stranded, r.waited_while_free, r.shared_gpus, r.mean_wait_s, cls("1 GPU").c_str(),
+          cls("2-4 GPUs").c_str(), cls("8 GPUs").c_str(), cls("shard").c_str(), r.makespan_s);
       std::fflush(stdout);
     }
   }

@@ -375,7 +375,7 @@ Decision Decide(const SlurmSnapshot& snap, DecisionPolicies& policies,
         if (clean(uses.at(n.name), a, &w, &sg)) visit(n.name, uses.at(n.name), sg);
       }
     };
-    if (a.shards > 0) {
+    if (a.shards > 0 && options.keep_shards_apart) {
       // Slurm puts a shard job on the lowest GPU of the node that has room, and a later
       // whole-GPU job on the lowest GPUs not held whole, shards or not: shards on a low GPU of
       // a free node keep whole-GPU jobs off the node. Of the nodes with room, the one where the
@@ -395,7 +395,9 @@ Decision Decide(const SlurmSnapshot& snap, DecisionPolicies& policies,
         why = "shards where they keep whole-GPU jobs' room (the pass picked " + picked + ")";
       }
     }
-    if (!clean(uses.at(node), a, &whole, &shard)) {
+    if (!options.keep_shards_apart) {
+      (void)clean(uses.at(node), a, &whole, &shard);  // Slurm's pick, shared or not
+    } else if (!clean(uses.at(node), a, &whole, &shard)) {
       // A whole-GPU job Slurm would put on GPUs with shard jobs: the best-packed node where it
       // would not.
       ++d.kept_off_shared_gpus;

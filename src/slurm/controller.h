@@ -37,6 +37,10 @@ struct ControllerOptions {
   bool backfill = true;           // false: the first held job that cannot start stops the pass
   bool manage_weights = true;
   bool steer_held_jobs = true;
+  // Keep whole-GPU and shard jobs on separate GPUs (Slurm 22.05 does not: it gives a whole-GPU
+  // job GPUs that shard jobs use). false: release onto the pass's node whatever Slurm then
+  // shares.
+  bool keep_shards_apart = true;
   // A held job is Stoker's to place only when its Comment or AdminComment contains this.
   std::string steer_marker = "stoker:steer";
 };

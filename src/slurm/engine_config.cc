@@ -128,8 +128,8 @@ Result<SlurmEngineConfig> Load(const YAML::Node& root) {
   STOKER_RETURN_IF_ERROR(
       CheckKeys(root, "<root>",
                 {"slurm_conf", "bin_dir", "command_timeout", "cycle", "measure_every", "placement",
-                 "queue", "backfill", "manage_weights", "steer_held_jobs", "steer_marker", "agents",
-                 "reclaim", "jobstats", "jobcomp_spool"}));
+                 "queue", "backfill", "manage_weights", "steer_held_jobs", "steer_marker",
+                 "keep_shards_apart", "agents", "reclaim", "jobstats", "jobcomp_spool"}));
   STOKER_RETURN_IF_ERROR(Opt(root, "slurm_conf", "", Scalar, &c.client.slurm_conf));
   STOKER_RETURN_IF_ERROR(Opt(root, "bin_dir", "", Scalar, &c.client.bin_dir));
   if (root["command_timeout"]) {
@@ -157,6 +157,7 @@ Result<SlurmEngineConfig> Load(const YAML::Node& root) {
   STOKER_RETURN_IF_ERROR(Opt(root, "manage_weights", "", Bool, &o.manage_weights));
   STOKER_RETURN_IF_ERROR(Opt(root, "steer_held_jobs", "", Bool, &o.steer_held_jobs));
   STOKER_RETURN_IF_ERROR(Opt(root, "steer_marker", "", Scalar, &o.steer_marker));
+  STOKER_RETURN_IF_ERROR(Opt(root, "keep_shards_apart", "", Bool, &o.keep_shards_apart));
   if (auto p = scheduler::CreatePlacementPolicy(o.policy, {}); !p.ok()) {
     return InvalidArgument("placement: " + p.status().message());
   }

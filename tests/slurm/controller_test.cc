@@ -184,6 +184,15 @@ TEST(SlurmDecide, WholeGpuJobsAreKeptOffGpusWithShardsAndShardJobsPack) {
   EXPECT_EQ(to[1], "b");
   EXPECT_EQ(to[2], "a");
   EXPECT_EQ(d.kept_off_shared_gpus, 1);
+
+  // Without keep_shards_apart the job goes where the pass put it, and Slurm shares GPU 0.
+  ControllerOptions shared;
+  shared.keep_shards_apart = false;
+  const Decision s = Decide(snap, policies, shared);
+  ASSERT_EQ(s.steer.size(), 2u);
+  for (const auto& st : s.steer) to[st.job] = st.nodes.empty() ? "" : st.nodes[0];
+  EXPECT_EQ(to[1], "a");
+  EXPECT_EQ(s.kept_off_shared_gpus, 0);
 }
 
 // Slurm puts a shard job on the lowest GPU with room: on an empty node that is GPU 0, and every

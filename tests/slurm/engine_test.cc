@@ -238,6 +238,7 @@ cycle: 5s
 placement: fgd
 queue: priority
 backfill: false
+keep_shards_apart: false
 agents: {url: "http://{node}.cluster:9400", nodes: {g1: "http://10.0.0.1:9500"}, timeout: 1s}
 reclaim:
   idle: {warn_after: 30m, act_after: 1h, action: requeue}
@@ -253,6 +254,7 @@ jobstats: {publish_every: 30s, price_per_gpu_hour: 2.5}
   EXPECT_EQ(c->controller.policy, "fgd");
   EXPECT_EQ(c->controller.queue, "priority");
   EXPECT_FALSE(c->controller.backfill);
+  EXPECT_FALSE(c->controller.keep_shards_apart);
   EXPECT_EQ(c->agents.UrlFor("g2"), "http://g2.cluster:9400");
   EXPECT_EQ(c->agents.UrlFor("g1"), "http://10.0.0.1:9500");
   EXPECT_TRUE(c->reclaim_enabled);

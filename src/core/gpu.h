@@ -4,12 +4,15 @@
 // the efficiency engine. Depends on nothing but the standard library.
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/clock.h"
 #include "core/enum_table.h"
 #include "core/field.h"
+#include "core/status.h"
 
 namespace stoker {
 
@@ -159,5 +162,27 @@ struct GpuEvent {
   uint32_t compute_instance_id = UINT32_MAX;
   WallTime timestamp{};
 };
+
+// Which reading says how busy a GPU is ("activity"): the one definition the efficiency engine
+// (zones, reclaim) and the server (placement by measured use) share.
+enum class ActivityMetric : uint8_t {
+  kAuto,      // GPM SM activity where the GPU reports it, GPU utilisation otherwise
+  kSmActive,  // GPM only; GPUs without it have no activity
+  kGpuUtil,   // nvmlDeviceGetUtilizationRates().gpu
+};
+inline constexpr EnumTable<ActivityMetric, 3> kActivityMetricNames{
+    "metric",
+    {{{ActivityMetric::kAuto, "auto"},
+      {ActivityMetric::kSmActive, "sm_active"},
+      {ActivityMetric::kGpuUtil, "gpu_util"}}}};
+inline Result<ActivityMetric> ParseActivityMetric(std::string_view name) {
+  return kActivityMetricNames.Parse(name);
+}
+inline const char* ActivityMetricName(ActivityMetric m) { return kActivityMetricNames.CName(m); }
+
+// Activity in milli-percent (0..100000) per `metric`, or nullopt when the sample has nothing
+// usable (GPU lost, field unsupported). `used` receives the metric actually used.
+std::optional<int64_t> ActivityMilli(const GpuSample& s, ActivityMetric metric,
+                                     ActivityMetric* used = nullptr);
 
 }  // namespace stoker

@@ -15,10 +15,8 @@ namespace stoker::efficiency {
 // Stable key for a GPU: its UUID, or "gpu<index>" when the UUID is unknown.
 std::string GpuKey(const GpuSample& s);
 
-// Activity in milli-percent (0..100000) per the configured metric, or nullopt when the sample
-// has nothing usable (GPU lost, field unsupported). `used` receives the metric actually used.
-std::optional<int64_t> ActivityMilli(const GpuSample& s, ActivityMetric metric,
-                                     ActivityMetric* used = nullptr);
+// Activity in milli-percent (0..100000) per the configured metric (core/gpu.h).
+using stoker::ActivityMilli;
 
 // Distinct known job ids among the sample's processes, in order of first appearance.
 std::vector<std::string> JobsOnGpu(const GpuSample& s);

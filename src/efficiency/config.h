@@ -13,25 +13,16 @@
 #include "core/clock.h"
 #include "core/duration.h"  // ParseDuration / FormatDuration: the one duration grammar
 #include "core/enum_table.h"
+#include "core/gpu.h"
 #include "core/status.h"
 
 namespace stoker::efficiency {
 
-// Which activity signal drives the zones.
-enum class ActivityMetric : uint8_t {
-  kAuto,      // GPM SM activity where the GPU reports it, GPU utilisation otherwise
-  kSmActive,  // GPM only; GPUs without it have no zone
-  kGpuUtil,   // nvmlDeviceGetUtilizationRates().gpu
-};
-inline constexpr EnumTable<ActivityMetric, 3> kActivityMetricNames{
-    "metric",
-    {{{ActivityMetric::kAuto, "auto"},
-      {ActivityMetric::kSmActive, "sm_active"},
-      {ActivityMetric::kGpuUtil, "gpu_util"}}}};
-inline Result<ActivityMetric> ParseActivityMetric(std::string_view name) {
-  return kActivityMetricNames.Parse(name);
-}
-inline const char* ActivityMetricName(ActivityMetric m) { return kActivityMetricNames.CName(m); }
+// Which activity signal drives the zones (core/gpu.h).
+using stoker::ActivityMetric;
+using stoker::ActivityMetricName;
+using stoker::kActivityMetricNames;
+using stoker::ParseActivityMetric;
 
 // Bands in milli-percent (0..100000). Defaults follow the issue: gold 70-90 %, silver 50-70 %,
 // bronze < 50 %, hot > 90 %. Bands must tile 0..100 % without overlap.

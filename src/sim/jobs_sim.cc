@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "scheduler/gang.h"
 #include "scheduler/pass/gpu_commitments.h"
 #include "scheduler/registry.h"
 
@@ -214,34 +215,21 @@ void JobsSim::MarkInfeasible(queue::JobId id) {
 
 Result<std::vector<scheduler::Placement>> JobsSim::PlaceGang(const SimJob& job, int gpus,
                                                              bool* infeasible) {
-  const int per_node = options_.cluster.gpus_per_node;
-  std::vector<scheduler::Placement> placed;
-  auto rollback = [&]() -> Status {
-    for (const auto& p : placed) STOKER_RETURN_IF_ERROR(cluster_.Release(p));
-    placed.clear();
-    return Status::Ok();
-  };
-  // Largest tasks first: whole nodes, then the remainder on any node with room.
-  int left = gpus;
-  while (left > 0) {
-    const int task = std::min(left, per_node);
-    const scheduler::Request req = scheduler::Request::WholeGpus(task, 0, 0);
-    scheduler::PlacementResult r = placement_->Place(req, cluster_);
-    if (r.status != scheduler::PlacementStatus::kPlaced) {
-      STOKER_RETURN_IF_ERROR(rollback());
-      if (r.status == scheduler::PlacementStatus::kInfeasible) *infeasible = true;
-      return placed;  // empty: no capacity now (or infeasible)
-    }
-    if (Status s = cluster_.Allocate(r.placement); !s.ok()) {
-      STOKER_RETURN_IF_ERROR(rollback());
-      return Internal("jobs sim: policy '" + options_.placement_policy +
-                      "' returned a placement for job '" + job.spec.name +
-                      "' that cannot be allocated: " + s.ToString());
-    }
-    placed.push_back(r.placement);
-    left -= task;
+  if (gpus <= 0) return std::vector<scheduler::Placement>{};
+  // The one notion of a gang (scheduler/gang.h): whole nodes first, then the remainder.
+  std::vector<scheduler::Request> parts;
+  for (int32_t part : scheduler::SplitGang(gpus, options_.cluster.gpus_per_node)) {
+    parts.push_back(scheduler::Request::WholeGpus(part, 0, 0));
   }
-  return placed;
+  auto placed = scheduler::PlaceGang(*placement_, cluster_, parts);
+  if (!placed.ok()) {
+    return placed.status().WithContext("jobs sim: job '" + job.spec.name + "'");
+  }
+  if (placed->status == scheduler::PlacementStatus::kInfeasible) *infeasible = true;
+  if (placed->status != scheduler::PlacementStatus::kPlaced) {
+    return std::vector<scheduler::Placement>{};  // no capacity now (or infeasible)
+  }
+  return std::move(placed->parts);
 }
 
 Result<bool> JobsSim::TryStart(queue::JobId id, bool* infeasible) {

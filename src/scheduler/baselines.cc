@@ -164,12 +164,15 @@ class BestFitPolicy final : public ScoringPolicy {
 };
 
 // Weighted: score = alpha * (1 - u) + beta * f, in parts per million, where for a GPU request
-// u = the node's allocated GPU share and f = requested GPU milli / the node's free GPU milli
-// (CPU instead of GPU for CPU-only requests); alpha:beta per job class. Ties: lowest node id.
+// u = the node's GPU utilization (GpuUseMilli: measured where the node's GPUs were measured,
+// allocated share where not) and f = requested GPU milli / the node's free GPU milli (CPU
+// instead of GPU for CPU-only requests, u then the allocated CPU share); alpha:beta per job
+// class. Ties: lowest node id.
 class WeightedPolicy final : public ScoringPolicy {
  public:
   explicit WeightedPolicy(const PolicyConfig& config)
       : ScoringPolicy("weighted", TieBreak::kLowestNodeId, config.seed, true), config_(config) {}
+  bool UsesUtilization() const override { return true; }
 
  protected:
   void BeginRequest(const Request& r, const ClusterState&) override {
@@ -180,17 +183,23 @@ class WeightedPolicy final : public ScoringPolicy {
                  uint8_t* gpus) override {
     const NodeState& n = c.node(node);
     if (!DefaultGpuChoice(r, n, gpus)) return false;
-    int64_t cap, free, req;
+    int64_t cap, free, req, used;
     if (r.num_gpu > 0) {
       cap = int64_t{n.num_gpus} * kMilliPerGpu;
       free = n.free_gpu_milli;
       req = r.TotalGpuMilli();
+      used = cap - free;
+      if (n.measured_gpus != 0) {
+        used = 0;
+        for (int g = 0; g < n.num_gpus; ++g) used += GpuUseMilli(n, g);
+      }
     } else {
       cap = c.spec(node).cpu_milli;
       free = n.free_cpu_milli;
       req = r.cpu_milli;
+      used = cap - free;
     }
-    const int64_t util_ppm = cap > 0 ? (cap - free) * 1000000 / cap : 1000000;
+    const int64_t util_ppm = cap > 0 ? used * 1000000 / cap : 1000000;
     const int64_t fit_ppm = free > 0 ? std::min<int64_t>(req * 1000000 / free, 1000000) : 1000000;
     *score = int64_t{weights_.alpha} * (1000000 - util_ppm) + int64_t{weights_.beta} * fit_ppm;
     return true;

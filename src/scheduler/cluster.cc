@@ -116,6 +116,25 @@ bool ClusterState::AnyNodeCouldEverFit(const Request& r) const {
   return false;
 }
 
+Status ClusterState::SetMeasuredBusy(int32_t node, int gpu, int32_t busy_milli) {
+  if (node < 0 || node >= num_nodes()) {
+    return InvalidArgument("measured use: node " + std::to_string(node) + " does not exist");
+  }
+  NodeState& n = nodes_[node];
+  if (gpu < 0 || gpu >= n.num_gpus) return InvalidArgument("measured use: GPU out of range");
+  if (specs_[node].mig_enabled) return InvalidArgument("measured use: MIG GPUs are not measured");
+  if (busy_milli < 0 || busy_milli > kMilliPerGpu) {
+    return InvalidArgument("measured use: must be 0..1000 milli, got " +
+                           std::to_string(busy_milli));
+  }
+  n.measured_gpus = static_cast<uint8_t>(n.measured_gpus | (1u << gpu));
+  n.gpu_busy_milli[gpu] = static_cast<int16_t>(busy_milli);
+  n.gpu_busy_base_milli[gpu] = static_cast<int16_t>(kMilliPerGpu - n.gpu_free_milli[gpu]);
+  n.version = NextVersion();
+  Journal(node);
+  return Status::Ok();
+}
+
 Status ClusterState::Allocate(const Placement& p) {
   if (p.node < 0 || p.node >= num_nodes()) {
     return InvalidArgument("placement: node " + std::to_string(p.node) + " does not exist");

@@ -65,7 +65,24 @@ struct NodeState {
   // so equal versions mean equal node states even across copies of a ClusterState: policies
   // key their per-node score caches on it.
   uint64_t version = 0;
+  // Measured use (ClusterState::SetMeasuredBusy): bit g set when GPU g's measured busy share is
+  // known; gpu_busy_milli[g] is it (0..1000), gpu_busy_base_milli[g] the milli-GPU allocated on
+  // the GPU when it was measured (what is allocated beyond that since counts as busy).
+  uint8_t measured_gpus = 0;
+  std::array<int16_t, kMaxGpusPerNode> gpu_busy_milli{};
+  std::array<int16_t, kMaxGpusPerNode> gpu_busy_base_milli{};
 };
+
+// How busy GPU `g` of node `n` is, in milli-GPU: its measured busy share plus what was allocated
+// on it since (a new job is taken to use its whole share), at most one GPU; where it is not
+// measured, its allocated share.
+inline int32_t GpuUseMilli(const NodeState& n, int g) {
+  const int32_t allocated = kMilliPerGpu - n.gpu_free_milli[g];
+  if ((n.measured_gpus & (1u << g)) == 0) return allocated;
+  const int32_t added = allocated - n.gpu_busy_base_milli[g];
+  const int32_t use = n.gpu_busy_milli[g] + (added > 0 ? added : 0);
+  return use < kMilliPerGpu ? use : kMilliPerGpu;
+}
 
 class ClusterState {
  public:
@@ -119,6 +136,11 @@ class ClusterState {
   uint64_t journal_begin() const { return journal_base_; }
   uint64_t journal_end() const { return journal_base_ + journal_.size(); }
   int32_t journal_at(uint64_t pos) const { return journal_[pos - journal_base_]; }
+
+  // Records that GPU `gpu` of `node` (not MIG) was measured busy `busy_milli` (0..1000) of its
+  // time, against what is allocated on it now (GpuUseMilli). Policies that place by utilization
+  // read it; allocation and fit are unchanged.
+  Status SetMeasuredBusy(int32_t node, int gpu, int32_t busy_milli);
 
   // Checks that the placement fits (node exists, CPU/memory/GPU free) and applies it.
   Status Allocate(const Placement& p);

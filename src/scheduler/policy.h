@@ -81,6 +81,9 @@ class PlacementPolicy {
   // Called once for every request that arrives (placed or not), before Place(). Policies that
   // learn the workload (fgd-online, stoker) update their model here.
   virtual void Observe(const Request& /*r*/) {}
+  // Whether the policy scores nodes by their utilization (GpuUseMilli: measured where the
+  // cluster has measurements, allocated share where not), so a decision can say which it used.
+  virtual bool UsesUtilization() const { return false; }
 };
 
 // Shared pre-check: kInfeasible with a reason if `r` is malformed or no node could ever host it;

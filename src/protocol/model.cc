@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <limits>
 #include <set>
 
@@ -109,9 +110,10 @@ bool IsActive(JobState s) {
 Result<JobSpec> ParseJobSpec(const json& body) {
   STOKER_RETURN_IF_ERROR(CheckObject(body, "job"));
   STOKER_RETURN_IF_ERROR(CheckKnownFields(
-      body, {"name", "command", "env", "workdir", "gpus", "min_gpus", "gpu_milli", "gpu_memory_mib",
-             "gpu_models", "mig", "cpu_milli", "memory_mib", "class", "priority", "preemptible",
-             "movable", "on_node_loss", "user"}));
+      body, {"name",       "command",     "env",        "workdir",      "gpus",
+             "min_gpus",   "nodes",       "total_gpus", "gpu_milli",    "gpu_memory_mib",
+             "gpu_models", "mig",         "cpu_milli",  "memory_mib",   "class",
+             "priority",   "preemptible", "movable",    "on_node_loss", "user"}));
   JobSpec s;
   STOKER_RETURN_IF_ERROR(GetString(body, "name", &s.name, limits::kJobNameBytes));
   if (!body.contains("command")) return FieldError("command", "required (argv array)");
@@ -138,6 +140,8 @@ Result<JobSpec> ParseJobSpec(const json& body) {
     return FieldError("workdir", "must be an absolute path");
   STOKER_RETURN_IF_ERROR(GetInt(body, "gpus", &s.gpus, 0, limits::kGpusPerJob));
   STOKER_RETURN_IF_ERROR(GetInt(body, "min_gpus", &s.min_gpus, 0, limits::kGpusPerJob));
+  STOKER_RETURN_IF_ERROR(GetInt(body, "nodes", &s.nodes, 0, kMaxGangParts));
+  STOKER_RETURN_IF_ERROR(GetInt(body, "total_gpus", &s.total_gpus, 0, kMaxGangGpus));
   STOKER_RETURN_IF_ERROR(GetInt(body, "gpu_milli", &s.gpu_milli, 0, limits::kGpuMilliMax));
   STOKER_RETURN_IF_ERROR(
       GetInt(body, "gpu_memory_mib", &s.gpu_memory_mib, 0, limits::kGpuMemoryMibMax));
@@ -166,17 +170,69 @@ Result<JobSpec> ParseJobSpec(const json& body) {
     if (!p.ok())
       return FieldError("mig", "unknown MIG profile '" + s.mig + "' (e.g. 1g.10gb, 3g.40gb)");
   }
+  if (s.total_gpus > 0) {
+    if (s.nodes > 0 || s.gpus > 0 || s.gpu_milli > 0 || !s.mig.empty() || s.min_gpus > 0) {
+      return FieldError("total_gpus",
+                        "a gang's total GPU count: use it without gpus, min_gpus, gpu_milli, mig "
+                        "and nodes (the parts follow the nodes' sizes)");
+    }
+  }
+  if (s.nodes > 0) {
+    if (s.gpu_milli > 0 || !s.mig.empty()) {
+      return FieldError("nodes", "a gang's parts take whole GPUs (gpus per node) or none");
+    }
+    if (s.min_gpus > 0) return FieldError("min_gpus", "a gang (nodes) is not elastic");
+  }
   if (s.min_gpus > 0) {
     if (s.gpus == 0) return FieldError("min_gpus", "needs gpus (the elastic maximum)");
     if (s.min_gpus > s.gpus) return FieldError("min_gpus", "must not exceed gpus");
   }
-  if (s.gpu_memory_mib > 0 && shapes == 0) {
+  if (s.gpu_memory_mib > 0 && shapes == 0 && s.total_gpus == 0) {
     return FieldError("gpu_memory_mib", "needs a GPU request (gpus, gpu_milli or mig)");
   }
   if (!kOnNodeLossNames.Find(s.on_node_loss)) {
     return FieldError("on_node_loss", "must be 'requeue' or 'fail'");
   }
   return s;
+}
+
+namespace {
+constexpr std::string_view kGangEnvNames[] = {
+    "RANK",           "NODE_RANK",        "GROUP_RANK",         "LOCAL_RANK",
+    "WORLD_SIZE",     "LOCAL_WORLD_SIZE", "MASTER_ADDR",        "MASTER_PORT",
+    "PET_NNODES",     "PET_NODE_RANK",    "PET_NPROC_PER_NODE", "PET_MASTER_ADDR",
+    "PET_MASTER_PORT"};
+}  // namespace
+
+bool IsGangEnvName(std::string_view name) {
+  return std::find(std::begin(kGangEnvNames), std::end(kGangEnvNames), name) !=
+         std::end(kGangEnvNames);
+}
+
+std::map<std::string, std::string> GangEnv(int32_t rank, const std::vector<std::string>& addresses,
+                                           int32_t part_gpus, int32_t master_port) {
+  const std::string r = std::to_string(rank);
+  const std::string size = std::to_string(addresses.size());
+  const std::string master = addresses.empty() ? std::string() : addresses.front();
+  const std::string port = std::to_string(master_port);
+  std::string nodes;
+  for (const std::string& a : addresses) nodes += (nodes.empty() ? "" : ",") + a;
+  return {{"RANK", r},
+          {"NODE_RANK", r},
+          {"GROUP_RANK", r},
+          {"LOCAL_RANK", "0"},
+          {"WORLD_SIZE", size},
+          {"LOCAL_WORLD_SIZE", "1"},
+          {"MASTER_ADDR", master},
+          {"MASTER_PORT", port},
+          {"PET_NNODES", size},
+          {"PET_NODE_RANK", r},
+          {"PET_NPROC_PER_NODE", std::to_string(std::max(part_gpus, 1))},
+          {"PET_MASTER_ADDR", master},
+          {"PET_MASTER_PORT", port},
+          {"STOKER_GANG_RANK", r},
+          {"STOKER_GANG_SIZE", size},
+          {"STOKER_GANG_NODES", nodes}};
 }
 
 bool IsReservedEnvName(std::string_view name) {
@@ -198,6 +254,9 @@ Status CheckSubmission(const JobSpec& s) {
     if (IsReservedEnvName(k)) {
       return FieldError("env." + k, "set by Stoker from the job's assignment; not settable");
     }
+    if (IsGang(s) && IsGangEnvName(k)) {
+      return FieldError("env." + k, "set by Stoker for every part of a gang; not settable");
+    }
     if (nul(v)) return bad("env." + k);
   }
   for (size_t i = 0; i < s.gpu_models.size(); ++i) {
@@ -217,6 +276,8 @@ json JobSpecToJson(const JobSpec& s) {
   j["workdir"] = s.workdir;
   j["gpus"] = s.gpus;
   j["min_gpus"] = s.min_gpus;
+  if (s.nodes > 0) j["nodes"] = s.nodes;
+  if (s.total_gpus > 0) j["total_gpus"] = s.total_gpus;
   j["gpu_milli"] = s.gpu_milli;
   j["gpu_memory_mib"] = s.gpu_memory_mib;
   j["gpu_models"] = s.gpu_models;
@@ -232,6 +293,58 @@ json JobSpecToJson(const JobSpec& s) {
   return j;
 }
 
+namespace {
+
+json AssignmentToJson(const Assignment& a) {
+  json aj;
+  aj["node"] = a.node;
+  aj["gpu_indices"] = a.gpu_indices;
+  aj["gpu_milli"] = a.gpu_milli;
+  aj["mig_slices"] = a.mig_slices;
+  aj["mig_uuid"] = a.mig_uuid;
+  aj["cuda_visible_devices"] = a.cuda_visible_devices;
+  aj["env"] = a.env;
+  json shares = json::array();
+  for (const auto& [g, m] : a.shares) shares.push_back({g, m});
+  aj["shares"] = shares;
+  return aj;
+}
+
+// Throws json::exception on a malformed document (JobFromJson catches it).
+Assignment AssignmentFromJson(const json& aj) {
+  Assignment a;
+  a.node = aj.at("node").get<std::string>();
+  a.gpu_indices = aj.at("gpu_indices").get<std::vector<uint32_t>>();
+  a.gpu_milli = aj.at("gpu_milli").get<int32_t>();
+  a.mig_slices = aj.at("mig_slices").get<uint8_t>();
+  a.mig_uuid = aj.at("mig_uuid").get<std::string>();
+  a.cuda_visible_devices = aj.at("cuda_visible_devices").get<std::string>();
+  a.env = aj.at("env").get<std::map<std::string, std::string>>();
+  for (const auto& s : aj.at("shares"))
+    a.shares.emplace_back(s.at(0).get<uint8_t>(), s.at(1).get<int16_t>());
+  return a;
+}
+
+}  // namespace
+
+std::vector<const Assignment*> Assignments(const Job& j) {
+  std::vector<const Assignment*> out;
+  if (j.assignment) out.push_back(&*j.assignment);
+  for (const GangPart& p : j.parts) out.push_back(&p.assignment);
+  return out;
+}
+
+GangPart* PartOn(Job& j, const std::string& node) {
+  for (GangPart& p : j.parts) {
+    if (p.assignment.node == node) return &p;
+  }
+  return nullptr;
+}
+
+const GangPart* PartOn(const Job& j, const std::string& node) {
+  return PartOn(const_cast<Job&>(j), node);
+}
+
 json JobToJson(const Job& job) {
   json j;
   j["id"] = job.id;
@@ -239,20 +352,20 @@ json JobToJson(const Job& job) {
   j["name"] = job.spec.name;
   j["state"] = JobStateName(job.state);
   j["spec"] = JobSpecToJson(job.spec);
-  if (job.assignment) {
-    const Assignment& a = *job.assignment;
-    json aj;
-    aj["node"] = a.node;
-    aj["gpu_indices"] = a.gpu_indices;
-    aj["gpu_milli"] = a.gpu_milli;
-    aj["mig_slices"] = a.mig_slices;
-    aj["mig_uuid"] = a.mig_uuid;
-    aj["cuda_visible_devices"] = a.cuda_visible_devices;
-    aj["env"] = a.env;
-    json shares = json::array();
-    for (const auto& [g, m] : a.shares) shares.push_back({g, m});
-    aj["shares"] = shares;
-    j["assignment"] = aj;
+  if (job.assignment) j["assignment"] = AssignmentToJson(*job.assignment);
+  if (!job.parts.empty()) {
+    json parts = json::array();
+    for (size_t rank = 0; rank < job.parts.size(); ++rank) {
+      const GangPart& p = job.parts[rank];
+      json pj = AssignmentToJson(p.assignment);
+      pj["rank"] = rank;
+      pj["phase"] = PartPhaseName(p.phase);
+      PutOptional(pj, "exit_code", p.exit_code);
+      PutOptional(pj, "signal", p.signal);
+      if (!p.error.empty()) pj["error"] = p.error;
+      parts.push_back(std::move(pj));
+    }
+    j["parts"] = std::move(parts);
   }
   PutOptional(j, "exit_code", job.exit_code);
   PutOptional(j, "signal", job.signal);
@@ -265,6 +378,7 @@ json JobToJson(const Job& job) {
   if (job.preempted_by != 0) j["preempted_by"] = job.preempted_by;
   if (!job.stop_to_requeue.empty()) j["stop_to_requeue"] = job.stop_to_requeue;
   if (job.consolidate_milli != 0) j["consolidate_milli"] = job.consolidate_milli;
+  if (!job.stop_to_fail.empty()) j["stop_to_fail"] = job.stop_to_fail;
   return j;
 }
 
@@ -278,19 +392,20 @@ Result<Job> JobFromJson(const json& j) {
     if (!state) return InvalidArgument("job " + std::to_string(job.id) + ": unknown state");
     job.state = *state;
     STOKER_ASSIGN_OR_RETURN(job.spec, ParseJobSpec(j.at("spec")));
-    if (j.contains("assignment")) {
-      const json& aj = j["assignment"];
-      Assignment a;
-      a.node = aj.at("node").get<std::string>();
-      a.gpu_indices = aj.at("gpu_indices").get<std::vector<uint32_t>>();
-      a.gpu_milli = aj.at("gpu_milli").get<int32_t>();
-      a.mig_slices = aj.at("mig_slices").get<uint8_t>();
-      a.mig_uuid = aj.at("mig_uuid").get<std::string>();
-      a.cuda_visible_devices = aj.at("cuda_visible_devices").get<std::string>();
-      a.env = aj.at("env").get<std::map<std::string, std::string>>();
-      for (const auto& s : aj.at("shares"))
-        a.shares.emplace_back(s.at(0).get<uint8_t>(), s.at(1).get<int16_t>());
-      job.assignment = std::move(a);
+    if (j.contains("assignment")) job.assignment = AssignmentFromJson(j["assignment"]);
+    if (auto it = j.find("parts"); it != j.end()) {
+      for (const json& pj : *it) {
+        GangPart p;
+        p.assignment = AssignmentFromJson(pj);
+        auto phase = kPartPhaseNames.Find(pj.at("phase").get<std::string>());
+        if (!phase)
+          return InvalidArgument("job " + std::to_string(job.id) + ": unknown part phase");
+        p.phase = *phase;
+        if (pj.contains("exit_code")) p.exit_code = pj["exit_code"].get<int>();
+        if (pj.contains("signal")) p.signal = pj["signal"].get<int>();
+        p.error = pj.value("error", std::string());
+        job.parts.push_back(std::move(p));
+      }
     }
     if (j.contains("exit_code")) job.exit_code = j["exit_code"].get<int>();
     if (j.contains("signal")) job.signal = j["signal"].get<int>();
@@ -303,6 +418,7 @@ Result<Job> JobFromJson(const json& j) {
     job.preempted_by = j.value("preempted_by", int64_t{0});
     job.stop_to_requeue = j.value("stop_to_requeue", std::string());
     job.consolidate_milli = j.value("consolidate_milli", int32_t{0});
+    job.stop_to_fail = j.value("stop_to_fail", std::string());
     return job;
   } catch (const json::exception& e) {
     return InvalidArgument(std::string("job document: ") + e.what());
@@ -311,8 +427,8 @@ Result<Job> JobFromJson(const json& j) {
 
 Result<NodeInventory> ParseNodeInventory(const json& body) {
   STOKER_RETURN_IF_ERROR(CheckObject(body, "node"));
-  STOKER_RETURN_IF_ERROR(CheckKnownFields(
-      body, {"name", "simulated", "source", "cpu_milli", "memory_mib", "gpus", "isolation"}));
+  STOKER_RETURN_IF_ERROR(CheckKnownFields(body, {"name", "simulated", "source", "cpu_milli",
+                                                 "memory_mib", "gpus", "isolation", "address"}));
   NodeInventory n;
   STOKER_RETURN_IF_ERROR(GetString(body, "name", &n.name, limits::kNodeNameBytes));
   if (n.name.empty()) return FieldError("name", "required");
@@ -324,6 +440,13 @@ Result<NodeInventory> ParseNodeInventory(const json& body) {
   STOKER_RETURN_IF_ERROR(GetBool(body, "simulated", &n.simulated));
   STOKER_RETURN_IF_ERROR(GetString(body, "source", &n.source, limits::kNodeTextBytes));
   STOKER_RETURN_IF_ERROR(GetString(body, "isolation", &n.isolation, limits::kNodeTextBytes));
+  STOKER_RETURN_IF_ERROR(GetString(body, "address", &n.address, 253));
+  for (char c : n.address) {
+    // A host name, an IPv4 address or an IPv6 address (it ends up in the jobs' environment).
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == ':')) {
+      return FieldError("address", "must be a host name or an IP address");
+    }
+  }
   STOKER_RETURN_IF_ERROR(GetInt(body, "cpu_milli", &n.cpu_milli, 0, limits::kNodeCpuMilliMax));
   STOKER_RETURN_IF_ERROR(GetInt(body, "memory_mib", &n.memory_mib, 0, limits::kNodeMemoryMibMax));
   if (auto it = body.find("gpus"); it != body.end() && !it->is_null()) {
@@ -415,6 +538,7 @@ json NodeInventoryToJson(const NodeInventory& n) {
   }
   j["gpus"] = gpus;
   if (!n.isolation.empty()) j["isolation"] = n.isolation;
+  if (!n.address.empty()) j["address"] = n.address;
   return j;
 }
 

@@ -178,3 +178,129 @@ TEST(HeartbeatReplyJson, PreemptionGraceRoundTripsAndOlderRepliesStillParse) {
 
 }  // namespace
 }  // namespace stoker::protocol
+
+namespace stoker::protocol {
+namespace {
+
+TEST(GangSpec, NodesTimesGpusOrATotal) {
+  auto r = ParseJobSpec(json::parse(R"({"command":["x"],"nodes":2,"gpus":4})"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(IsGang(*r));
+  EXPECT_EQ(TotalGpus(*r), 8);
+  EXPECT_EQ(JobSpecToJson(*r)["nodes"], 2);
+  r = ParseJobSpec(json::parse(R"({"command":["x"],"total_gpus":20})"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(IsGang(*r));
+  EXPECT_EQ(TotalGpus(*r), 20);
+  auto again = ParseJobSpec(JobSpecToJson(*r));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->total_gpus, 20);
+  // A one-node job's document is as it was: no gang fields.
+  r = ParseJobSpec(json::parse(R"({"command":["x"],"gpus":4})"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(IsGang(*r));
+  EXPECT_FALSE(JobSpecToJson(*r).contains("nodes"));
+  EXPECT_FALSE(JobSpecToJson(*r).contains("total_gpus"));
+}
+
+TEST(GangSpec, ErrorsNameTheField) {
+  EXPECT_EQ(ErrorOf(R"({"command":["x"],"nodes":2,"gpu_milli":500})").rfind("nodes:", 0), 0u);
+  EXPECT_EQ(ErrorOf(R"({"command":["x"],"nodes":2,"mig":"1g.10gb"})").rfind("nodes:", 0), 0u);
+  EXPECT_EQ(ErrorOf(R"({"command":["x"],"nodes":2,"gpus":4,"min_gpus":2})"),
+            "min_gpus: a gang (nodes) is not elastic");
+  EXPECT_EQ(ErrorOf(R"({"command":["x"],"total_gpus":16,"gpus":8})").rfind("total_gpus:", 0), 0u);
+  EXPECT_EQ(ErrorOf(R"({"command":["x"],"total_gpus":16,"nodes":2})").rfind("total_gpus:", 0), 0u);
+  EXPECT_EQ(ErrorOf(R"({"command":["x"],"nodes":5000})"), "nodes: must be in 0..4096");
+  EXPECT_EQ(ErrorOf(R"({"command":["x"],"total_gpus":-1})"), "total_gpus: must be in 0..131072");
+}
+
+TEST(GangSpec, LauncherVariablesAreSetByStoker) {
+  JobSpec s;
+  s.command = {"x"};
+  s.nodes = 2;
+  s.gpus = 1;
+  s.env = {{"RANK", "3"}};
+  Status st = CheckSubmission(s);
+  EXPECT_EQ(st.message(), "env.RANK: set by Stoker for every part of a gang; not settable");
+  s.env = {{"PET_MASTER_PORT", "1"}};
+  EXPECT_FALSE(CheckSubmission(s).ok());
+  // An ordinary job may set them (they are its own business).
+  s.nodes = 0;
+  s.env = {{"RANK", "3"}};
+  EXPECT_TRUE(CheckSubmission(s).ok());
+}
+
+TEST(GangEnv, WhatTorchrunAndEnvInitRead) {
+  const auto env = GangEnv(1, {"10.0.0.1", "n2", "n3"}, 4, 29501);
+  EXPECT_EQ(env.at("RANK"), "1");
+  EXPECT_EQ(env.at("NODE_RANK"), "1");
+  EXPECT_EQ(env.at("LOCAL_RANK"), "0");
+  EXPECT_EQ(env.at("WORLD_SIZE"), "3");
+  EXPECT_EQ(env.at("LOCAL_WORLD_SIZE"), "1");
+  EXPECT_EQ(env.at("MASTER_ADDR"), "10.0.0.1");
+  EXPECT_EQ(env.at("MASTER_PORT"), "29501");
+  EXPECT_EQ(env.at("PET_NNODES"), "3");
+  EXPECT_EQ(env.at("PET_NODE_RANK"), "1");
+  EXPECT_EQ(env.at("PET_NPROC_PER_NODE"), "4");
+  EXPECT_EQ(env.at("PET_MASTER_ADDR"), "10.0.0.1");
+  EXPECT_EQ(env.at("PET_MASTER_PORT"), "29501");
+  EXPECT_EQ(env.at("STOKER_GANG_NODES"), "10.0.0.1,n2,n3");
+  for (const auto& [k, v] : env) {
+    EXPECT_TRUE(IsGangEnvName(k) || IsReservedEnvName(k)) << k;
+  }
+  // A part without GPUs still runs one process.
+  EXPECT_EQ(GangEnv(0, {"a"}, 0, 29500).at("PET_NPROC_PER_NODE"), "1");
+}
+
+TEST(GangJob, PartsRoundTripAndFindTheirNode) {
+  Job j;
+  j.id = 7;
+  j.user = "alice";
+  j.spec.command = {"x"};
+  j.spec.nodes = 2;
+  j.spec.gpus = 1;
+  j.state = JobState::kCancelling;
+  j.stop_to_fail = "part 1 on b: exit code 3";
+  for (const char* node : {"a", "b"}) {
+    GangPart p;
+    p.assignment.node = node;
+    p.assignment.gpu_indices = {0};
+    p.assignment.gpu_milli = 1000;
+    p.assignment.cuda_visible_devices = "0";
+    p.assignment.shares = {{0, 1000}};
+    p.assignment.env = GangEnv(p.assignment.node == "a" ? 0 : 1, {"a", "b"}, 1, 29500);
+    j.parts.push_back(p);
+  }
+  j.parts[1].phase = PartPhase::kExited;
+  j.parts[1].exit_code = 3;
+  const json doc = JobToJson(j);
+  EXPECT_FALSE(doc.contains("assignment"));
+  ASSERT_EQ(doc["parts"].size(), 2u);
+  EXPECT_EQ(doc["parts"][1]["rank"], 1);
+  EXPECT_EQ(doc["parts"][1]["phase"], "exited");
+  auto back = JobFromJson(doc);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(JobToJson(*back), doc);
+  EXPECT_EQ(back->stop_to_fail, j.stop_to_fail);
+  ASSERT_NE(PartOn(*back, "b"), nullptr);
+  EXPECT_EQ(PartOn(*back, "b")->exit_code, 3);
+  EXPECT_EQ(PartOn(*back, "c"), nullptr);
+  EXPECT_EQ(Assignments(*back).size(), 2u);
+}
+
+TEST(NodeInventory, AddressIsAHostNameOrAnIpAddress) {
+  auto n = ParseNodeInventory(json::parse(R"({"name":"n1","address":"10.1.2.3"})"));
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(NodeInventoryToJson(*n)["address"], "10.1.2.3");
+  EXPECT_TRUE(ParseNodeInventory(json::parse(R"({"name":"n1","address":"fe80::1"})")).ok());
+  auto bad = ParseNodeInventory(json::parse(R"({"name":"n1","address":"a b;rm"})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "address: must be a host name or an IP address");
+  // Without one, none is written.
+  n = ParseNodeInventory(json::parse(R"({"name":"n1"})"));
+  ASSERT_TRUE(n.ok());
+  EXPECT_FALSE(NodeInventoryToJson(*n).contains("address"));
+}
+
+}  // namespace
+}  // namespace stoker::protocol

@@ -41,6 +41,28 @@ int64_t GpuCommitments::Total(int32_t node, int gpu) const {
   return sum;
 }
 
+void GpuCommitments::SetMeasuredFloor(int32_t node, int gpu, int32_t busy_milli) {
+  if (floors_.empty()) floors_.resize(holders_.size());
+  Floor& f = floors_[Slot(node, gpu)];
+  f.busy_milli = static_cast<int16_t>(std::clamp<int32_t>(busy_milli, 0, kMilliPerGpu));
+  f.base_total = Total(node, gpu);
+}
+
+std::optional<int32_t> GpuCommitments::MeasuredFloor(int32_t node, int gpu) const {
+  if (floors_.empty() || floors_[Slot(node, gpu)].busy_milli < 0) return std::nullopt;
+  return floors_[Slot(node, gpu)].busy_milli;
+}
+
+int32_t GpuCommitments::BestEffortUsedOn(int32_t node, int gpu, int64_t total,
+                                         int32_t ratio_milli) const {
+  const int32_t used = BestEffortUsed(total, ratio_milli);
+  if (floors_.empty()) return used;
+  const Floor& f = floors_[Slot(node, gpu)];
+  if (f.busy_milli < 0) return used;
+  const int64_t measured = f.busy_milli + std::max<int64_t>(0, total - f.base_total);
+  return std::max(used, static_cast<int32_t>(std::min<int64_t>(measured, kMilliPerGpu)));
+}
+
 Placement ClampToFree(const Placement& p, const ClusterState& cluster) {
   if (p.node < 0 || p.node >= cluster.num_nodes() || cluster.spec(p.node).mig_enabled) return p;
   const scheduler::NodeState& n = cluster.node(p.node);
@@ -86,7 +108,8 @@ Result<ClusterState> BuildBestEffortView(const ClusterState& cluster,
         share.mig_slices = static_cast<uint8_t>(scheduler::kMigSlicesPerGpu - n.gpu_free_slices[g]);
         if (share.mig_slices == 0) continue;
       } else {
-        share.milli = static_cast<int16_t>(BestEffortUsed(commitments.Total(i, g), ratio_milli));
+        share.milli = static_cast<int16_t>(
+            commitments.BestEffortUsedOn(i, g, commitments.Total(i, g), ratio_milli));
         if (share.milli == 0) continue;
       }
       used.gpus[used.num_gpus++] = share;
@@ -115,8 +138,9 @@ Placement BestEffortDelta(const Placement& p, const GpuCommitments& commitments,
     }
     if (add[share.gpu] == 0) continue;  // a GPU named twice: counted at its first entry
     const int64_t total = commitments.Total(p.node, share.gpu);
-    share.milli = static_cast<int16_t>(BestEffortUsed(total + add[share.gpu], ratio_milli) -
-                                       BestEffortUsed(total, ratio_milli));
+    share.milli = static_cast<int16_t>(
+        commitments.BestEffortUsedOn(p.node, share.gpu, total + add[share.gpu], ratio_milli) -
+        commitments.BestEffortUsedOn(p.node, share.gpu, total, ratio_milli));
     add[share.gpu] = 0;
     if (share.milli > 0) d.gpus[d.num_gpus++] = share;
   }

@@ -28,10 +28,14 @@ namespace stoker::pass {
 
 // The oversubscription admission: a preemptible share of `milli` may join a GPU whose
 // commitments (guaranteed and preemptible shares) total `total` while all of them stay within
-// the ratio. (The best-effort view below is this rule in the placement library's terms: a share
-// fits there exactly where this admits it.)
-inline bool AdmitsPreemptible(int64_t total, int64_t milli, int32_t ratio_milli) {
-  return milli > 0 && total + milli <= ratio_milli;
+// the ratio, and, where the GPU's use was measured (`measured`: its measured busy milli over the
+// window plus what was committed on it since), while the share fits in the headroom the
+// measurement leaves in one GPU. (The best-effort view below is this rule in the placement
+// library's terms: a share fits there exactly where this admits it; BestEffortUsedOn.)
+inline bool AdmitsPreemptible(int64_t total, int64_t milli, int32_t ratio_milli,
+                              std::optional<int64_t> measured = std::nullopt) {
+  return milli > 0 && total + milli <= ratio_milli &&
+         (!measured || *measured + milli <= scheduler::kMilliPerGpu);
 }
 
 // One share on a GPU, as the preemption rule sees it.
@@ -63,6 +67,15 @@ class GpuCommitments {
   // Records every non-MIG GPU share of `p` (MIG slices are hardware partitions: never shared).
   void Add(int64_t job, bool preemptible, const scheduler::Placement& p, bool mig);
   int64_t Total(int32_t node, int gpu) const;
+  // A measured GPU: best-effort work sees it at least `busy_milli` used (its measured busy share;
+  // 1000 - headroom), plus every milli committed on it from now on (BestEffortUsedOn).
+  void SetMeasuredFloor(int32_t node, int gpu, int32_t busy_milli);
+  // What GPU (node, gpu) committed at `total` shows as used to best-effort work at `ratio_milli`:
+  // BestEffortUsed, and where it was measured at least its measured use.
+  int32_t BestEffortUsedOn(int32_t node, int gpu, int64_t total, int32_t ratio_milli) const;
+  // Whether the GPU was measured, and its floor (busy milli at SetMeasuredFloor).
+  std::optional<int32_t> MeasuredFloor(int32_t node, int gpu) const;
+  bool AnyMeasured() const { return !floors_.empty(); }
   const std::vector<Holder>& Holders(int32_t node, int gpu) const {
     return holders_[Slot(node, gpu)];
   }
@@ -72,6 +85,11 @@ class GpuCommitments {
     return static_cast<size_t>(node) * scheduler::kMaxGpusPerNode + static_cast<size_t>(gpu);
   }
   std::vector<std::vector<Holder>> holders_;
+  struct Floor {
+    int16_t busy_milli = -1;  // -1: not measured
+    int64_t base_total = 0;   // Total when it was measured
+  };
+  std::vector<Floor> floors_;  // empty until a GPU is measured
 };
 
 // The part of `p` that fits in `cluster` now: each GPU share cut to that GPU's free milli

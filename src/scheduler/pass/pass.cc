@@ -8,6 +8,8 @@
 #include <unordered_map>
 
 #include "scheduler/fgd.h"
+#include "scheduler/gang.h"
+#include "scheduler/pass/gang.h"
 #include "scheduler/pass/gpu_commitments.h"
 #include "scheduler/queue/job_queue.h"
 #include "scheduler/registry.h"
@@ -19,6 +21,15 @@ bool ContainsNoCase(std::string_view hay, std::string_view needle) {
   auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(),
                         [](char a, char b) { return std::tolower(a) == std::tolower(b); });
   return it != hay.end();
+}
+
+// Whether any part of active job `j` runs on `node`.
+bool OnNode(const JobView& j, const std::string& node) {
+  if (j.placement && j.placement->node == node) return true;
+  for (const JobPlacement& p : j.gang) {
+    if (p.node == node) return true;
+  }
+  return false;
 }
 
 std::string JoinIndices(const std::vector<uint32_t>& v) {
@@ -69,7 +80,20 @@ Fragmentation Measure(const scheduler::ClusterState& cluster, const std::vector<
       r.gpu_milli = scheduler::MigSlicesToMilli(scheduler::MigSlices(r.mig));
       r.mig = scheduler::MigProfile::kNone;
     }
-    seen.push_back(r);
+    if (!IsGang(j)) {
+      seen.push_back(r);
+    } else if (!j.gang.empty()) {  // a placed gang: each part as it holds its GPUs
+      for (const JobPlacement& part : j.gang) {
+        r.num_gpu = static_cast<int32_t>(part.shares.size());
+        r.gpu_milli = r.num_gpu > 0 ? scheduler::kMilliPerGpu : 0;
+        seen.push_back(r);
+      }
+    } else {  // a queued gang: each part it asks for now
+      std::string why;
+      for (const scheduler::Request& part : GangRequests(j, r, cluster, &why)) {
+        seen.push_back(part);
+      }
+    }
   };
   for (int64_t id : active) add(jobs.at(id));
   for (const JobView& j : queued) add(j);
@@ -204,15 +228,15 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
   std::vector<int64_t> active_ids;
   active_ids.reserve(in.active.size());
   for (const JobView& j : in.active) {
-    if (j.placement) active_ids.push_back(j.id);
+    if (j.placement || !j.gang.empty()) active_ids.push_back(j.id);
   }
   std::stable_partition(active_ids.begin(), active_ids.end(),
                         [&](int64_t id) { return !jobs.at(id).preemptible; });
-  for (int64_t id : active_ids) {
-    const JobView& j = jobs.at(id);
-    const JobPlacement& a = *j.placement;
+  // Accounts what active job `j` holds through `a` (its placement, or one part of a gang).
+  auto account = [&](const JobView& j, const JobPlacement& a) {
+    const int64_t id = j.id;
     auto ni = node_vnodes.find(a.node);
-    if (ni == node_vnodes.end()) continue;
+    if (ni == node_vnodes.end()) return;
     scheduler::Placement p;
     p.node = ni->second.front();
     p.cpu_milli = j.cpu_milli;
@@ -233,6 +257,31 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
       decision.warnings.push_back("job " + std::to_string(id) +
                                   ": cannot account its allocation: " + s.ToString());
     }
+  };
+  for (int64_t id : active_ids) {
+    const JobView& j = jobs.at(id);
+    if (j.placement) account(j, *j.placement);
+    for (const JobPlacement& part : j.gang) account(j, part);
+  }
+  // Measured use: policies that place by utilization see it (ClusterState::SetMeasuredBusy), and
+  // oversubscription admits beyond a measured GPU's capacity only with measured headroom over
+  // the window; a GPU measured over less than the window takes nothing beyond its capacity.
+  for (int32_t v = 0; v < static_cast<int32_t>(vnodes.size()); ++v) {
+    if (cluster.spec(v).mig_enabled) continue;
+    for (size_t i = 0; i < vnodes[v].positions.size(); ++i) {
+      const std::optional<GpuActivity>& act = vnodes[v].node->gpus[vnodes[v].positions[i]].activity;
+      if (!act) continue;
+      const int32_t busy = std::clamp<int32_t>(act->busy_milli, 0, scheduler::kMilliPerGpu);
+      if (Status s = cluster.SetMeasuredBusy(v, static_cast<int>(i), busy); !s.ok()) {
+        decision.warnings.push_back("node " + vnodes[v].node->name + ": " + s.ToString());
+      }
+      const int64_t committed = commits.Total(v, static_cast<int>(i));
+      commits.SetMeasuredFloor(
+          v, static_cast<int>(i),
+          act->covered_ms >= options.activity_window_ms
+              ? busy
+              : static_cast<int32_t>(std::min<int64_t>(committed, scheduler::kMilliPerGpu)));
+    }
   }
   if (in.sample_fragmentation) {
     stats.fragmentation = Measure(cluster, active_ids, in.queued, jobs);
@@ -244,7 +293,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
   for (const JobView& j : in.queued) {
     q.Push(queue::JobView{.id = static_cast<queue::JobId>(j.id),
                           .submit_ms = j.submit_ms,
-                          .gpus = std::max(j.gpus, 1),
+                          .gpus = static_cast<int32_t>(std::max<int64_t>(TotalGpus(j), 1)),
                           .min_gpus = j.min_gpus,
                           .priority = j.priority});
   }
@@ -290,6 +339,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
       victim.phase = JobPhase::kQueued;
       victim.preempted_by = 0;
       victim.placement.reset();
+      victim.gang.clear();
       victim.start_ms = 0;
     }
     decision.actions.push_back(std::move(act));
@@ -384,7 +434,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
       int stopped = 0;
       for (int64_t id : released) {
         JobView& victim = jobs.at(id);
-        if (!victim.placement || victim.placement->node != node) continue;
+        if (!OnNode(victim, node)) continue;
         ++stopped;
         stop_victim(victim, j);
       }
@@ -416,7 +466,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
       }
       no_room = false;
     }
-    // Victims released so far, by node name (a victim is on one node).
+    // Victims released so far, by node name (a gang victim under every node of its parts).
     std::unordered_map<std::string_view, std::vector<int64_t>> released_on;
     for (int64_t v : victims) {
       const JobView& vj = jobs.at(v);
@@ -427,6 +477,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
         may_fit = may_fit || cluster.Fits(p.node, r);
       }
       if (vj.placement) released_on[vj.placement->node].push_back(v);
+      for (const JobPlacement& part : vj.gang) released_on[part.node].push_back(v);
       if (no_room && !may_fit) continue;
       scheduler::PlacementResult pr = placement_->Place(r, cluster);
       no_room = !pr.placed();
@@ -484,6 +535,127 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
     }
     return false;
   };
+  // What a placement `p` of `r` went by, said in its assignment (before it is committed): the
+  // utilization of the chosen node as a policy that scores by it saw it, and for an
+  // oversubscribed placement the measured headroom of its GPUs.
+  auto basis_of = [&](const scheduler::Placement& p, const scheduler::Request& r,
+                      bool oversubscribed) {
+    std::string basis;
+    const scheduler::NodeState& ns = cluster.node(p.node);
+    const std::string& name = vnodes[p.node].node->name;
+    if (placement_->UsesUtilization() && r.num_gpu > 0 && ns.num_gpus > 0) {
+      int measured = 0;
+      int64_t use = 0;
+      for (int g = 0; g < ns.num_gpus; ++g) {
+        measured += (ns.measured_gpus >> g) & 1;
+        use += scheduler::GpuUseMilli(ns, g);
+      }
+      const int64_t pct = use * 100 / (int64_t{ns.num_gpus} * scheduler::kMilliPerGpu);
+      basis = "u of " + name + " " + std::to_string(pct) + " %: " +
+              (measured == 0 ? std::string("allocated share (its GPUs report no activity)")
+               : measured == ns.num_gpus
+                   ? "measured use"
+                   : "measured use on " + std::to_string(measured) + " of " +
+                         std::to_string(ns.num_gpus) + " GPUs, allocated share on the rest");
+    }
+    if (oversubscribed) {
+      std::string gpus;
+      for (int i = 0; i < p.num_gpus; ++i) {
+        const int g = p.gpus[i].gpu;
+        const auto floor = commits.MeasuredFloor(p.node, g);
+        gpus += (gpus.empty() ? "" : ", ") + std::string("GPU ") +
+                std::to_string(vnodes[p.node].node->gpus[vnodes[p.node].positions[g]].index) +
+                (floor ? " measured " + std::to_string(*floor / 10) + " % busy" : " unmeasured");
+      }
+      basis +=
+          (basis.empty() ? "" : "; ") + std::string("beyond capacity by ") +
+          (gpus.find("unmeasured") == std::string::npos ? "measured headroom" : "commitments") +
+          " (" + gpus + ")";
+    }
+    return basis;
+  };
+  // Gangs: every part placed, each on a machine of its own, or none (scheduler/gang.h). A gang is
+  // never admitted beyond capacity and does not preempt: it waits, and its reason says how many
+  // of its parts fit now. Gangs of one shape that did not fit are not tried again this pass.
+  std::map<std::string, std::string> failed_gangs;  // shape -> why it waits
+  auto machine_of = [&](int32_t v) { return node_vnodes[vnodes[v].node->name]; };
+  auto gang_part = [&](const scheduler::Placement& p) {
+    const VNode& vn = vnodes[p.node];
+    Assignment a;
+    a.placement.node = vn.node->name;
+    for (int i = 0; i < p.num_gpus; ++i) {
+      if (p.gpus[i].gpu >= vn.positions.size()) continue;
+      const uint8_t pos = vn.positions[p.gpus[i].gpu];
+      a.gpu_indices.push_back(vn.node->gpus[pos].index);
+      a.placement.shares.emplace_back(pos, p.gpus[i].milli);
+      a.gpu_milli = p.gpus[i].milli;
+    }
+    a.cuda_visible_devices = JoinIndices(a.gpu_indices);
+    return a;
+  };
+  // Places gang `j` (its parts shaped like `r`) or says why it waits. Returns whether it waits
+  // for capacity (which stops a strict-order pass).
+  auto place_gang = [&](JobView& j, const scheduler::Request& r, const std::string& shape) {
+    if (auto f = failed_gangs.find(shape); f != failed_gangs.end()) {
+      ++stats.blocked;
+      reasons[j.id] = f->second;
+      return true;
+    }
+    std::string why;
+    const std::vector<scheduler::Request> parts = GangRequests(j, r, cluster, &why);
+    if (parts.empty()) {
+      ++stats.infeasible;
+      reasons[j.id] = "no node can ever run this: " + why;
+      return false;
+    }
+    auto gp = scheduler::PlaceGang(*placement_, cluster, parts, machine_of);
+    if (!gp.ok()) {
+      decision.warnings.push_back("job " + std::to_string(j.id) + ": " + gp.status().ToString());
+      ++stats.blocked;
+      reasons[j.id] = "waiting: " + gp.status().message();
+      return true;
+    }
+    if (gp->status == scheduler::PlacementStatus::kInfeasible) {
+      ++stats.infeasible;
+      reasons[j.id] = "no node can ever run this: " + gp->reason;
+      return false;
+    }
+    if (gp->status != scheduler::PlacementStatus::kPlaced) {
+      if (auto never = scheduler::GangNeverFits(cluster, parts, machine_of)) {
+        ++stats.infeasible;
+        reasons[j.id] = "no node can ever run this: " + *never;
+        return false;
+      }
+      ++stats.blocked;
+      reasons[j.id] = failed_gangs[shape] = "waiting for resources: " + gp->reason;
+      return true;
+    }
+    // The parts were allocated as the gang was placed: account them as every placement is.
+    for (auto it = gp->parts.rbegin(); it != gp->parts.rend(); ++it) {
+      if (Status s = cluster.Release(*it); !s.ok()) {
+        decision.warnings.push_back("job " + std::to_string(j.id) + ": " + s.ToString());
+      }
+    }
+    Action act;
+    act.kind = Action::Kind::kAssign;
+    act.job = j.id;
+    j.phase = JobPhase::kAssigned;
+    for (size_t k = 0; k < gp->parts.size(); ++k) {
+      const scheduler::Placement& p = gp->parts[k];
+      Assignment a = gang_part(p);
+      a.basis = basis_of(p, parts[k], false);
+      if (Status s = commit(j, p, a.placement.node, nullptr); !s.ok()) {
+        decision.warnings.push_back("job " + std::to_string(j.id) +
+                                    ": gang part rejected by the cluster: " + s.ToString());
+      }
+      j.gang.push_back(a.placement);
+      act.gang.push_back(std::move(a));
+    }
+    reasons.erase(j.id);
+    decision.actions.push_back(std::move(act));
+    ++stats.placed;
+    return false;
+  };
   for (int64_t queued_id : order) {
     JobView& j = jobs.at(queued_id);
     scheduler::Request r = RequestFor(j);
@@ -502,6 +674,15 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
         std::to_string(r.num_gpu) + "/" + std::to_string(r.gpu_milli) + "/" +
         std::to_string(r.gpu_memory_mib) + "/" + std::to_string(r.allowed_models) + "/" +
         std::to_string(static_cast<int>(r.mig)) + "/" + r.job_class + (j.preemptible ? "/p" : "/g");
+    if (IsGang(j)) {
+      if (place_gang(
+              j, r,
+              shape + "/gang" + std::to_string(j.nodes) + "x" + std::to_string(j.total_gpus)) &&
+          !options.backfill) {
+        break;
+      }
+      continue;
+    }
     if (failed_shapes.count(shape)) {
       ++stats.blocked;
       reasons[j.id] = "waiting for resources";
@@ -541,6 +722,9 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
         if (scheduler::PlacementResult bp = be_placement_->Place(r, *be_view); bp.placed()) {
           pr = bp;
           oversubscribed = true;
+        } else if (commits.AnyMeasured()) {
+          pr.reason += std::string(pr.reason.empty() ? "" : "; ") +
+                       "beyond capacity only with measured headroom over the window";
         }
       }
     }
@@ -606,6 +790,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
         a.env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=" + std::to_string(r.gpu_memory_mib) + "M";
       }
     }
+    a.basis = basis_of(p, r, oversubscribed);
     if (Status s = commit(j, p, n.name, nullptr); !s.ok()) {
       decision.warnings.push_back("job " + std::to_string(j.id) +
                                   ": placement rejected by the cluster: " + s.ToString());

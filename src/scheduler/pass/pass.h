@@ -7,7 +7,8 @@
 // What a pass decides, in queue order (guaranteed work first, each tier in the queue policy's
 // order):
 //  - placements through the placement policy (scheduler/policy.h), elastic jobs shrinking to
-//    their minimum GPU count rather than waiting;
+//    their minimum GPU count rather than waiting; gangs all or nothing, each part on a node of
+//    its own (scheduler/gang.h; never beyond capacity, and they do not preempt);
 //  - oversubscription admission: preemptible work that does not fit may share GPUs up to the
 //    ratio (<= 1.5:1), chosen by the same policy on the best-effort view (gpu_commitments.h);
 //  - the one preemption planner: a guaranteed job that does not fit stops preemptible jobs of no
@@ -39,12 +40,22 @@ struct MigInstance {
   uint32_t slices = 0;
 };
 
+// How busy a GPU has been, as its node measured it (the caller keeps a window of the agents'
+// samples): the mean activity over the window, in milli of the GPU's time (0..1000), and how
+// much of the window the readings cover.
+struct GpuActivity {
+  int32_t busy_milli = 0;
+  int64_t covered_ms = 0;
+};
+
 struct GpuView {
   uint32_t index = 0;  // the node's GPU index (NVML)
   std::string model;
   int64_t memory_mib = 0;
   bool mig_enabled = false;
   std::vector<MigInstance> mig;
+  // Measured activity; absent when the GPU reports none (its allocation stands in for it).
+  std::optional<GpuActivity> activity;
 };
 
 struct NodeView {
@@ -71,12 +82,16 @@ struct JobView {
   int64_t attempt = 0;  // the caller's run counter (not used by the pass; for validating)
   JobPhase phase = JobPhase::kQueued;
   // What it asks for (protocol JobSpec semantics): gpus > 0 whole GPUs (min_gpus > 0: elastic
-  // down to that many), else gpu_milli > 0 a share of one, else mig a MIG profile of one.
+  // down to that many), else gpu_milli > 0 a share of one, else mig a MIG profile of one. A gang
+  // (IsGang): `nodes` parts of `gpus` whole GPUs each, or `total_gpus` split by the nodes'
+  // sizes; CPU and memory per part.
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   int64_t gpu_memory_mib = 0;
   int32_t gpus = 0;
   int32_t min_gpus = 0;
+  int32_t nodes = 0;
+  int32_t total_gpus = 0;
   int32_t gpu_milli = 0;
   std::string mig;  // profile name ("2g.20gb"), validated by the caller
   std::string job_class;
@@ -88,7 +103,9 @@ struct JobView {
   int64_t start_ms = 0;
   int64_t preempted_by = 0;               // != 0: being stopped for that job
   std::optional<JobPlacement> placement;  // active jobs
+  std::vector<JobPlacement> gang;         // active gangs: every part in rank order (no placement)
 };
+inline bool IsGang(const JobView& j) { return j.nodes > 0 || j.total_gpus > 0; }
 
 struct PassInput {
   std::vector<NodeView> nodes;  // in the order the scheduler numbers them (ties go to the first)
@@ -103,6 +120,12 @@ struct PassOptions {
   std::string placement_policy;  // scheduler registry name (the best-effort view's policy)
   bool backfill = true;          // false: the first blocked job stops the pass
   int32_t gpu_oversubscription_milli = 1000;
+  // Oversubscription admits preemptible work beyond a measured GPU's capacity only where its
+  // measurement covers this much time and leaves headroom for the new share (measured busy +
+  // what was committed since + the share <= one GPU). A GPU that reports activity but not yet
+  // over the whole window takes none beyond capacity; one that reports none is admitted by its
+  // commitments alone (GpuCommitments).
+  int64_t activity_window_ms = 5 * 60 * 1000;
 };
 
 // The cluster's fragmentation by FGD's measure (scheduler/fgd.h): the free GPU milli the typical
@@ -133,6 +156,10 @@ struct Assignment {
   std::string cuda_visible_devices;
   std::map<std::string, std::string> env;
   bool oversubscribed = false;  // preemptible, sharing GPUs beyond their capacity
+  // What the placement went by, where measured use could count: the utilization a policy that
+  // scores by it saw on the chosen node (measured, or allocated where not measured), and for an
+  // oversubscribed placement the measured headroom (or commitments alone) on its GPUs.
+  std::string basis;
 };
 
 // One step of the decision, in the order the pass took them.
@@ -140,7 +167,8 @@ struct Action {
   enum class Kind { kAssign, kStop };
   Kind kind = Kind::kAssign;
   int64_t job = 0;
-  Assignment assignment;  // kAssign
+  Assignment assignment;         // kAssign
+  std::vector<Assignment> gang;  // kAssign of a gang: every part in rank order (not assignment)
   // kStop: the preemptible job `job` makes room for `for_job`; `running`: its node stops it
   // (TERM, grace, KILL) and its exit requeues it; otherwise (assigned, not started) it goes
   // back to the queue at once.

@@ -15,6 +15,12 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string GpuText(const json& spec) {
+  if (spec.value("total_gpus", 0) > 0) {
+    return std::to_string(spec["total_gpus"].get<int>()) + " (gang)";
+  }
+  if (spec.value("nodes", 0) > 0) {
+    return std::to_string(spec["nodes"].get<int>()) + "x" + std::to_string(spec.value("gpus", 0));
+  }
   if (spec.value("gpus", 0) > 0) {
     const int min = spec.value("min_gpus", 0);
     return std::to_string(spec["gpus"].get<int>()) +
@@ -35,6 +41,11 @@ void PrintJobsTable(const json& jobs) {
       info =
           "exit " + std::to_string(j["exit_code"].get<int>()) + (info.empty() ? "" : "; " + info);
     std::string node = j.contains("assignment") ? j["assignment"].value("node", "") : "";
+    if (j.contains("parts") && j["parts"].is_array() && !j["parts"].empty()) {
+      // A gang: rank 0's node and how many more.
+      node = j["parts"][0].value("node", "");
+      if (j["parts"].size() > 1) node += "+" + std::to_string(j["parts"].size() - 1);
+    }
     if (j.contains("assignment") &&
         !j["assignment"].value("cuda_visible_devices", std::string()).empty()) {
       info = "devices " + j["assignment"]["cuda_visible_devices"].get<std::string>() +
@@ -54,6 +65,8 @@ void PrintJobsTable(const json& jobs) {
 struct SubmitFlags {
   int gpus = 0;
   int min_gpus = 0;
+  int nodes = 0;
+  int total_gpus = 0;
   int gpu_milli = 0;
   std::string gpu_mem;
   std::vector<std::string> gpu_models;
@@ -77,6 +90,8 @@ int RunSubmit(const ClientFlags& c, const SubmitFlags& s) {
   spec["command"] = s.command;
   if (s.gpus) spec["gpus"] = s.gpus;
   if (s.min_gpus) spec["min_gpus"] = s.min_gpus;
+  if (s.nodes) spec["nodes"] = s.nodes;
+  if (s.total_gpus) spec["total_gpus"] = s.total_gpus;
   if (s.gpu_milli) spec["gpu_milli"] = s.gpu_milli;
   if (!s.gpu_mem.empty()) {
     auto v = ParseSizeMib(s.gpu_mem);
@@ -124,7 +139,7 @@ int RunSubmit(const ClientFlags& c, const SubmitFlags& s) {
   return kExitOk;
 }
 
-int RunLogs(const ClientFlags& c, int64_t id, bool follow, bool stderr_stream) {
+int RunLogs(const ClientFlags& c, int64_t id, bool follow, bool stderr_stream, int part) {
   auto client = MakeClient(c);
   if (!client.ok()) return Fail(client.status());
   int64_t offset = 0;
@@ -132,7 +147,8 @@ int RunLogs(const ClientFlags& c, int64_t id, bool follow, bool stderr_stream) {
   while (true) {
     auto r = Call(*client, "GET",
                   "/api/v1/jobs/" + std::to_string(id) + "/logs?stream=" + stream +
-                      "&offset=" + std::to_string(offset));
+                      "&offset=" + std::to_string(offset) +
+                      (part > 0 ? "&part=" + std::to_string(part) : std::string()));
     if (!r.ok()) return Fail(r.status());
     const std::string data = (*r)["data"].get<std::string>();
     std::fwrite(data.data(), 1, data.size(), stdout);
@@ -154,8 +170,15 @@ void RegisterJobCommands(CLI::App& app, int& exit_code) {
     auto* cmd =
         app.add_subcommand("submit", "Submit a job: stoker submit --gpus 2 -- python train.py");
     AddClientFlags(cmd, c);
-    cmd->add_option("--gpus", s->gpus, "Whole GPUs (elastic maximum with --min-gpus)");
+    cmd->add_option("--gpus", s->gpus,
+                    "Whole GPUs (elastic maximum with --min-gpus; per node with --nodes)");
     cmd->add_option("--min-gpus", s->min_gpus, "Elastic minimum GPUs");
+    cmd->add_option("--nodes", s->nodes,
+                    "A gang: this many parts, each on a node of its own with --gpus GPUs; all "
+                    "start together, with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set");
+    cmd->add_option("--total-gpus", s->total_gpus,
+                    "A gang of this many GPUs in all, split over as many nodes as needed (whole "
+                    "nodes first)");
     cmd->add_option("--gpu-milli", s->gpu_milli, "A share of one GPU in milli-GPU (1..999)");
     cmd->add_option("--gpu-mem", s->gpu_mem, "GPU memory per GPU (MiB, or 16G)");
     cmd->add_option("--gpu-model", s->gpu_models, "Allowed GPU model (substring; repeatable)");
@@ -209,6 +232,18 @@ void RegisterJobCommands(CLI::App& app, int& exit_code) {
         PrintJobsTable(json::array({j}));
         fmt::print("\ncommand: {}\n", j["spec"]["command"].dump());
         if (j.contains("assignment")) fmt::print("assignment: {}\n", j["assignment"].dump());
+        if (j.contains("parts")) {
+          fmt::print("parts:\n");
+          for (const json& p : j["parts"]) {
+            fmt::print("  {}  {:<14} {:<9} devices {}{}\n", p.value("rank", 0),
+                       p.value("node", std::string()), p.value("phase", std::string()),
+                       p.value("cuda_visible_devices", std::string("-")),
+                       p.contains("exit_code")
+                           ? "  exit " + std::to_string(p["exit_code"].get<int>())
+                       : p.contains("signal") ? "  signal " + std::to_string(p["signal"].get<int>())
+                                              : std::string());
+          }
+        }
         auto client = MakeClient(*c);
         if (!client.ok()) return;
         auto ev = Call(*client, "GET", "/api/v1/jobs/" + std::to_string(*id) + "/events");
@@ -241,13 +276,16 @@ void RegisterJobCommands(CLI::App& app, int& exit_code) {
     auto* id = FlagStorage<int64_t>(0);
     auto* follow = FlagStorage<bool>(false);
     auto* err = FlagStorage<bool>(false);
+    auto* part = FlagStorage<int>(0);
     auto* cmd = app.add_subcommand("logs", "Print a job's output");
     AddClientFlags(cmd, c);
     cmd->add_option("id", *id, "Job id")->required();
     cmd->add_flag("-f,--follow", *follow, "Keep printing until the job ends");
     cmd->add_flag("--stderr", *err, "Print standard error instead of standard output");
-    cmd->callback(
-        [c, id, follow, err, &exit_code] { exit_code = RunLogs(*c, *id, *follow, *err); });
+    cmd->add_option("--part", *part, "A gang's part (rank) whose output to print (default 0)");
+    cmd->callback([c, id, follow, err, part, &exit_code] {
+      exit_code = RunLogs(*c, *id, *follow, *err, *part);
+    });
     // stoker queue
     {
       auto* c = FlagStorage<ClientFlags>();

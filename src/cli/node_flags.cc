@@ -19,12 +19,16 @@ void AddJobRunFlags(CLI::App* cmd, JobRunFlags* flags) {
   cmd->add_option("--cgroup-parent", flags->cgroup_parent,
                   "cgroup v2 directory for job cgroups; 'off' for none; default: this process's "
                   "own cgroup when it is delegated (systemd Delegate=yes, or a container's root)");
+  cmd->add_option("--address", flags->address,
+                  "Host name or IP address where the other parts of a multi-node job reach this "
+                  "node (MASTER_ADDR when it runs rank 0); default: the node's name");
 }
 
 std::string ApplyJobRunFlags(const JobRunFlags& flags, node::NodeOptions* no) {
   no->users.allow_root = flags.allow_root;
   no->users.min_uid = flags.min_uid;
   no->users.allow = {flags.allow_users.begin(), flags.allow_users.end()};
+  no->address = flags.address;
   // One cgroup directory per job state folder: agents sharing a host never share job cgroups.
   std::error_code ec;
   const std::string state = std::filesystem::weakly_canonical(no->state_dir, ec).string();

@@ -15,6 +15,7 @@ struct JobRunFlags {
   uint32_t min_uid = 1000;
   std::vector<std::string> allow_users;
   std::string cgroup_parent;  // "" find it, "off", or a cgroup v2 directory
+  std::string address;        // where other nodes reach this one (gangs); "" its name
 };
 
 void AddJobRunFlags(CLI::App* cmd, JobRunFlags* flags);

@@ -78,6 +78,7 @@ struct ServerFlags {
   std::string dashboard_bucket = "30s";  // the dashboard's history: one point per GPU per bucket
   std::string engine = "stoker";         // stoker: the server runs jobs; slurm: Slurm does
   std::string slurm_config;              // YAML (docs/slurm.md); empty: defaults
+  int gang_port_base = 29500;            // MASTER_PORT of multi-node jobs: 1,000 ports from it
 };
 
 void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
@@ -108,6 +109,11 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
                 "Strict queue order: a blocked job stops later ones");
   cmd->add_option("--node-timeout", f->node_timeout_s,
                   "Seconds without heartbeat before a node is lost")
+      ->capture_default_str();
+  cmd->add_option("--gang-port-base", f->gang_port_base,
+                  "First MASTER_PORT given to multi-node jobs (the lowest free of 1,000 ports from "
+                  "it, per rank-0 node)")
+      ->check(CLI::Range(1, 64536))
       ->capture_default_str();
   cmd->add_option(
          "--sync", f->sync,
@@ -261,6 +267,7 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   so.queue_policy = f.queue;
   so.backfill = !f.no_backfill;
   so.node_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.node_timeout_s * 1000));
+  so.gang_port_base = f.gang_port_base;
   STOKER_ASSIGN_OR_RETURN(efficiency::EfficiencyConfig eff_cfg, LoadEfficiencyConfig(f));
   // Oversubscription is the efficiency configuration's; the scheduling pass applies it.
   so.gpu_oversubscription_milli = static_cast<int32_t>(eff_cfg.oversub.max_ratio_milli);

@@ -216,7 +216,7 @@ void EfficiencyService::OnJobChanged(const server::Job& job) {
   std::lock_guard lock(mu_);
   const std::string id = std::to_string(job.id);
   if (job.state == server::JobState::kQueued) {
-    queued_[job.id] = {FromMs(job.submit_ms), std::max<int>(1, job.spec.gpus)};
+    queued_[job.id] = {FromMs(job.submit_ms), std::max<int>(1, protocol::TotalGpus(job.spec))};
   } else {
     queued_.erase(job.id);
   }
@@ -238,7 +238,9 @@ void EfficiencyService::OnJobChanged(const server::Job& job) {
 
   // Forget the job's old GPUs, then record the current ones while it holds resources.
   std::erase_if(job_on_gpu_, [&](const auto& kv) { return kv.second == id; });
-  if (!server::IsActive(job.state) || !job.assignment) {
+  // Where it runs: its assignment, or every part of a gang (one job on several nodes).
+  const std::vector<const server::Assignment*> where = protocol::Assignments(job);
+  if (!server::IsActive(job.state) || where.empty()) {
     if (usage_.count(id)) {
       ChargeLocked(id, job.end_ms > 0 ? FromMs(job.end_ms) : last_seen_);
       usage_.erase(id);
@@ -256,14 +258,18 @@ void EfficiencyService::OnJobChanged(const server::Job& job) {
   info.gpus.clear();
   bool on_reclaimed = false;
   std::string model;
-  for (uint32_t idx : job.assignment->gpu_indices) {
-    const std::pair<std::string, uint32_t> key{job.assignment->node, idx};
-    job_on_gpu_[key] = id;
-    info.gpus.push_back(job.assignment->node + "/" + std::to_string(idx));
-    on_reclaimed |= reclaimed_gpus_.count(key) > 0;
-    // Guaranteed work takes the GPU back from the preemptible tier.
-    if (!job.spec.preemptible) reclaimed_gpus_.erase(key);
-    if (auto m = gpu_model_.find(key); m != gpu_model_.end() && model.empty()) model = m->second;
+  int64_t held_milli = 0;
+  for (const server::Assignment* a : where) {
+    held_milli += HeldMilli(*a);
+    for (uint32_t idx : a->gpu_indices) {
+      const std::pair<std::string, uint32_t> key{a->node, idx};
+      job_on_gpu_[key] = id;
+      info.gpus.push_back(a->node + "/" + std::to_string(idx));
+      on_reclaimed |= reclaimed_gpus_.count(key) > 0;
+      // Guaranteed work takes the GPU back from the preemptible tier.
+      if (!job.spec.preemptible) reclaimed_gpus_.erase(key);
+      if (auto m = gpu_model_.find(key); m != gpu_model_.end() && model.empty()) model = m->second;
+    }
   }
   info.gpu_model = model;
   rec.info.gpus = info.gpus;
@@ -277,7 +283,7 @@ void EfficiencyService::OnJobChanged(const server::Job& job) {
     u.since = info.start;
     u.reclaimed = job.spec.preemptible && on_reclaimed;
   }
-  u.milli = HeldMilli(*job.assignment);
+  u.milli = held_milli;
   if (!model.empty()) u.model = model;
   if (job.start_ms > 0 && u.busy_beats == 0 && u.idle_beats == 0) u.since = FromMs(job.start_ms);
 }

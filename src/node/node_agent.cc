@@ -81,6 +81,7 @@ NodeAgent::NodeAgent(NodeOptions options, Clock* clock, protocol::NodeInventory 
       client_(options_.server_url, options_.token, 10, options_.ca_file) {
   client_.set_keep_alive(false);
   inventory_.isolation = options_.cgroups.Describe();
+  if (!options_.address.empty()) inventory_.address = options_.address;
 }
 
 protocol::RunReport NodeAgent::ReportFor(const runner::JobStatus& st) {

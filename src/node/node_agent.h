@@ -34,6 +34,9 @@ struct NodeOptions {
   runner::UserPolicy users;
   // What the node can enforce for jobs (runner::ProbeCgroups); said in its registration.
   runner::CgroupSupport cgroups;
+  // Where the other parts of a gang reach this node (registered as the inventory's address);
+  // empty: the node's name.
+  std::string address;
 };
 
 // The GPU part of the inventory from a GpuSource (index, UUID, model, memory, MIG instances),

@@ -558,15 +558,17 @@ json NodeStatusToJson(const NodeStatus& n) {
 }
 
 json AllocationToJson(const Allocation& a) {
-  return json{{"job", a.job},
-              {"user", a.user},
-              {"state", JobStateName(a.state)},
-              {"node", a.node},
-              {"gpu_indices", a.gpu_indices},
-              {"gpu_milli", a.gpu_milli},
-              {"mig_uuid", a.mig_uuid},
-              {"cpu_milli", a.cpu_milli},
-              {"memory_mib", a.memory_mib}};
+  json j{{"job", a.job},
+         {"user", a.user},
+         {"state", JobStateName(a.state)},
+         {"node", a.node},
+         {"gpu_indices", a.gpu_indices},
+         {"gpu_milli", a.gpu_milli},
+         {"mig_uuid", a.mig_uuid},
+         {"cpu_milli", a.cpu_milli},
+         {"memory_mib", a.memory_mib}};
+  if (a.part) j["part"] = *a.part;
+  return j;
 }
 
 json QueueEntryToJson(const QueueEntry& e) {

@@ -269,6 +269,7 @@ struct Allocation {
   std::string mig_uuid;
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
+  std::optional<int32_t> part;  // a gang: the part (rank) this row is; one row per part
 };
 json AllocationToJson(const Allocation& a);
 

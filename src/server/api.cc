@@ -221,14 +221,17 @@ void Api::AddCoreRoutes() {
                kPeople,
                Scope::kOwnJob,
                {QueryParam::Enum("stream", {"stdout", "stderr"}, "which stream (default stdout)"),
-                QueryParam::Int("offset", 0, int64_t{1} << 50, "byte offset to read from")},
+                QueryParam::Int("offset", 0, int64_t{1} << 50, "byte offset to read from"),
+                QueryParam::Int("part", 0, protocol::kMaxGangParts - 1,
+                                "a gang's part (rank) whose logs to read (default 0)")},
                "A job's log bytes from an offset (at most 1 MiB per call)",
                [s](const RouteCall& c) {
                  auto id = JobIdOf(c);
                  if (!id.ok()) return ErrorResponse(id.status());
                  const std::string* stream = c.Query("stream");
                  auto chunk =
-                     s->ReadLog(c.who, *id, stream ? *stream : "stdout", c.QueryInt("offset", 0));
+                     s->ReadLog(c.who, *id, stream ? *stream : "stdout", c.QueryInt("offset", 0),
+                                static_cast<int32_t>(c.QueryInt("part", 0)));
                  if (!chunk.ok()) return ErrorResponse(chunk.status());
                  return JsonResponse(200, {{"data", chunk->data},
                                            {"next_offset", chunk->next_offset},

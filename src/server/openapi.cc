@@ -83,14 +83,24 @@ const std::string& OpenApiDocument() {
      "gpus": {
       "type": "integer",
       "minimum": 0,
-      "maximum": 8,
-      "description": "whole GPUs (elastic maximum)"
+      "description": "whole GPUs on one node (elastic maximum; per part of a gang with nodes): at most what a node has, which the nodes say when they register (a request no node could host waits with that reason)"
      },
      "min_gpus": {
       "type": "integer",
       "minimum": 0,
-      "maximum": 8,
       "description": "elastic minimum"
+     },
+     "nodes": {
+      "type": "integer",
+      "minimum": 0,
+      "maximum": 4096,
+      "description": "a gang: this many parts, each on a node of its own with gpus whole GPUs (or none), all placed or none; every part starts with RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT and the other launcher variables set"
+     },
+     "total_gpus": {
+      "type": "integer",
+      "minimum": 0,
+      "maximum": 131072,
+      "description": "a gang of this many GPUs in all: parts of as many GPUs as the largest node that could host one has (whole nodes first), then the remainder; not with gpus, min_gpus, gpu_milli, mig or nodes"
      },
      "gpu_milli": {
       "type": "integer",
@@ -182,6 +192,43 @@ const std::string& OpenApiDocument() {
      "assignment": {
       "type": "object",
       "description": "node, gpu_indices, gpu_milli, mig_uuid, cuda_visible_devices"
+     },
+     "parts": {
+      "type": "array",
+      "description": "a placed gang: every part in rank order, with the fields of an assignment (its env holds the launcher variables) and its run",
+      "items": {
+       "type": "object",
+       "properties": {
+        "rank": {
+         "type": "integer"
+        },
+        "node": {
+         "type": "string"
+        },
+        "phase": {
+         "type": "string",
+         "enum": [
+          "assigned",
+          "running",
+          "exited",
+          "lost"
+         ]
+        },
+        "exit_code": {
+         "type": "integer"
+        },
+        "signal": {
+         "type": "integer"
+        },
+        "error": {
+         "type": "string"
+        }
+       }
+      }
+     },
+     "stop_to_fail": {
+      "type": "string",
+      "description": "while a gang is being stopped because one of its parts failed: the reason it will end failed with"
      },
      "exit_code": {
       "type": "integer"
@@ -276,6 +323,10 @@ const std::string& OpenApiDocument() {
         }
        }
       }
+     },
+     "address": {
+      "type": "string",
+      "description": "where the other parts of a gang reach this node (MASTER_ADDR when it runs rank 0); absent: its name"
      },
      "samples": {
       "type": "array",

@@ -67,6 +67,10 @@ Result<std::unique_ptr<Server>> Server::Create(store::Store* store, Clock* clock
   if (s->options_.preemption_grace < Duration::zero()) {
     return InvalidArgument("preemption grace: must not be negative");
   }
+  if (s->options_.gang_port_base < 1 || s->options_.gang_ports < 1 ||
+      s->options_.gang_port_base + s->options_.gang_ports > 65536) {
+    return InvalidArgument("gang ports: the range must lie within 1..65535");
+  }
   if (!s->options_.data_dir.empty()) {
     std::error_code ec;
     fs::create_directories(s->options_.data_dir + "/logs", ec);
@@ -154,8 +158,9 @@ int64_t Server::NowMs() const {
 }
 
 store::JobRow Server::Row(const Job& j) const {
+  const auto where = protocol::Assignments(j);
   return store::JobRow{j.id, j.user, JobStateName(j.state),
-                       j.assignment ? j.assignment->node : std::string(), JobToJson(j).dump()};
+                       where.empty() ? std::string() : where.front()->node, JobToJson(j).dump()};
 }
 
 store::NodeRow Server::Row(const NodeEntry& n) const {
@@ -239,7 +244,13 @@ Result<std::vector<Job>> Server::ListJobs(const Principal& who, const JobFilter&
     if (!CanSee(who, j)) continue;
     if (!f.states.empty() && !f.states.count(j.state)) continue;
     if (!f.user.empty() && j.user != f.user) continue;
-    if (!f.node.empty() && (!j.assignment || j.assignment->node != f.node)) continue;
+    if (!f.node.empty()) {
+      const auto where = protocol::Assignments(j);
+      if (std::none_of(where.begin(), where.end(),
+                       [&](const Assignment* a) { return a->node == f.node; })) {
+        continue;
+      }
+    }
     out.push_back(j);
   }
   std::reverse(out.begin(), out.end());  // newest last
@@ -271,11 +282,14 @@ void Server::EndJob(Job& j, JobState state, const std::string& reason) {
 }
 
 void Server::Requeue(Job& j, const std::string& why, bool may_have_started) {
+  const int32_t ranks = std::max<int32_t>(1, static_cast<int32_t>(j.parts.size()));
   j.state = JobState::kQueued;
   j.reason = "requeued: " + why;
   j.preempted_by = 0;
   j.stop_to_requeue.clear();
+  j.stop_to_fail.clear();
   j.assignment.reset();
+  j.parts.clear();
   j.start_ms = 0;
   j.exit_code.reset();
   j.signal.reset();
@@ -285,10 +299,12 @@ void Server::Requeue(Job& j, const std::string& why, bool may_have_started) {
   // The next run writes its logs from offset 0: keep this run's as <id>.<stream>.<run>.
   if (may_have_started && !options_.data_dir.empty()) {
     std::lock_guard lock(log_mu_);
-    for (const char* stream : {"stdout", "stderr"}) {
-      std::error_code ec;
-      fs::rename(LogPath(j.id, stream), LogPath(j.id, stream) + "." + std::to_string(j.requeues),
-                 ec);
+    for (int32_t rank = 0; rank < ranks; ++rank) {
+      for (const char* stream : {"stdout", "stderr"}) {
+        std::error_code ec;
+        fs::rename(LogPath(j.id, stream, rank),
+                   LogPath(j.id, stream, rank) + "." + std::to_string(j.requeues), ec);
+      }
     }
   }
 }
@@ -309,17 +325,23 @@ void Server::RequeueUnstarted(Job& j, const std::string& why, store::WriteBatch*
 }
 
 void Server::Reindex(const Job& j) {
-  if (auto it = job_node_.find(j.id); it != job_node_.end()) {
-    auto n = node_jobs_.find(it->second);
-    if (n != node_jobs_.end()) {
-      n->second.erase(j.id);
-      if (n->second.empty()) node_jobs_.erase(n);
+  if (auto it = job_nodes_.find(j.id); it != job_nodes_.end()) {
+    for (const std::string& node : it->second) {
+      auto n = node_jobs_.find(node);
+      if (n != node_jobs_.end()) {
+        n->second.erase(j.id);
+        if (n->second.empty()) node_jobs_.erase(n);
+      }
     }
-    job_node_.erase(it);
+    job_nodes_.erase(it);
   }
-  if (IsActive(j.state) && j.assignment) {
-    job_node_[j.id] = j.assignment->node;
-    node_jobs_[j.assignment->node].insert(j.id);
+  if (!IsActive(j.state)) return;
+  const auto where = protocol::Assignments(j);
+  if (where.empty()) return;
+  std::vector<std::string>& nodes = job_nodes_[j.id];
+  for (const Assignment* a : where) {
+    nodes.push_back(a->node);
+    node_jobs_[a->node].insert(j.id);
   }
 }
 
@@ -362,11 +384,12 @@ ServerMetrics Server::Metrics() const {
             {"cancelling", 0}};
   // Milli-GPU committed per GPU (node, position) by active jobs; MIG instances not counted.
   std::map<std::pair<std::string, uint8_t>, int64_t> committed;
-  for (const auto& [id, node] : job_node_) {
+  for (const auto& [id, nodes] : job_nodes_) {
     const Job& j = jobs_.at(id);
     m.jobs[JobStateName(j.state)]++;
-    if (!j.assignment) continue;
-    for (const auto& [pos, milli] : j.assignment->shares) committed[{node, pos}] += milli;
+    for (const Assignment* a : protocol::Assignments(j)) {
+      for (const auto& [pos, milli] : a->shares) committed[{a->node, pos}] += milli;
+    }
   }
   for (const char* state : {"succeeded", "failed", "cancelled"}) {
     auto it = totals_.ended.find(state);
@@ -437,7 +460,7 @@ Status Server::ConsolidateAtNextStart(int64_t id, int32_t gpu_milli, const std::
   return ChangeUnendedJob(
              nullptr, id,
              [&](Job& j, store::WriteBatch& b) {
-               if (j.spec.gpus != 1 || j.spec.min_gpus > 1) {
+               if (j.spec.gpus != 1 || j.spec.min_gpus > 1 || protocol::IsGang(j.spec)) {
                  return FailedPrecondition("job " + std::to_string(id) +
                                            ": only one-GPU jobs are consolidated onto shares");
                }
@@ -470,43 +493,51 @@ Status Server::RequeueJob(int64_t id, const std::string& reason) {
       .status();
 }
 
-std::string Server::LogPath(int64_t id, const std::string& stream) const {
-  return options_.data_dir + "/logs/" + std::to_string(id) + "." + stream;
+std::string Server::LogPath(int64_t id, const std::string& stream, int32_t rank) const {
+  return options_.data_dir + "/logs/" + std::to_string(id) + "." + stream +
+         (rank > 0 ? ".part" + std::to_string(rank) : std::string());
 }
 
-int64_t Server::LogSize(int64_t id, const std::string& stream) const {
+int64_t Server::LogSize(int64_t id, const std::string& stream, int32_t rank) const {
   struct stat st;
-  if (options_.data_dir.empty() || ::stat(LogPath(id, stream).c_str(), &st) != 0) return 0;
+  if (options_.data_dir.empty() || ::stat(LogPath(id, stream, rank).c_str(), &st) != 0) return 0;
   return st.st_size;
 }
 
-void Server::AppendLog(int64_t id, const std::string& stream, int64_t offset,
+void Server::AppendLog(int64_t id, int32_t rank, const std::string& stream, int64_t offset,
                        const std::string& data) {
   if (data.empty() || options_.data_dir.empty()) return;
   std::lock_guard lock(log_mu_);
-  const int64_t size = LogSize(id, stream);
+  const int64_t size = LogSize(id, stream, rank);
   // Idempotent: a resent chunk overlaps what is held; only the new tail is appended. A gap
   // (offset past the end) means the node's offsets are ahead; it resyncs from log_offsets.
   if (offset > size || offset + static_cast<int64_t>(data.size()) <= size) return;
-  std::ofstream out(LogPath(id, stream), std::ios::app | std::ios::binary);
+  std::ofstream out(LogPath(id, stream, rank), std::ios::app | std::ios::binary);
   out.write(data.data() + (size - offset),
             static_cast<std::streamsize>(data.size() - (size - offset)));
 }
 
 Result<LogChunk> Server::ReadLog(const Principal& who, int64_t id, const std::string& stream,
-                                 int64_t offset) const {
+                                 int64_t offset, int32_t part) const {
   if (stream != "stdout" && stream != "stderr") {
     return InvalidArgument("stream: must be stdout or stderr");
   }
   if (offset < 0) return InvalidArgument("offset: must be >= 0");
+  if (part < 0) return InvalidArgument("part: must be >= 0");
   bool finished = false;
   {
     auto j = GetJob(who, id);
     if (!j.ok()) return j.status();
     finished = IsTerminal(j->state);
+    const int32_t ranks = protocol::IsGang(j->spec) ? std::max<int32_t>(1, j->spec.nodes) : 1;
+    if (part > 0 && part >= std::max<int32_t>(ranks, static_cast<int32_t>(j->parts.size()))) {
+      return InvalidArgument("part: job " + std::to_string(id) + " has no part " +
+                             std::to_string(part) +
+                             (protocol::IsGang(j->spec) ? "" : " (it is not a gang)"));
+    }
   }
   LogChunk c;
-  std::ifstream in(LogPath(id, stream), std::ios::binary);
+  std::ifstream in(LogPath(id, stream, part), std::ios::binary);
   if (in) {
     in.seekg(offset);
     c.data.resize(options_.max_log_read);
@@ -514,7 +545,7 @@ Result<LogChunk> Server::ReadLog(const Principal& who, int64_t id, const std::st
     c.data.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
   }
   c.next_offset = offset + static_cast<int64_t>(c.data.size());
-  c.finished = finished && c.next_offset >= LogSize(id, stream);
+  c.finished = finished && c.next_offset >= LogSize(id, stream, part);
   return c;
 }
 
@@ -574,8 +605,25 @@ Result<NodeStatus> Server::RegisterNode(const Principal& who, const NodeInventor
 
 bool Server::CurrentRun(const Job& j, const std::string& node, const RunReport& r) {
   // A job that ended keeps its assignment: its last log bytes may still be on their way.
-  return j.state != JobState::kQueued && j.assignment && j.assignment->node == node &&
-         r.attempt == j.attempt();
+  if (j.state == JobState::kQueued || r.attempt != j.attempt()) return false;
+  return j.assignment ? j.assignment->node == node : protocol::PartOn(j, node) != nullptr;
+}
+
+LaunchOrder Server::StartOrder(const Job& j, const Assignment& a) {
+  LaunchOrder o;
+  o.id = j.id;
+  o.attempt = j.attempt();
+  o.user = j.user;
+  o.command = j.spec.command;
+  o.env = j.spec.env;
+  for (const auto& [k, v] : a.env) o.env[k] = v;
+  o.workdir = j.spec.workdir;
+  o.has_gpu = !a.gpu_indices.empty();
+  o.cuda_visible_devices = a.cuda_visible_devices;
+  o.gpu_indices = a.gpu_indices;
+  o.cpu_milli = j.spec.cpu_milli;
+  o.memory_mib = j.spec.memory_mib;
+  return o;
 }
 
 Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string& node,
@@ -587,6 +635,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
   // What the node may touch: the logs of the current run of jobs placed on it, and samples of
   // the GPUs it registered, taken around now. The rest is refused and counted.
   std::vector<bool> logs_ok(hb.jobs.size(), false);
+  std::vector<int32_t> log_rank(hb.jobs.size(), 0);  // the part of a gang this node runs
   std::vector<bool> keep(hb.gpus.size(), true);
   size_t refused = 0;
   {
@@ -596,6 +645,10 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
     for (size_t i = 0; i < hb.jobs.size(); ++i) {
       auto it = jobs_.find(hb.jobs[i].id);
       logs_ok[i] = it != jobs_.end() && CurrentRun(it->second, node, hb.jobs[i]);
+      if (logs_ok[i] && !it->second.parts.empty()) {
+        log_rank[i] =
+            static_cast<int32_t>(protocol::PartOn(it->second, node) - it->second.parts.data());
+      }
     }
     const NodeInventory& inv = nit->second.inv;
     const WallTime now = clock_->WallNow();
@@ -642,8 +695,8 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
       if (!r.stdout_data.empty() || !r.stderr_data.empty()) totals_.log_chunks_refused++;
       continue;
     }
-    AppendLog(r.id, "stdout", r.stdout_offset, r.stdout_data);
-    AppendLog(r.id, "stderr", r.stderr_offset, r.stderr_data);
+    AppendLog(r.id, log_rank[i], "stdout", r.stdout_offset, r.stdout_data);
+    AppendLog(r.id, log_rank[i], "stderr", r.stderr_offset, r.stderr_data);
   }
   HeartbeatReply reply;
   std::vector<Job> changed;
@@ -674,8 +727,14 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
       // Only this run's jobs count as reported: a stale run of a job placed here again must not
       // keep the new run from being started once the node forgot the old one.
       if (mine) reported.insert(r.id);
-      reply.log_offsets[r.id] = mine ? std::pair{LogSize(r.id, "stdout"), LogSize(r.id, "stderr")}
-                                     : std::pair{r.stdout_offset, r.stderr_offset};
+      if (mine) {
+        const GangPart* part = protocol::PartOn(it->second, node);
+        const int32_t rank =
+            part ? static_cast<int32_t>(part - it->second.parts.data()) : int32_t{0};
+        reply.log_offsets[r.id] = {LogSize(r.id, "stdout", rank), LogSize(r.id, "stderr", rank)};
+      } else {
+        reply.log_offsets[r.id] = {r.stdout_offset, r.stderr_offset};
+      }
       if (!mine) {
         // Not (or no longer) this node's job, or an earlier run of it: stop it; once it
         // exited, let the node forget it.
@@ -690,6 +749,15 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
           reply.cancel.push_back(r.id);
         } else if (r.logs_complete) {
           reply.forget.push_back(r.id);
+        }
+        continue;
+      }
+      if (GangPart* part = protocol::PartOn(j, node)) {
+        bool part_changed = false;
+        OnPartReport(j, *part, r, node, reply, b, &part_changed);
+        if (part_changed) {
+          b.PutJob(Row(j));
+          changed.push_back(j);
         }
         continue;
       }
@@ -753,21 +821,20 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
     for (int64_t id : active) {
       Job& j = jobs_.at(id);
       if (reported.count(id)) continue;
+      if (GangPart* part = protocol::PartOn(j, node)) {
+        if (part->Ended()) continue;
+        if (part->phase == PartPhase::kAssigned &&
+            (j.state == JobState::kAssigned || j.state == JobState::kRunning)) {
+          reply.start.push_back(StartOrder(j, part->assignment));
+          continue;
+        }
+        OnPartMissing(j, *part, node, b);
+        b.PutJob(Row(j));
+        changed.push_back(j);
+        continue;
+      }
       if (j.state == JobState::kAssigned) {
-        LaunchOrder o;
-        o.id = j.id;
-        o.attempt = j.attempt();
-        o.user = j.user;
-        o.command = j.spec.command;
-        o.env = j.spec.env;
-        for (const auto& [k, v] : j.assignment->env) o.env[k] = v;
-        o.workdir = j.spec.workdir;
-        o.has_gpu = !j.assignment->gpu_indices.empty();
-        o.cuda_visible_devices = j.assignment->cuda_visible_devices;
-        o.gpu_indices = j.assignment->gpu_indices;
-        o.cpu_milli = j.spec.cpu_milli;
-        o.memory_mib = j.spec.memory_mib;
-        reply.start.push_back(std::move(o));
+        reply.start.push_back(StartOrder(j, *j.assignment));
       } else {
         // Running or cancelling yet unknown to the node (its state directory was lost).
         EndJob(j, j.state == JobState::kCancelling ? JobState::kCancelled : JobState::kFailed,
@@ -839,17 +906,23 @@ Result<std::vector<Allocation>> Server::Allocations(const Principal& who) const 
   std::lock_guard lock(mu_);
   std::vector<Allocation> out;
   for (const auto& [id, j] : jobs_) {
-    if (!IsActive(j.state) || !j.assignment) continue;
+    if (!IsActive(j.state)) continue;
     if (who.role == Role::kUser && j.user != who.name) continue;
-    out.push_back(Allocation{.job = id,
-                             .user = j.user,
-                             .state = j.state,
-                             .node = j.assignment->node,
-                             .gpu_indices = j.assignment->gpu_indices,
-                             .gpu_milli = j.assignment->gpu_milli,
-                             .mig_uuid = j.assignment->mig_uuid,
-                             .cpu_milli = j.spec.cpu_milli,
-                             .memory_mib = j.spec.memory_mib});
+    const auto where = protocol::Assignments(j);
+    for (size_t rank = 0; rank < where.size(); ++rank) {
+      const Assignment& a = *where[rank];
+      Allocation row{.job = id,
+                     .user = j.user,
+                     .state = j.state,
+                     .node = a.node,
+                     .gpu_indices = a.gpu_indices,
+                     .gpu_milli = a.gpu_milli,
+                     .mig_uuid = a.mig_uuid,
+                     .cpu_milli = j.spec.cpu_milli,
+                     .memory_mib = j.spec.memory_mib};
+      if (!j.parts.empty()) row.part = static_cast<int32_t>(rank);  // a gang: a row per part
+      out.push_back(std::move(row));
+    }
   }
   return out;
 }
@@ -862,7 +935,7 @@ Result<std::vector<QueueEntry>> Server::Queue(const Principal& who) const {
     const Job& j = jobs_.at(id);
     q.Push(queue::JobView{.id = static_cast<queue::JobId>(id),
                           .submit_ms = j.submit_ms,
-                          .gpus = std::max(j.spec.gpus, 1),
+                          .gpus = std::max(protocol::TotalGpus(j.spec), 1),
                           .min_gpus = j.spec.min_gpus,
                           .priority = j.spec.priority});
   }
@@ -1054,6 +1127,8 @@ pass::JobView PassView(const Job& j) {
   v.gpu_memory_mib = s.gpu_memory_mib;
   v.gpus = s.gpus;
   v.min_gpus = s.min_gpus;
+  v.nodes = s.nodes;
+  v.total_gpus = s.total_gpus;
   v.gpu_milli = s.gpu_milli;
   v.mig = s.mig;
   v.job_class = s.job_class;
@@ -1071,6 +1146,12 @@ pass::JobView PassView(const Job& j) {
     p.mig_slices = j.assignment->mig_slices;
     p.mig_uuid = j.assignment->mig_uuid;
     v.placement = std::move(p);
+  }
+  for (const GangPart& part : j.parts) {
+    pass::JobPlacement p;
+    p.node = part.assignment.node;
+    for (const auto& [pos, milli] : part.assignment.shares) p.shares.emplace_back(pos, milli);
+    v.gang.push_back(std::move(p));
   }
   return v;
 }
@@ -1117,10 +1198,10 @@ PassStats Server::RunSchedulingPass() {
     }
     // Active placed jobs from the index (every job ever submitted would make each pass grow
     // with the server's history).
-    in.active.reserve(job_node_.size());
-    for (const auto& [id, node_name] : job_node_) {
+    in.active.reserve(job_nodes_.size());
+    for (const auto& [id, node_names] : job_nodes_) {
       const Job& j = jobs_.at(id);
-      if (IsActive(j.state) && j.assignment) in.active.push_back(PassView(j));
+      if (IsActive(j.state)) in.active.push_back(PassView(j));
     }
     in.queued.reserve(queued_.size());
     for (int64_t id : queued_) in.queued.push_back(PassView(jobs_.at(id)));
@@ -1159,6 +1240,10 @@ PassStats Server::RunSchedulingPass() {
       }
       if (v.placement.has_value() != j.assignment.has_value()) return nullptr;
       if (v.placement && v.placement->node != j.assignment->node) return nullptr;
+      if (v.gang.size() != j.parts.size()) return nullptr;
+      for (size_t k = 0; k < v.gang.size(); ++k) {
+        if (v.gang[k].node != j.parts[k].assignment.node) return nullptr;
+      }
       return &j;
     };
     auto node_unchanged = [&](const std::string& name) {
@@ -1193,6 +1278,39 @@ PassStats Server::RunSchedulingPass() {
                      victim.assignment ? victim.assignment->node : std::string("its node"));
         b.PutJob(Row(victim));
         changed.push_back(victim);
+        continue;
+      }
+      if (!act.gang.empty()) {
+        // A gang: every part's node must be as the pass saw it, or none is placed.
+        bool stale = jp == nullptr;
+        for (const pass::Assignment& part : act.gang) {
+          stale = stale || !node_unchanged(part.placement.node);
+        }
+        Status s = stale ? Status::Ok() : AssignGang(*jp, act.gang);
+        if (stale || !s.ok()) {
+          ++dropped;
+          --stats.placed;
+          if (!s.ok()) queue_reasons_[act.job] = "waiting: " + s.message();
+          continue;
+        }
+        Job& j = *jp;
+        j.state = JobState::kAssigned;
+        j.reason.clear();
+        Reindex(j);
+        queue_reasons_.erase(j.id);
+        std::string where;
+        for (const GangPart& part : j.parts) {
+          where += (where.empty() ? "" : ", ") + part.assignment.node +
+                   (part.assignment.cuda_visible_devices.empty()
+                        ? std::string()
+                        : " devices " + part.assignment.cuda_visible_devices);
+        }
+        Event(&b, j, "assigned",
+              "a gang of " + std::to_string(j.parts.size()) + " parts: " + where + "; master " +
+                  j.parts[0].assignment.env.at("MASTER_ADDR") + ":" +
+                  j.parts[0].assignment.env.at("MASTER_PORT"));
+        b.PutJob(Row(j));
+        changed.push_back(j);
         continue;
       }
       const pass::Assignment& pa = act.assignment;
@@ -1288,6 +1406,12 @@ int Server::CheckNodeTimeouts() {
       }
       for (int64_t id : active) {
         Job& j = jobs_.at(id);
+        if (GangPart* part = protocol::PartOn(j, name)) {
+          OnPartLost(j, *part, name, b);
+          b.PutJob(Row(j));
+          changed.push_back(j);
+          continue;
+        }
         if (StoppingToRequeue(j)) {
           RequeueStopped(j);
         } else if (j.state == JobState::kCancelling) {

@@ -40,6 +40,7 @@ namespace stoker::server {
 using protocol::Allocation;
 using protocol::Assignment;
 using protocol::CheckSubmission;
+using protocol::GangPart;
 using protocol::GpuInfo;
 using protocol::Heartbeat;
 using protocol::HeartbeatBody;
@@ -67,6 +68,7 @@ using protocol::ParseJobSpec;
 using protocol::ParseJobState;
 using protocol::ParseNodeInventory;
 using protocol::ParseRole;
+using protocol::PartPhase;
 using protocol::PolicySettings;
 using protocol::QueueEntry;
 using protocol::RoleName;
@@ -94,6 +96,10 @@ struct ServerOptions {
   Duration preemption_grace = std::chrono::minutes(2);
   // GPU samples taken further than this from the server's clock (either way) are refused.
   Duration sample_time_window = std::chrono::minutes(5);
+  // MASTER_PORT of a gang: the lowest port from gang_port_base (PyTorch's default) up that no
+  // other active gang with rank 0 on the same node uses, among gang_ports ports.
+  int32_t gang_port_base = 29500;
+  int32_t gang_ports = 1000;
 };
 
 // The cluster's fragmentation by FGD's measure (scheduler/pass/pass.h).
@@ -193,8 +199,9 @@ class Server final : public JobActions {
   Result<std::vector<Job>> ListJobs(const Principal& who, const JobFilter& filter) const;
   Result<Job> GetJob(const Principal& who, int64_t id) const;
   Result<Job> Cancel(const Principal& who, int64_t id);
+  // `part`: the rank of a gang's part (each part has its own logs); 0 for other jobs.
   Result<LogChunk> ReadLog(const Principal& who, int64_t id, const std::string& stream,
-                           int64_t offset) const;
+                           int64_t offset, int32_t part = 0) const;
   Result<std::vector<store::EventRow>> Events(const Principal& who, int64_t id) const;
   Status CancelJob(int64_t id, const std::string& reason) override;
   Status RequeueJob(int64_t id, const std::string& reason) override;
@@ -272,9 +279,34 @@ class Server final : public JobActions {
   static Status Wait(std::shared_future<Status>& f) { return f.get(); }
   void Notify(const std::vector<Job>& changed);
   bool CanSee(const Principal& who, const Job& j) const;
-  std::string LogPath(int64_t id, const std::string& stream) const;
-  int64_t LogSize(int64_t id, const std::string& stream) const;
-  void AppendLog(int64_t id, const std::string& stream, int64_t offset, const std::string& data);
+  // A job's log file; a gang's part `rank` > 0 has its own.
+  std::string LogPath(int64_t id, const std::string& stream, int32_t rank = 0) const;
+  int64_t LogSize(int64_t id, const std::string& stream, int32_t rank = 0) const;
+  void AppendLog(int64_t id, int32_t rank, const std::string& stream, int64_t offset,
+                 const std::string& data);
+  // What a node is told to start for `a` (the job's assignment, or one part of a gang).
+  static LaunchOrder StartOrder(const Job& j, const Assignment& a);
+
+  // Gangs (gang.cc). A gang's parts run and end on their own nodes; the job follows them:
+  // running once any part runs, succeeded once every part exited 0. A part that fails, or whose
+  // node is lost, stops the others (state cancelling) and, once every part has stopped, the
+  // gang fails, or is requeued as a whole (node loss with on_node_loss requeue, preemption,
+  // a requeue by the system). All of it is in the job's document, so it survives a restart.
+  //
+  // A node's report about its part of gang `j` (under mu_; the caller persists `j` when
+  // `*changed`).
+  void OnPartReport(Job& j, GangPart& part, const RunReport& r, const std::string& node,
+                    HeartbeatReply& reply, store::WriteBatch& b, bool* changed);
+  // A part of `j` its node no longer has (never started, or forgotten); under mu_.
+  void OnPartMissing(Job& j, GangPart& part, const std::string& node, store::WriteBatch& b);
+  // The node of a part of `j` was lost; under mu_.
+  void OnPartLost(Job& j, GangPart& part, const std::string& node, store::WriteBatch& b);
+  // After a part changed: stops the gang when a part failed or was lost, ends or requeues it
+  // once every part has stopped, marks it succeeded once every part exited 0.
+  void GangStep(Job& j, store::WriteBatch& b);
+  // The parts of gang `j` from the pass's decision, each with its launcher environment
+  // (protocol::GangEnv). FailedPrecondition when no master port is free on rank 0's node.
+  Status AssignGang(Job& j, const std::vector<pass::Assignment>& parts);
   void EndJob(Job& j, JobState state, const std::string& reason);
   // Keeps node_jobs_ in step with j's state and assignment; call after every such change.
   void Reindex(const Job& j);
@@ -332,9 +364,9 @@ class Server final : public JobActions {
   std::shared_ptr<const queue::QueuePolicy> queue_policy_;  // guarded by mu_
   std::map<int64_t, std::string> queue_reasons_;            // guarded by mu_: why still queued
   // Active (assigned/running/cancelling) jobs per node, so a heartbeat or a node listing costs
-  // the node's jobs, not every job ever submitted.
-  std::unordered_map<std::string, std::set<int64_t>> node_jobs_;  // guarded by mu_
-  std::unordered_map<int64_t, std::string> job_node_;             // guarded by mu_
+  // the node's jobs, not every job ever submitted (a gang is on every node of its parts).
+  std::unordered_map<std::string, std::set<int64_t>> node_jobs_;     // guarded by mu_
+  std::unordered_map<int64_t, std::vector<std::string>> job_nodes_;  // guarded by mu_
 
   std::mutex policy_mu_;  // serializes SetPolicy (taken before pass_mu_)
   // One pass at a time; the pass (with the placement policies it keeps between passes) is

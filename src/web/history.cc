@@ -136,7 +136,8 @@ void History::OnHeartbeat(const std::string& node, const std::vector<GpuSample>&
 
 void History::OnJobChanged(const server::Job& job) {
   std::lock_guard lock(mu_);
-  const bool holds = job.assignment && (job.state == server::JobState::kRunning ||
+  const auto where = protocol::Assignments(job);  // a gang: every part
+  const bool holds = !where.empty() && (job.state == server::JobState::kRunning ||
                                         job.state == server::JobState::kAssigned ||
                                         job.state == server::JobState::kCancelling);
   // Forget what it held before (a requeued job may come back elsewhere).
@@ -150,9 +151,9 @@ void History::OnJobChanged(const server::Job& job) {
   info.user = job.user;
   info.active = holds;
   if (holds) {
-    for (uint32_t g : job.assignment->gpu_indices) holder_[{job.assignment->node, g}] = job.id;
-    if (!job.assignment->mig_uuid.empty()) {
-      mig_holder_[{job.assignment->node, job.assignment->mig_uuid}] = job.id;
+    for (const server::Assignment* a : where) {
+      for (uint32_t g : a->gpu_indices) holder_[{a->node, g}] = job.id;
+      if (!a->mig_uuid.empty()) mig_holder_[{a->node, a->mig_uuid}] = job.id;
     }
   }
   if (jobs_.size() > 4 * opt_.max_gpus + 1024) {

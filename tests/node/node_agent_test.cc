@@ -6,51 +6,29 @@
 #include "node/node_agent.h"
 
 #include <gtest/gtest.h>
-#include <pwd.h>
-#include <unistd.h>
 
-#include <filesystem>
 #include <thread>
 
 #include "client/api_client.h"
+#include "node_world.h"
 #include "nvml/simulated.h"
-#include "server/api.h"
-#include "server/server.h"
-#include "store/store.h"
 #include "telemetry/sampler.h"
 #include "telemetry/snapshot_json.h"
 
 namespace stoker::node {
 namespace {
-namespace fs = std::filesystem;
 using server::JobState;
 using server::Principal;
 using server::Role;
 
-// Jobs run as their submitting user when the agent is root: submit as whoever runs the test.
-std::string Me() {
-  const passwd* pw = ::getpwuid(::geteuid());
-  return pw ? pw->pw_name : "root";
-}
+using testing::Me;
 
 struct World {
   // `allow_root`: the test may run as root (CI does) and submit as itself; a node refuses root
   // jobs unless its configuration allows them (RootJobsAreRefusedUnlessAllowed).
-  World(const std::string& name, Duration grace = std::chrono::seconds(1), bool allow_root = true) {
-    dir = (fs::temp_directory_path() / ("stoker_node_" + name + "_" + std::to_string(::getpid())))
-              .string();
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    store = store::OpenSqliteStore(dir + "/stoker.db", {.synchronous_full = false}).value();
-    server::ServerOptions so;
-    so.data_dir = dir + "/server";
-    core = server::Server::Create(store.get(), &clock, so).value();
-    api = std::make_unique<server::Api>(core.get());
-    http = std::make_unique<http::Server>(
-        api.get(), http::ServerOptions{.host = "127.0.0.1", .port = 0, .threads = 8});
-    EXPECT_TRUE(http->Start().ok());
-    const std::string node_token = core->CreateToken(admin, Role::kAgent, "sim-node").value();
-
+  World(const std::string& name, Duration grace = std::chrono::seconds(1), bool allow_root = true)
+      : srv(name, server::ServerOptions{}, &clock) {
+    core = srv.core.get();
     auto src = nvml::OpenSimulatedGpuSource("h100-mig-node");
     EXPECT_TRUE(src.ok()) << src.status().ToString();
     source = std::move(*src);
@@ -58,30 +36,15 @@ struct World {
                                                    telemetry::SamplerOptions{});
     for (uint32_t i = 0; i < sampler->gpu_count(); ++i) sampler->SampleOnce(i);
 
-    NodeOptions no;
-    no.server_url = http->url();
-    no.token = node_token;
-    no.state_dir = dir + "/node";
-    no.shim_argv = {STOKER_TEST_SHIM};
-    no.cancel_grace = grace;
-    no.users.allow_root = allow_root;
-    agent =
-        std::make_unique<NodeAgent>(no, &clock, BuildInventory("sim-node", source.get()), [this] {
-          telemetry::TelemetrySnapshot snap;
-          sampler->Snapshot(&snap);
-          server::json j = telemetry::SnapshotToJson(snap, "sim-node");
-          return j["gpus"];
-        });
+    agent = std::make_unique<NodeAgent>(srv.Agent("sim-node", grace, allow_root), &clock,
+                                        BuildInventory("sim-node", source.get()), [this] {
+                                          telemetry::TelemetrySnapshot snap;
+                                          sampler->Snapshot(&snap);
+                                          server::json j =
+                                              telemetry::SnapshotToJson(snap, "sim-node");
+                                          return j["gpus"];
+                                        });
   }
-  ~World() {
-    http->Stop();
-    agent.reset();
-    api.reset();
-    core.reset();
-    store.reset();
-    fs::remove_all(dir);
-  }
-
   // Scheduling pass + node round until `done` holds (or ~30 s pass: the test fails).
   bool RunUntil(const std::function<bool()>& done) {
     for (int i = 0; i < 600; ++i) {
@@ -95,14 +58,11 @@ struct World {
   }
   JobState State(int64_t id) { return core->GetJob(admin, id)->state; }
 
-  std::string dir;
   SystemClock clock;
+  testing::ServerOverHttp srv;
+  server::Server* core = nullptr;
   Principal admin{"admin", Role::kAdmin};
   Principal alice{Me(), Role::kUser};
-  std::unique_ptr<store::Store> store;
-  std::unique_ptr<server::Server> core;
-  std::unique_ptr<server::Api> api;
-  std::unique_ptr<http::Server> http;
   std::unique_ptr<GpuSource> source;
   std::unique_ptr<telemetry::Sampler> sampler;
   std::unique_ptr<NodeAgent> agent;

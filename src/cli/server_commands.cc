@@ -78,6 +78,7 @@ struct ServerFlags {
   std::string dashboard_bucket = "30s";  // the dashboard's history: one point per GPU per bucket
   std::string engine = "stoker";         // stoker: the server runs jobs; slurm: Slurm does
   std::string slurm_config;              // YAML (docs/slurm.md); empty: defaults
+  std::string activity_window = "5m";    // placement by measured use (docs/scheduling.md)
   int gang_port_base = 29500;            // MASTER_PORT of multi-node jobs: 1,000 ports from it
 };
 
@@ -109,6 +110,10 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
                 "Strict queue order: a blocked job stops later ones");
   cmd->add_option("--node-timeout", f->node_timeout_s,
                   "Seconds without heartbeat before a node is lost")
+      ->capture_default_str();
+  cmd->add_option("--activity-window", f->activity_window,
+                  "Window over which the GPU activity the agents report is averaged for placement "
+                  "by measured use (the weighted policy's utilization, oversubscription headroom)")
       ->capture_default_str();
   cmd->add_option("--gang-port-base", f->gang_port_base,
                   "First MASTER_PORT given to multi-node jobs (the lowest free of 1,000 ports from "
@@ -267,6 +272,9 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   so.queue_policy = f.queue;
   so.backfill = !f.no_backfill;
   so.node_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.node_timeout_s * 1000));
+  auto activity_window = ParseDuration(f.activity_window);
+  if (!activity_window.ok()) return activity_window.status().WithContext("--activity-window");
+  so.activity_window = *activity_window;
   so.gang_port_base = f.gang_port_base;
   STOKER_ASSIGN_OR_RETURN(efficiency::EfficiencyConfig eff_cfg, LoadEfficiencyConfig(f));
   // Oversubscription is the efficiency configuration's; the scheduling pass applies it.

@@ -67,6 +67,9 @@ Result<std::unique_ptr<Server>> Server::Create(store::Store* store, Clock* clock
   if (s->options_.preemption_grace < Duration::zero()) {
     return InvalidArgument("preemption grace: must not be negative");
   }
+  if (s->options_.activity_window < std::chrono::seconds(1)) {
+    return InvalidArgument("activity window: must be at least 1 s");
+  }
   if (s->options_.gang_port_base < 1 || s->options_.gang_ports < 1 ||
       s->options_.gang_port_base + s->options_.gang_ports > 65536) {
     return InvalidArgument("gang ports: the range must lie within 1..65535");
@@ -577,6 +580,7 @@ Result<NodeStatus> Server::RegisterNode(const Principal& who, const NodeInventor
       for (const GpuInfo& g : n.inv.gpus) before.insert(g.uuid);
       for (const GpuInfo& g : inv.gpus) after.insert(g.uuid);
       if (before != after) {
+        activity_.ForgetNode(inv.name);
         std::string gone, added;
         for (const auto& u : before) {
           if (!after.count(u)) gone += (gone.empty() ? "" : ",") + u;
@@ -848,6 +852,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
     if (persist) done = store_->ApplyAsync(std::move(b));
   }
   if (persist) STOKER_RETURN_IF_ERROR(Wait(done));
+  activity_.Record(node, hb.gpus, clock_->WallNow());
   for (ServerObserver* o : *Observers()) o->OnHeartbeat(node, hb.gpus, clock_->WallNow());
   Notify(changed);
   if (!changed.empty()) Kick();
@@ -1208,8 +1213,12 @@ PassStats Server::RunSchedulingPass() {
     popts.placement_policy = options_.placement_policy;
     popts.backfill = options_.backfill;
     popts.gpu_oversubscription_milli = options_.gpu_oversubscription_milli;
+    popts.activity_window_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(options_.activity_window).count();
     queue_policy = queue_policy_;
   }
+  // The GPUs' measured activity (its own lock; no server lock held).
+  activity_.Fill(&in.nodes, clock_->WallNow());
 
   pass::Decision d = pass_->Run(in, *queue_policy, popts);
   for (const std::string& w : d.warnings) spdlog::warn("scheduling pass: {}", w);
@@ -1342,7 +1351,8 @@ PassStats Server::RunSchedulingPass() {
                 (j.assignment->cuda_visible_devices.empty()
                      ? std::string()
                      : " devices " + j.assignment->cuda_visible_devices) +
-                (pa.oversubscribed ? " (preemptible, sharing GPUs beyond their capacity)" : ""));
+                (pa.oversubscribed ? " (preemptible, sharing GPUs beyond their capacity)" : "") +
+                (pa.basis.empty() ? "" : "; " + pa.basis));
       b.PutJob(Row(j));
       changed.push_back(j);
     }

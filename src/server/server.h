@@ -31,6 +31,7 @@
 #include "scheduler/pass/pass.h"
 #include "scheduler/policy.h"
 #include "scheduler/queue/queue_policy.h"
+#include "server/activity.h"
 #include "server/auth.h"
 #include "store/store.h"
 
@@ -100,6 +101,10 @@ struct ServerOptions {
   // other active gang with rank 0 on the same node uses, among gang_ports ports.
   int32_t gang_port_base = 29500;
   int32_t gang_ports = 1000;
+  // Placement by measured use: the window over which the agents' GPU activity is averaged
+  // (ActivityTracker). The weighted policy's utilization is that mean where GPUs report it, and
+  // oversubscription needs it to cover the whole window (pass::PassOptions).
+  Duration activity_window = std::chrono::minutes(5);
 };
 
 // The cluster's fragmentation by FGD's measure (scheduler/pass/pass.h).
@@ -368,6 +373,7 @@ class Server final : public JobActions {
   std::unordered_map<std::string, std::set<int64_t>> node_jobs_;     // guarded by mu_
   std::unordered_map<int64_t, std::vector<std::string>> job_nodes_;  // guarded by mu_
 
+  ActivityTracker activity_{options_.activity_window};  // its own lock
   std::mutex policy_mu_;  // serializes SetPolicy (taken before pass_mu_)
   // One pass at a time; the pass (with the placement policies it keeps between passes) is
   // used without mu_, which a pass takes only to read its view and to apply its decision.

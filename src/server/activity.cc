@@ -1,0 +1,70 @@
+#include "server/activity.h"
+
+#include <algorithm>
+
+namespace stoker::server {
+namespace {
+
+int64_t MsOf(WallTime t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
+ActivityTracker::ActivityTracker(Duration window)
+    : window_(window),
+      bucket_ms_(std::max<int64_t>(
+          1, std::chrono::duration_cast<std::chrono::milliseconds>(window).count() / kBuckets)) {}
+
+void ActivityTracker::Record(const std::string& node, const std::vector<GpuSample>& gpus,
+                             WallTime now) {
+  std::lock_guard lock(mu_);
+  std::vector<Window>* windows = nullptr;
+  for (const GpuSample& s : gpus) {
+    const std::optional<int64_t> milli_pct = ActivityMilli(s, ActivityMetric::kAuto);
+    if (!milli_pct || s.id.index >= 64) continue;
+    if (windows == nullptr) windows = &gpus_[node];
+    if (windows->size() <= s.id.index) windows->resize(s.id.index + 1);
+    const int64_t index = MsOf(now) / bucket_ms_;
+    Bucket& b = (*windows)[s.id.index][static_cast<size_t>(index % (kBuckets + 1))];
+    if (b.index != index) {
+      if (b.index > index) continue;  // older than what the slot holds: outside the window
+      b = Bucket{index, 0, 0};
+    }
+    b.sum += static_cast<int32_t>(*milli_pct / 100);  // milli-percent -> milli of the GPU
+    ++b.count;
+  }
+}
+
+void ActivityTracker::Fill(std::vector<pass::NodeView>* nodes, WallTime now) const {
+  const int64_t now_index = MsOf(now) / bucket_ms_;
+  const int64_t window_ms = std::chrono::duration_cast<std::chrono::milliseconds>(window_).count();
+  std::lock_guard lock(mu_);
+  for (pass::NodeView& n : *nodes) {
+    auto it = gpus_.find(n.name);
+    if (it == gpus_.end()) continue;
+    for (pass::GpuView& g : n.gpus) {
+      if (g.index >= it->second.size()) continue;
+      int64_t sum = 0, count = 0, oldest = now_index + 1;
+      for (const Bucket& b : it->second[g.index]) {
+        // The buckets of (now - window, now]: kBuckets + 1 of them, the oldest partly outside.
+        if (b.index < 0 || b.index > now_index || b.index < now_index - kBuckets) continue;
+        sum += b.sum;
+        count += b.count;
+        oldest = std::min(oldest, b.index);
+      }
+      if (count == 0) continue;
+      pass::GpuActivity a;
+      a.busy_milli = static_cast<int32_t>(sum / count);
+      a.covered_ms = std::min(window_ms, MsOf(now) - oldest * bucket_ms_);
+      g.activity = a;
+    }
+  }
+}
+
+void ActivityTracker::ForgetNode(const std::string& node) {
+  std::lock_guard lock(mu_);
+  gpus_.erase(node);
+}
+
+}  // namespace stoker::server

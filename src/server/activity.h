@@ -1,0 +1,57 @@
+#pragma once
+// Measured GPU activity per node and GPU over a sliding window, from the samples the agents send
+// with their heartbeats: what the scheduling pass reads as each GPU's measured use
+// (pass::GpuActivity). Activity is the one definition in core/gpu.h (ActivityMilli, metric auto:
+// GPM SM activity where the GPU reports it, GPU utilisation otherwise).
+//
+// Each GPU keeps kBuckets + 1 time buckets of window / kBuckets (a sum and a count each), so its
+// memory is fixed whatever the agents' sample rate, and a window's mean costs kBuckets + 1 adds.
+// Thread-safe: its own mutex (heartbeats record without the server's lock).
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/gpu.h"
+#include "scheduler/pass/pass.h"
+
+namespace stoker::server {
+
+class ActivityTracker {
+ public:
+  static constexpr int kBuckets = 30;
+
+  explicit ActivityTracker(Duration window);
+
+  // The samples of one heartbeat of `node` (already checked against its inventory), counted at
+  // `now`, the server's time of the heartbeat (the window is the server's: an agent's clock may
+  // be minutes off); samples without a usable activity reading are skipped.
+  void Record(const std::string& node, const std::vector<GpuSample>& gpus, WallTime now);
+  // Fills every GPU's `activity` in `nodes` (by node name and GPU index) with its mean over the
+  // window ending at `now` and how much of the window its readings cover; GPUs without
+  // readings in the window are left without.
+  void Fill(std::vector<pass::NodeView>* nodes, WallTime now) const;
+  // A node that came back with other GPUs starts over.
+  void ForgetNode(const std::string& node);
+
+  Duration window() const { return window_; }
+
+ private:
+  struct Bucket {
+    int64_t index = -1;  // time / bucket length; -1: empty
+    int32_t sum = 0;     // busy milli (0..1000) summed over the readings
+    int32_t count = 0;
+  };
+  using Window = std::array<Bucket, kBuckets + 1>;
+
+  Duration window_;
+  int64_t bucket_ms_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::vector<Window>> gpus_;  // node -> by GPU index
+};
+
+}  // namespace stoker::server

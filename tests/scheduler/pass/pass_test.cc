@@ -6,58 +6,19 @@
 
 #include <set>
 
+#include "pass_views.h"
 #include "scheduler/registry.h"
 
 namespace stoker::pass {
 namespace {
 
-NodeView Node(const std::string& name, int gpus, const std::string& model = "H100",
-              int mig_gpus = 0) {
-  NodeView n;
-  n.name = name;
-  n.cpu_milli = 32000;
-  n.memory_mib = 262144;
-  for (int i = 0; i < gpus + mig_gpus; ++i) {
-    GpuView g{static_cast<uint32_t>(i), model, 81920, i >= gpus, {}};
-    if (g.mig_enabled) {
-      for (int k = 0; k < 3; ++k) {
-        g.mig.push_back(
-            MigInstance{name + "-" + std::to_string(i) + "-mig" + std::to_string(k), 2});
-      }
-    }
-    n.gpus.push_back(g);
-  }
-  return n;
-}
-
-JobView Queued(int64_t id, int gpus, bool preemptible = false, int priority = 0) {
-  JobView j;
-  j.id = id;
-  j.phase = JobPhase::kQueued;
-  j.cpu_milli = 1000;
-  j.memory_mib = 1024;
-  j.gpus = gpus;
-  j.preemptible = preemptible;
-  j.priority = priority;
-  j.submit_ms = id;
-  return j;
-}
+using testing::Node;
+using testing::Queued;
+using testing::Running;
 
 JobView Share(int64_t id, int32_t milli, bool preemptible) {
   JobView j = Queued(id, 0, preemptible);
   j.gpu_milli = milli;
-  return j;
-}
-
-// An active job on `node` holding `milli` of each listed GPU position.
-JobView Running(JobView j, const std::string& node, std::vector<uint8_t> gpus, int32_t milli,
-                int64_t start_ms) {
-  j.phase = JobPhase::kRunning;
-  j.start_ms = start_ms;
-  JobPlacement p;
-  p.node = node;
-  for (uint8_t g : gpus) p.shares.emplace_back(g, milli);
-  j.placement = p;
   return j;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// Views and a one-call pass for the scheduling pass's tests (gangs, measured use).
+// Views and a one-call pass for the scheduling pass's tests.
 
 #include <gtest/gtest.h>
 

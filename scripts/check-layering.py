@@ -35,17 +35,23 @@ ALLOWED = {
     # efficiency engine; nothing but the wiring (integration, cli, apps) may include it.
     "slurm": {"core", "scheduler", "scheduler/pass", "efficiency", "telemetry"},
     "inference": {"core", "batch", "http"},  # the example service: model + batcher + HTTP
+    # Kubernetes: the extender's wire format and decisions over the agents' measurements (the
+    # placement policy, the efficiency engine's zones and idle reclaim), the device plugin and
+    # PodResources over gRPC, the Eviction API client; the server wiring is in integration.
+    "k8s": {"core", "scheduler", "efficiency", "telemetry"},
 }
 # Sub-modules with rules of their own (a path below src/ -> its module name).
 SUBMODULES = ("scheduler/pass",)
 # Modules with no rule beyond "not the CLI": the adapters and the wiring.
-OPEN = {"integration", "cli", "apps", "k8s", "web"}
+OPEN = {"integration", "cli", "apps", "web"}
 # third-party header -> the modules that may include it
 EDGES = {
     "sqlite3.h": {"store"},
     "httplib.h": {"client", "integration", "cli", "slurm", "k8s"},
     "boost/": {"http"},
     "nvml_abi.h": {"nvml", "fakenvml"},
+    "grpcpp/": {"k8s"},
+    "google/protobuf/": {"k8s"},
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)

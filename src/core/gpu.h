@@ -46,6 +46,17 @@ struct GpuProcess {
   JobRef job;
 };
 
+// A workload that holds a GPU by allocation, whether or not it runs a process on it yet: a
+// Kubernetes container that the kubelet gave the whole GPU, a share of it or one of its MIG
+// instances (the agent reads kubelet's PodResources API). Processes say what a GPU does; claims
+// say who it is promised to.
+struct GpuClaim {
+  JobRef job;             // kind kKubernetes: id "<namespace>/<pod>", container
+  bool whole = false;     // the whole GPU, exclusively
+  int32_t gpu_milli = 0;  // a share of the GPU in milli-GPU (whole: 1000; MIG: 0)
+  std::string mig_uuid;   // the MIG instance held ("MIG-..."), when it is one
+};
+
 // GPM (Hopper and later) ratios in 0..1; unsupported on older GPUs.
 struct GpmMetrics {
   Field<double> sm_active;      // NVML_GPM_METRIC_SM_UTIL / 100
@@ -141,6 +152,7 @@ struct GpuSample {
 
   GpmMetrics gpm;
   std::vector<GpuProcess> processes;
+  std::vector<GpuClaim> claims;
 };
 
 // A critical event from the NVML event set (XIDs and friends).

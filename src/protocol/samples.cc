@@ -138,6 +138,17 @@ json GpuSampleToJson(const GpuSample& s, uint32_t index, bool fresh) {
   }
   j["mig_instances"] = std::move(migs);
   j["processes"] = std::move(procs);
+  if (!s.claims.empty()) {
+    json claims = json::array();
+    for (const GpuClaim& c : s.claims) {
+      json job{{"kind", JobKindName(c.job.kind)}, {"id", c.job.id}, {"container", c.job.container}};
+      claims.push_back({{"job", std::move(job)},
+                        {"whole", c.whole},
+                        {"gpu_milli", c.gpu_milli},
+                        {"mig_uuid", c.mig_uuid.empty() ? json() : json(c.mig_uuid)}});
+    }
+    j["claims"] = std::move(claims);
+  }
   return j;
 }
 
@@ -190,6 +201,7 @@ Result<std::vector<GpuSample>> ParseGpuSamples(simdjson::dom::array gpus) {
         if (!m["profile"].get_string().get(text)) mi.profile = text;
         uint64_t v = 0;
         if (!m["slices"].get_uint64().get(v) && v <= 7) mi.slices = static_cast<uint32_t>(v);
+        mi.memory_total_bytes = ReadTyped<uint64_t>(m, "memory_total_bytes");
         mi.memory_used_bytes = ReadTyped<uint64_t>(m, "memory_used_bytes");
         mi.gpm.sm_active = ReadTyped<double>(m, "sm_active_ratio");
         mi.gpm.tensor_active = ReadTyped<double>(m, "tensor_active_ratio");
@@ -218,6 +230,34 @@ Result<std::vector<GpuSample>> ParseGpuSamples(simdjson::dom::array gpus) {
         }
         if (!p["user"].get_string().get(text)) proc.job.user = text;
         s.processes.push_back(std::move(proc));
+      }
+    }
+    simdjson::dom::array claims;
+    if (!g["claims"].get_array().get(claims)) {
+      size_t k = 0;
+      for (simdjson::dom::element ce : claims) {
+        const std::string at = where + ".claims[" + std::to_string(k++) + "]";
+        simdjson::dom::object c;
+        if (ce.get_object().get(c)) return InvalidArgument(at + ": must be an object");
+        GpuClaim claim;
+        std::string_view kind;
+        if (c["job"]["id"].get_string().get(text) || c["job"]["kind"].get_string().get(kind)) {
+          return InvalidArgument(at + ".job: needs kind and id");
+        }
+        claim.job.id = text;
+        auto parsed = ParseJobKind(kind);
+        if (!parsed) return InvalidArgument(at + ".job.kind: unknown '" + std::string(kind) + "'");
+        claim.job.kind = *parsed;
+        if (!c["job"]["container"].get_string().get(text)) claim.job.container = text;
+        bool whole = false;
+        if (!c["whole"].get_bool().get(whole)) claim.whole = whole;
+        int64_t milli = 0;
+        if (!c["gpu_milli"].get_int64().get(milli)) {
+          if (milli < 0 || milli > 1000) return InvalidArgument(at + ".gpu_milli: not in 0..1000");
+          claim.gpu_milli = static_cast<int32_t>(milli);
+        }
+        if (!c["mig_uuid"].get_string().get(text)) claim.mig_uuid = text;
+        s.claims.push_back(std::move(claim));
       }
     }
     out.push_back(std::move(s));

@@ -134,6 +134,50 @@ TEST(Heartbeat, SamplesAreReadIntoTypedReadingsAndKeptAsText) {
   EXPECT_FALSE(GpuSampleToJson(g, 3, true)["processes"][0]["job"].contains("step"));
 }
 
+// Claims (who holds a GPU by allocation: Kubernetes pods through kubelet's PodResources) are
+// written by the agent's codec and read back by the server's, with errors naming the claim.
+TEST(Heartbeat, GpuClaimsRoundTripAndBadOnesAreNamed) {
+  GpuSample s;
+  s.id.index = 1;
+  s.id.uuid = "GPU-b";
+  GpuClaim share;
+  share.job = {JobRef::Kind::kKubernetes, "ml/train-0", "", "train"};
+  share.gpu_milli = 250;
+  GpuClaim whole;
+  whole.job = {JobRef::Kind::kKubernetes, "ml/infer", "", "server"};
+  whole.whole = true;
+  whole.gpu_milli = 1000;
+  GpuClaim mig;
+  mig.job = {JobRef::Kind::kKubernetes, "ml/small", "", "c"};
+  mig.mig_uuid = "MIG-7";
+  s.claims = {share, whole, mig};
+  const json gpus = json::array({GpuSampleToJson(s, 1, true)});
+  auto hb = ParseHeartbeat(json{{"samples", gpus}}.dump());
+  ASSERT_TRUE(hb.ok()) << hb.status().ToString();
+  ASSERT_EQ(hb->gpus[0].claims.size(), 3u);
+  const GpuClaim& a = hb->gpus[0].claims[0];
+  EXPECT_EQ(a.job.kind, JobRef::Kind::kKubernetes);
+  EXPECT_EQ(a.job.id, "ml/train-0");
+  EXPECT_EQ(a.job.container, "train");
+  EXPECT_EQ(a.gpu_milli, 250);
+  EXPECT_FALSE(a.whole);
+  EXPECT_TRUE(hb->gpus[0].claims[1].whole);
+  EXPECT_EQ(hb->gpus[0].claims[2].mig_uuid, "MIG-7");
+  // A sample without claims writes none (older agents and servers see no new key).
+  EXPECT_FALSE(GpuSampleToJson(GpuSample{}, 0, true).contains("claims"));
+  for (const auto& [claim, want] : std::vector<std::pair<json, std::string>>{
+           {json{{"gpu_milli", 5}}, "samples[0].claims[0].job: needs kind and id"},
+           {json{{"job", {{"kind", "podman"}, {"id", "x"}}}}, "claims[0].job.kind: unknown"},
+           {json{{"job", {{"kind", "kubernetes"}, {"id", "x"}}}, {"gpu_milli", 1001}},
+            "claims[0].gpu_milli: not in 0..1000"}}) {
+    json g = gpus;
+    g[0]["claims"] = json::array({claim});
+    auto bad = ParseHeartbeat(json{{"samples", g}}.dump());
+    ASSERT_FALSE(bad.ok()) << claim;
+    EXPECT_NE(bad.status().message().find(want), std::string::npos) << bad.status().message();
+  }
+}
+
 TEST(Heartbeat, BadBodiesNameWhatIsWrong) {
   auto msg = [](std::string_view body) {
     auto r = ParseHeartbeat(body);

@@ -13,11 +13,16 @@ packages=(
   # its browser tests headless. Debian 12 ships Node.js 18 and npm 9; web/ is pinned to versions
   # that run there.
   nodejs npm chromium
+  # Kubernetes: gRPC and protobuf for the device plugin and the kubelet's PodResources API;
+  # kubectl (1.20, with kustomize) renders deploy/kubernetes in the tests.
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler kubernetes-client
 )
 missing=()
 for p in "${packages[@]}"; do
   # A Node.js from elsewhere (NodeSource) brings its own npm, which Debian's npm would conflict with.
   if [[ $p == npm ]] && command -v npm >/dev/null; then continue; fi
+  # Likewise a kubectl from elsewhere (Google's or Kubernetes' own package) owns /usr/bin/kubectl.
+  if [[ $p == kubernetes-client ]] && command -v kubectl >/dev/null; then continue; fi
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then

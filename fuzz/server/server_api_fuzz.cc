@@ -1,4 +1,5 @@
-// Fuzzes the API as `stoker server` wires it (the server's routes and the efficiency engine's)
+// Fuzzes the API as `stoker server` wires it (the server's routes, the efficiency engine's and
+// the Kubernetes scheduler extender's)
 // through Api::Handle: every route of the route table, as admin, user, agent or nobody, with
 // fuzzed path parameters, query parameters and bodies. The first bytes pick the route, the
 // caller and which query parameters get fuzzed values; the rest is split into those values and
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "integration/efficiency_service.h"
+#include "integration/k8s_extender_service.h"
 #include "server/api.h"
 #include "server/server.h"
 #include "store/store.h"
@@ -46,6 +48,9 @@ struct World {
     (void)svc->Init(clock.WallNow());
     server->AddObserver(svc.get());
     api->AddExtension(svc.get());
+    k8s = std::make_unique<integration::KubernetesExtender>(server.get(), &clock);
+    server->AddObserver(k8s.get());
+    api->AddExtension(k8s.get());
     Principal admin{"admin", Role::kAdmin};
     tokens[0] = server->CreateToken(admin, Role::kAdmin, "admin").value();
     tokens[1] = server->CreateToken(admin, Role::kUser, "alice").value();
@@ -70,6 +75,7 @@ struct World {
   std::unique_ptr<Api> api;
   std::unique_ptr<efficiency::StoreLedgerStore> ledger;
   std::unique_ptr<efficiency::EfficiencyService> svc;
+  std::unique_ptr<integration::KubernetesExtender> k8s;
   std::string tokens[3];
   std::vector<Route> routes;
 };

@@ -62,8 +62,8 @@ void RegisterAdminCommands(CLI::App& app, int& exit_code) {
     auto* expires = FlagStorage<std::string>();
     auto* create = tok->add_subcommand("create", "Create a token; it is printed once");
     AddClientFlags(create, c);
-    create->add_option("--role", *role, "admin, agent or user")
-        ->check(CLI::IsMember({"admin", "agent", "user"}))
+    create->add_option("--role", *role, "admin, agent, user or scheduler")
+        ->check(CLI::IsMember({"admin", "agent", "user", "scheduler"}))
         ->capture_default_str();
     create->add_option("--name", *name, "User name, or the node name for an agent token")
         ->required();

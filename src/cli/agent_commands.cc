@@ -22,9 +22,12 @@
 #include "agent/agent_server.h"
 #include "agent/scenario_process_info.h"
 #include "cli/cli.h"
+#include "cli/common.h"
 #include "cli/node_flags.h"
 #include "core/clock.h"
 #include "fakenvml/scenario.h"
+#include "k8s/pod_attribution.h"
+#include "k8s/pod_resources.h"
 #include "node/node_agent.h"
 #include "nvml/nvml_gpu_source.h"
 #include "nvml/simulated.h"
@@ -113,6 +116,8 @@ struct AgentFlags {
   // and runs the jobs the server places here (src/node).
   std::string server;
   std::string token;
+  std::string token_file;     // a per-node file (Kubernetes: mounted from the host)
+  std::string pod_resources;  // the kubelet's PodResources socket: name pods on their GPUs
   std::string ca_file;
   std::string state_dir;
   JobRunFlags jobs;
@@ -134,7 +139,7 @@ std::string StateHome() {
 // ~/.config/stoker/config.yaml (server:, token: or token_file:), as for the other commands.
 // An empty URL means: no server, exporter only.
 Result<std::pair<std::string, std::string>> ResolveServer(const AgentFlags& f) {
-  std::string url = f.server, token = f.token, token_file;
+  std::string url = f.server, token = f.token, token_file = f.token_file;
   if (url.empty()) {
     if (const char* e = getenv("STOKER_SERVER"); e && *e) url = e;
   }
@@ -143,7 +148,7 @@ Result<std::pair<std::string, std::string>> ResolveServer(const AgentFlags& f) {
     if (const char* e = getenv("STOKER_TOKEN"); e && *e) token = e;
   }
   const std::string file = ConfigHome() + "/config.yaml";
-  if (token.empty() && std::filesystem::exists(file)) {
+  if (token.empty() && token_file.empty() && std::filesystem::exists(file)) {
     try {
       YAML::Node y = YAML::LoadFile(file);
       if (y["token"])
@@ -204,17 +209,28 @@ int RunAgent(const AgentFlags& flags) {
                                : !opened->hostname.empty() ? opened->hostname
                                                            : LocalHostname();
 
-  // Block the shutdown signals before any thread starts so that they all inherit the mask and
-  // only sigwait() below receives them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Before any thread starts, so that they all inherit the mask.
+  ShutdownSignals signals;
 
   SystemClock clock;
   telemetry::Attributor attributor(opened->process_info.get(), &clock,
                                    std::max<Duration>(*interval * 5, std::chrono::seconds(5)));
+  // Kubernetes: the kubelet says which pod holds which of Stoker's devices.
+  std::unique_ptr<k8s::PodResourcesSource> pod_resources;
+  std::unique_ptr<k8s::PodAttribution> pods;
+  if (!flags.pod_resources.empty()) {
+#ifndef STOKER_HAVE_K8S_GRPC
+    std::cerr << "stoker agent: --kubelet-pod-resources: this build has no gRPC (the portable "
+                 "binary); use the Debian build\n";
+    return kExitUnavailable;
+#else
+    pod_resources = k8s::NewKubeletPodResources(flags.pod_resources);
+#endif
+    pods = std::make_unique<k8s::PodAttribution>(pod_resources.get(), &clock);
+    attributor.SetClaimResolver(pods.get());
+    spdlog::info("stoker agent: pods named through the kubelet's PodResources at {}",
+                 flags.pod_resources);
+  }
   telemetry::SamplerOptions sopts;
   sopts.interval = *interval;
   sopts.xid_hold = *hold;
@@ -265,10 +281,7 @@ int RunAgent(const AgentFlags& flags) {
     spdlog::info("stoker agent: node '{}' ({} GPUs{}) reporting to {}, jobs in {}", node_name,
                  inv.gpus.size(), inv.simulated ? ", SIMULATED" : "", no.server_url, no.state_dir);
   }
-  int sig = 0;
-  sigwait(&signals, &sig);
-  // A second Ctrl-C during shutdown (e.g. a GPU read hung in the driver) kills the process.
-  pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
+  const int sig = signals.Wait();
   spdlog::info("stoker agent: signal {}, shutting down", sig);
   if (node_thread.joinable()) {
     stop_node = true;
@@ -470,7 +483,12 @@ void RegisterAgentCommands(CLI::App& app, int& exit_code) {
       "Stoker server URL: also register this node and run its jobs (env STOKER_SERVER)");
   agent->add_option("--token", agent_flags->token,
                     "Agent token for --server, named like this node (env STOKER_TOKEN)");
+  agent->add_option("--token-file", agent_flags->token_file,
+                    "Read the agent token from this file (instead of --token)");
   agent->add_option("--ca-file", agent_flags->ca_file, "CA certificate for an HTTPS server");
+  agent->add_option("--kubelet-pod-resources", agent_flags->pod_resources,
+                    "Kubernetes: the kubelet's PodResources socket "
+                    "(/var/lib/kubelet/pod-resources/kubelet.sock): name pods on their GPUs");
   agent->add_option("--state-dir", agent_flags->state_dir,
                     "Job state directory with --server (default ~/.local/state/stoker/node/jobs)");
   AddJobRunFlags(agent, &agent_flags->jobs);

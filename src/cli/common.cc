@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <fmt/core.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -73,6 +74,20 @@ std::string SelfExe() {
   std::error_code ec;
   auto p = fs::read_symlink("/proc/self/exe", ec);
   return ec ? "stoker" : p.string();
+}
+
+ShutdownSignals::ShutdownSignals() {
+  sigemptyset(&set_);
+  sigaddset(&set_, SIGINT);
+  sigaddset(&set_, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+}
+
+int ShutdownSignals::Wait() {
+  int sig = 0;
+  sigwait(&set_, &sig);
+  pthread_sigmask(SIG_UNBLOCK, &set_, nullptr);
+  return sig;
 }
 
 std::string Trim(std::string s) {

@@ -4,6 +4,8 @@
 // the local `stoker up`), a request whose transport and HTTP errors come back as a Status, and
 // printing a response as a table or as JSON.
 
+#include <signal.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
@@ -33,6 +35,19 @@ std::string DefaultDataDir();  // $XDG_STATE_HOME/stoker or ~/.local/state/stoke
 std::string CurrentUserName();
 std::string SelfExe();
 std::string Trim(std::string s);
+
+// Daemons that wait for a signal: blocks SIGINT and SIGTERM in the calling thread before any
+// other thread starts (they inherit the mask), so that only WaitForShutdownSignal receives them.
+class ShutdownSignals {
+ public:
+  ShutdownSignals();
+  // Waits for SIGINT or SIGTERM and returns it; then unblocks them, so a second Ctrl-C during a
+  // slow shutdown (a GPU read hung in the driver) kills the process.
+  int Wait();
+
+ private:
+  sigset_t set_;
+};
 std::optional<std::string> ReadFile(const std::string& path);
 // Mode 0600 from the moment the file exists, written whole, then renamed into place.
 Status WritePrivateFile(const std::string& path, const std::string& content);

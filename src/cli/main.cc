@@ -23,6 +23,7 @@ constexpr Family kFamilies[] = {
     // Also `stoker sim efficiency`, under the simulator's group when that is registered.
     {RegisterEfficiencyCommands,
      {"zones", "alerts", "reclaim", "report", "budgets", "ledger", "silence", "sim"}},
+    {RegisterKubernetesCommands, {"device-plugin"}},
 };
 
 bool Names(const Family& f, std::string_view command) {

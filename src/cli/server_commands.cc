@@ -29,7 +29,9 @@
 #include "core/duration.h"
 #include "integration/efficiency_service.h"
 #include "integration/http_poster.h"
+#include "integration/k8s_extender_service.h"
 #include "integration/slurm_engine.h"
+#include "k8s/pod_reclaim.h"
 #include "node/node_agent.h"
 #include "nvml/nvml_gpu_source.h"
 #include "nvml/simulated.h"
@@ -67,6 +69,9 @@ struct ServerFlags {
   std::string data_dir;
   std::string listen = kDefaultListen;
   std::string tls_cert, tls_key;
+  std::string tls_client_ca;
+  std::vector<std::string> tls_client_roles;  // "CN=ROLE" (docs/kubernetes.md)
+  std::string k8s_reclaim = "off";            // off | dry-run | evict
   std::string placement;
   std::string queue = "fifo";
   bool no_backfill = false;
@@ -102,6 +107,17 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
       ->capture_default_str();
   cmd->add_option("--tls-cert", f->tls_cert, "PEM certificate: serve HTTPS");
   cmd->add_option("--tls-key", f->tls_key, "PEM private key for --tls-cert");
+  cmd->add_option("--tls-client-ca", f->tls_client_ca,
+                  "PEM CA whose client certificates are accepted (kube-scheduler's; needs "
+                  "--tls-cert)");
+  cmd->add_option("--k8s-reclaim", f->k8s_reclaim,
+                  "Kubernetes: idle reclaim of pods (off, dry-run: decide and record, evict: "
+                  "evict through the Kubernetes API as this pod's service account)")
+      ->check(CLI::IsMember({"off", "dry-run", "evict"}))
+      ->capture_default_str();
+  cmd->add_option("--tls-client-role", f->tls_client_roles,
+                  "CN=ROLE: a verified client certificate with this Common Name acts with this "
+                  "role, e.g. kube-scheduler=scheduler (repeatable)");
   cmd->add_option("--placement", f->placement,
                   "Placement policy (scheduler library name; default: the library's default)");
   cmd->add_option("--queue", f->queue, "Queue policy: fifo, sjf, srtf, las, priority")
@@ -151,6 +167,10 @@ struct RunningServer {
   std::unique_ptr<efficiency::HttplibPoster> poster;
   std::unique_ptr<efficiency::AlertmanagerNotifier> alertmanager;
   std::unique_ptr<efficiency::EfficiencyService> efficiency;
+  // The Kubernetes scheduler extender (observer + API extension), stopped with the server, and
+  // the Kubernetes API client its pod reclaim evicts through.
+  std::unique_ptr<k8s::PodEvictor> evictor;
+  std::unique_ptr<integration::KubernetesExtender> k8s;
   // --engine slurm: Slurm's commands, the agents, and the engine's loop (stopped first).
   std::unique_ptr<slurm::CommandSlurmClient> slurm_client;
   std::unique_ptr<slurm::AgentSampleSource> slurm_agents;
@@ -158,10 +178,33 @@ struct RunningServer {
   void Stop() {
     if (http) http->Stop();
     if (slurm) slurm->Stop();
+    if (k8s) k8s->Stop();
     if (efficiency) efficiency->Stop();
     if (core) core->Stop();
   }
 };
+
+// --tls-client-role CN=ROLE entries as the server's certificate map.
+Result<std::map<std::string, server::Principal>> ClientRoles(const ServerFlags& f) {
+  std::map<std::string, server::Principal> out;
+  for (const std::string& entry : f.tls_client_roles) {
+    const size_t eq = entry.rfind('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == entry.size()) {
+      return InvalidArgument("--tls-client-role: expected CN=ROLE, got '" + entry + "'");
+    }
+    const std::string cn = entry.substr(0, eq);
+    auto role = server::ParseRole(entry.substr(eq + 1));
+    if (!role) {
+      return InvalidArgument("--tls-client-role " + entry +
+                             ": the role must be admin, agent, user or scheduler");
+    }
+    out[cn] = server::Principal{cn, *role};
+  }
+  if (!out.empty() && f.tls_client_ca.empty()) {
+    return InvalidArgument("--tls-client-role needs --tls-client-ca (the CA that signs them)");
+  }
+  return out;
+}
 
 // Loads --efficiency-config (defaults without one); rejected rules are reported, not fatal.
 Result<efficiency::EfficiencyConfig> LoadEfficiencyConfig(const ServerFlags& f) {
@@ -276,6 +319,7 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   if (!activity_window.ok()) return activity_window.status().WithContext("--activity-window");
   so.activity_window = *activity_window;
   so.gang_port_base = f.gang_port_base;
+  STOKER_ASSIGN_OR_RETURN(so.client_certificates, ClientRoles(f));
   STOKER_ASSIGN_OR_RETURN(efficiency::EfficiencyConfig eff_cfg, LoadEfficiencyConfig(f));
   // Oversubscription is the efficiency configuration's; the scheduling pass applies it.
   so.gpu_oversubscription_milli = static_cast<int32_t>(eff_cfg.oversub.max_ratio_milli);
@@ -287,15 +331,32 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   ho.port = hp.second;
   ho.tls_cert = f.tls_cert;
   ho.tls_key = f.tls_key;
+  ho.tls_client_ca = f.tls_client_ca;
   ho.threads = f.http_threads;
   STOKER_RETURN_IF_ERROR(StartEfficiency(*rs, f, eff_cfg));
   STOKER_RETURN_IF_ERROR(StartSlurmEngine(*rs, f));
+  // The scheduler extender: fed by heartbeats like the efficiency engine, zones as it sets them;
+  // idle reclaim of pods with the engine's idle policy when --k8s-reclaim asks for it.
+  integration::KubernetesOptions ko;
+  ko.zones = eff_cfg.zones;
+  if (f.k8s_reclaim != "off") {
+    ko.reclaim = eff_cfg.idle;
+    if (f.k8s_reclaim == "evict") {
+      STOKER_ASSIGN_OR_RETURN(k8s::KubeApiConfig api, k8s::InClusterConfig());
+      rs->evictor = k8s::NewKubeApiEvictor(std::move(api));
+      ko.evictor = rs->evictor.get();
+    }
+  }
+  rs->k8s = std::make_unique<integration::KubernetesExtender>(rs->core.get(), &rs->clock, ko);
+  rs->core->AddObserver(rs->k8s.get());
+  rs->api->AddExtension(rs->k8s.get());
   STOKER_RETURN_IF_ERROR(StartDashboard(*rs, f));
   rs->http = std::make_unique<http::Server>(rs->site.get(), ho);
   STOKER_RETURN_IF_ERROR(rs->http->Start());
   rs->core->Start();
   rs->efficiency->Start(&rs->clock);
   if (rs->slurm) rs->slurm->Start();
+  rs->k8s->Start();
   return rs;
 }
 

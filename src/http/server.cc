@@ -10,6 +10,8 @@
 #include "http/server.h"
 
 #include <fcntl.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -61,6 +63,26 @@ std::string UrlDecode(std::string_view s, bool plus_is_space) {
     out.push_back(plus_is_space && c == '+' ? ' ' : c);
   }
   return out;
+}
+
+// The Common Name of the peer's certificate when the handshake verified one (no certificate, or
+// a server without a client CA: empty).
+std::string VerifiedClientCn(SSL* ssl) {
+  X509* cert = SSL_get1_peer_certificate(ssl);
+  if (cert == nullptr) return {};
+  std::string cn;
+  if (SSL_get_verify_result(ssl) == X509_V_OK) {
+    char buf[256] = {0};
+    const int n =
+        X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, buf, sizeof buf);
+    // A CN with a NUL inside (a name made to read as another) is no name at all.
+    if (n > 0 && static_cast<size_t>(n) < sizeof buf &&
+        std::strlen(buf) == static_cast<size_t>(n)) {
+      cn.assign(buf, static_cast<size_t>(n));
+    }
+  }
+  X509_free(cert);
+  return cn;
 }
 
 void SplitTarget(std::string_view target, Request* a) {
@@ -137,7 +159,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       beast::get_lowest_layer(stream_).expires_after(server_->options.request_timeout);
       stream_.async_handshake(asio::ssl::stream_base::server,
                               [self = this->shared_from_this()](beast::error_code ec) {
-                                if (!ec) self->ReadHeader();
+                                if (ec) return;
+                                self->client_cn_ = VerifiedClientCn(self->stream_.native_handle());
+                                self->ReadHeader();
                               });
     } else {
       ReadHeader();
@@ -225,6 +249,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     SplitTarget(std::string_view(req.target().data(), req.target().size()), &a);
     a.authorization = std::string(req[http::field::authorization]);
     a.body = std::move(req.body());
+    a.client_cert_cn = client_cn_;
     keep_alive_ = req.keep_alive();
     version_ = req.version();
     asio::post(*server_->workers, [self = this->shared_from_this(), a = std::move(a)] {
@@ -288,6 +313,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   http::response<http::string_body> response_;
   bool keep_alive_ = true;
   unsigned version_ = 11;
+  std::string client_cn_;  // the verified client certificate's CN (HTTPS with a client CA)
 };
 
 }  // namespace
@@ -378,6 +404,18 @@ Status Server::Start() {
     s.tls->use_private_key_file(options_.tls_key, asio::ssl::context::pem, ec);
     if (ec)
       return InvalidArgument("tls: cannot load key " + options_.tls_key + ": " + ec.message());
+    if (!options_.tls_client_ca.empty()) {
+      s.tls->load_verify_file(options_.tls_client_ca, ec);
+      if (ec) {
+        return InvalidArgument("tls: cannot load client CA " + options_.tls_client_ca + ": " +
+                               ec.message());
+      }
+      // Ask for a certificate; a client without one still connects (it may use a token).
+      s.tls->set_verify_mode(asio::ssl::verify_peer, ec);
+      if (ec) return InvalidArgument("tls: client verification: " + ec.message());
+    }
+  } else if (!options_.tls_client_ca.empty()) {
+    return InvalidArgument("tls: a client CA needs HTTPS (a certificate and a key)");
   }
   beast::error_code ec;
   const auto address =

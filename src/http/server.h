@@ -30,6 +30,9 @@ struct Request {
   std::map<std::string, std::string> query;
   std::string authorization;  // the Authorization header
   std::string body;
+  // HTTPS with a client CA (ServerOptions::tls_client_ca): the Common Name of the client
+  // certificate the connection presented and the CA verified; empty without one.
+  std::string client_cert_cn;
 };
 
 struct Response {
@@ -50,6 +53,10 @@ struct ServerOptions {
   int port = 8470;       // 0: pick a free port (see Server::port())
   std::string tls_cert;  // PEM files; both set -> HTTPS
   std::string tls_key;
+  // PEM file of the CA(s) whose client certificates are accepted (HTTPS only). A client may
+  // still connect without a certificate (and use a token); one that presents a certificate the
+  // CA did not sign fails the handshake. The verified certificate's CN is in Request.
+  std::string tls_client_ca;
   // Threads that run handlers (a submission waits there for its durable commit, so this bounds
   // how many commits can be grouped). Connections are not tied to threads.
   int threads = 32;

@@ -30,6 +30,10 @@ inline constexpr std::string_view kGpuMilliResource = "stoker.io/gpu-milli";
 inline constexpr std::string_view kMigResourcePrefix = "stoker.io/mig-";
 inline constexpr std::string_view kGpuMemoryAnnotation = "stoker.io/gpu-memory";
 inline constexpr int32_t kMilliPerGpu = 1000;
+// Set by the device plugin in a share's container: one of its share device IDs, so the agent can
+// tell which share a process on a shared GPU belongs to (the kubelet's PodResources names the
+// container that holds the ID).
+inline constexpr std::string_view kShareDeviceEnv = "STOKER_K8S_SHARE_DEVICE";
 // The most whole GPUs or MIG instances one container may ask for (bounds every request).
 inline constexpr int32_t kMaxDevicesPerContainer = 64;
 

@@ -35,9 +35,15 @@ bool IsTerminal(JobState s);
 // Assigned, running or cancelling: the job holds resources on a node.
 bool IsActive(JobState s);
 
-enum class Role { kAdmin, kAgent, kUser };
-inline constexpr EnumTable<Role, 3> kRoleNames{
-    "role", {{{Role::kAdmin, "admin"}, {Role::kAgent, "agent"}, {Role::kUser, "user"}}}};
+// admin: everything; user: their own jobs and the cluster views; agent: the node named like
+// its token; scheduler: the scheduler-extender routes only (kube-scheduler, by its client
+// certificate).
+enum class Role { kAdmin, kAgent, kUser, kScheduler };
+inline constexpr EnumTable<Role, 4> kRoleNames{"role",
+                                               {{{Role::kAdmin, "admin"},
+                                                 {Role::kAgent, "agent"},
+                                                 {Role::kUser, "user"},
+                                                 {Role::kScheduler, "scheduler"}}}};
 inline const char* RoleName(Role v) { return kRoleNames.CName(v); }
 inline std::optional<Role> ParseRole(std::string_view s) { return kRoleNames.Find(s); }
 

@@ -56,6 +56,7 @@ Result<int64_t> JobIdOf(const RouteCall& c) {
 }
 
 const std::set<Role> kAnyToken = {Role::kAdmin, Role::kUser, Role::kAgent};
+const std::set<Role> kEveryRole = {Role::kAdmin, Role::kUser, Role::kAgent, Role::kScheduler};
 const std::set<Role> kPeople = {Role::kAdmin, Role::kUser};
 const std::set<Role> kAdmins = {Role::kAdmin};
 const std::set<Role> kNodes = {Role::kAdmin, Role::kAgent};
@@ -78,7 +79,13 @@ Api::Api(Server* server) : server_(server) {
 }
 
 ApiResponse Api::Handle(const ApiRequest& req) const {
-  return router_.Dispatch(req, [this](std::string_view h) { return server_->Authenticate(h); });
+  return router_.Dispatch(req, [this, &req](std::string_view h) {
+    // A bearer token wins; without one, a verified client certificate (kube-scheduler's).
+    if (h.empty() && !req.client_cert_cn.empty()) {
+      return server_->AuthenticateCertificate(req.client_cert_cn);
+    }
+    return server_->Authenticate(h);
+  });
 }
 
 void Api::AddExtension(ApiExtension* e) {
@@ -139,7 +146,7 @@ void Api::AddCoreRoutes() {
                }});
   router_.Add({"GET",
                "/whoami",
-               kAnyToken,
+               kEveryRole,
                Scope::kNone,
                {},
                "The caller's name and role",
@@ -337,55 +344,56 @@ void Api::AddCoreRoutes() {
        [s](const RouteCall& c) { return ReplyList(s->Queue(c.who), protocol::QueueEntryToJson); }});
 
   // Tokens and the audit log.
-  router_.Add({"POST",
-               "/tokens",
-               kAdmins,
-               Scope::kNone,
-               {},
-               "Create a token {role, name, expires_in?}; the token is in this answer only",
-               [s](const RouteCall& c) {
-                 auto body = ParseBody(c.request.body);
-                 if (!body.ok()) return ErrorResponse(body.status());
-                 if (!body->is_object()) {
-                   return ErrorResponse(InvalidArgument("body: must be a JSON object"));
-                 }
-                 const json& b = *body;
-                 for (const auto& [k, v] : b.items()) {
-                   if (k != "role" && k != "name" && k != "expires_in") {
-                     return ErrorResponse(InvalidArgument(k + ": unknown field"));
-                   }
-                 }
-                 if (!b.contains("role") || !b["role"].is_string()) {
-                   return ErrorResponse(InvalidArgument("role: required (admin, agent or user)"));
-                 }
-                 auto role = ParseRole(b["role"].get<std::string>());
-                 if (!role) {
-                   return ErrorResponse(InvalidArgument("role: must be admin, agent or user"));
-                 }
-                 if (!b.contains("name") || !b["name"].is_string()) {
-                   return ErrorResponse(InvalidArgument("name: required string"));
-                 }
-                 int64_t expires = 0;
-                 if (b.contains("expires_in")) {
-                   if (!b["expires_in"].is_string()) {
-                     return ErrorResponse(InvalidArgument("expires_in: must be a duration text"));
-                   }
-                   auto d = ParseDuration(b["expires_in"].get<std::string>());
-                   if (!d.ok()) return ErrorResponse(d.status().WithContext("expires_in"));
-                   if (*d < std::chrono::minutes(1) || *d > std::chrono::hours(24 * 3660)) {
-                     return ErrorResponse(
-                         InvalidArgument("expires_in: must be between 1m and 10 years"));
-                   }
-                   expires = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 (s->WallNow() + *d).time_since_epoch())
-                                 .count();
-                 }
-                 auto token = s->CreateToken(c.who, *role, b["name"].get<std::string>(), expires);
-                 if (!token.ok()) return ErrorResponse(token.status());
-                 json out{{"token", *token}, {"name", b["name"]}, {"role", RoleName(*role)}};
-                 out["expires_ms"] = expires == 0 ? json(nullptr) : json(expires);
-                 return JsonResponse(201, out);
-               }});
+  router_.Add(
+      {"POST",
+       "/tokens",
+       kAdmins,
+       Scope::kNone,
+       {},
+       "Create a token {role, name, expires_in?}; the token is in this answer only",
+       [s](const RouteCall& c) {
+         auto body = ParseBody(c.request.body);
+         if (!body.ok()) return ErrorResponse(body.status());
+         if (!body->is_object()) {
+           return ErrorResponse(InvalidArgument("body: must be a JSON object"));
+         }
+         const json& b = *body;
+         for (const auto& [k, v] : b.items()) {
+           if (k != "role" && k != "name" && k != "expires_in") {
+             return ErrorResponse(InvalidArgument(k + ": unknown field"));
+           }
+         }
+         if (!b.contains("role") || !b["role"].is_string()) {
+           return ErrorResponse(
+               InvalidArgument("role: required (admin, agent, user or scheduler)"));
+         }
+         auto role = ParseRole(b["role"].get<std::string>());
+         if (!role) {
+           return ErrorResponse(InvalidArgument("role: must be admin, agent, user or scheduler"));
+         }
+         if (!b.contains("name") || !b["name"].is_string()) {
+           return ErrorResponse(InvalidArgument("name: required string"));
+         }
+         int64_t expires = 0;
+         if (b.contains("expires_in")) {
+           if (!b["expires_in"].is_string()) {
+             return ErrorResponse(InvalidArgument("expires_in: must be a duration text"));
+           }
+           auto d = ParseDuration(b["expires_in"].get<std::string>());
+           if (!d.ok()) return ErrorResponse(d.status().WithContext("expires_in"));
+           if (*d < std::chrono::minutes(1) || *d > std::chrono::hours(24 * 3660)) {
+             return ErrorResponse(InvalidArgument("expires_in: must be between 1m and 10 years"));
+           }
+           expires = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         (s->WallNow() + *d).time_since_epoch())
+                         .count();
+         }
+         auto token = s->CreateToken(c.who, *role, b["name"].get<std::string>(), expires);
+         if (!token.ok()) return ErrorResponse(token.status());
+         json out{{"token", *token}, {"name", b["name"]}, {"role", RoleName(*role)}};
+         out["expires_ms"] = expires == 0 ? json(nullptr) : json(expires);
+         return JsonResponse(201, out);
+       }});
   router_.Add({"GET",
                "/tokens",
                kAdmins,

@@ -2046,7 +2046,8 @@ const std::string& OpenApiDocument() {
           "enum": [
            "admin",
            "agent",
-           "user"
+           "user",
+           "scheduler"
           ]
          },
          "name": {

@@ -18,6 +18,12 @@ namespace {
 
 Status Denied(const std::string& what) { return PermissionDenied(what); }
 
+// The rules are allow-lists of roles, so a role added later reaches nothing until it is named.
+bool IsPerson(const Principal& who) { return who.role == Role::kAdmin || who.role == Role::kUser; }
+bool IsNodeAgentOrAdmin(const Principal& who) {
+  return who.role == Role::kAdmin || who.role == Role::kAgent;
+}
+
 }  // namespace
 
 Server::Server(store::Store* store, Clock* clock, ServerOptions options)
@@ -198,6 +204,15 @@ std::shared_ptr<const std::vector<ServerObserver*>> Server::Observers() const {
   return observers_;
 }
 
+Result<Principal> Server::AuthenticateCertificate(const std::string& common_name) const {
+  auto it = options_.client_certificates.find(common_name);
+  if (common_name.empty() || it == options_.client_certificates.end()) {
+    return Unauthenticated("client certificate CN '" + common_name.substr(0, 64) +
+                           "' is not mapped to a role (stoker server --tls-client-role)");
+  }
+  return it->second;
+}
+
 bool Server::CanSee(const Principal& who, const Job& j) const {
   return who.role == Role::kAdmin || (who.role == Role::kUser && j.user == who.name);
 }
@@ -205,7 +220,7 @@ bool Server::CanSee(const Principal& who, const Job& j) const {
 // ---- jobs -----------------------------------------------------------------------------------
 
 Result<Job> Server::Submit(const Principal& who, JobSpec spec) {
-  if (who.role == Role::kAgent) return Denied("agents cannot submit jobs");
+  if (!IsPerson(who)) return Denied("only users and admins submit jobs");
   STOKER_RETURN_IF_ERROR(CheckSubmission(spec));
   std::string user = who.name;
   if (!spec.user.empty() && spec.user != who.name) {
@@ -235,7 +250,7 @@ Result<Job> Server::Submit(const Principal& who, JobSpec spec) {
 }
 
 Result<std::vector<Job>> Server::ListJobs(const Principal& who, const JobFilter& f) const {
-  if (who.role == Role::kAgent) return Denied("agents cannot list jobs");
+  if (!IsPerson(who)) return Denied("only users and admins list jobs");
   std::vector<Job> out;
   std::lock_guard lock(mu_);
   // The newest `limit` matches, walking back from the newest, so a short listing does not copy
@@ -261,7 +276,7 @@ Result<std::vector<Job>> Server::ListJobs(const Principal& who, const JobFilter&
 }
 
 Result<Job> Server::GetJob(const Principal& who, int64_t id) const {
-  if (who.role == Role::kAgent) return Denied("agents cannot read jobs");
+  if (!IsPerson(who)) return Denied("only users and admins read jobs");
   std::lock_guard lock(mu_);
   auto it = jobs_.find(id);
   // Other users' jobs are reported as absent: their existence is not the caller's business.
@@ -349,7 +364,7 @@ void Server::Reindex(const Job& j) {
 }
 
 Result<Job> Server::Cancel(const Principal& who, int64_t id) {
-  if (who.role == Role::kAgent) return Denied("agents cannot cancel jobs");
+  if (!IsPerson(who)) return Denied("only users and admins cancel jobs");
   return ChangeUnendedJob(&who, id, [&](Job& j, store::WriteBatch& b) {
     if (j.state == JobState::kRunning) {
       // The node stops it (TERM, grace, KILL); the job ends when the node reports the exit.
@@ -561,7 +576,7 @@ Result<std::vector<store::EventRow>> Server::Events(const Principal& who, int64_
 // ---- nodes ----------------------------------------------------------------------------------
 
 Result<NodeStatus> Server::RegisterNode(const Principal& who, const NodeInventory& inv) {
-  if (who.role == Role::kUser) return Denied("only agents and admins register nodes");
+  if (!IsNodeAgentOrAdmin(who)) return Denied("only agents and admins register nodes");
   if (who.role == Role::kAgent && who.name != inv.name) {
     return Denied("name: this agent token may only report for node '" + who.name + "'");
   }
@@ -632,7 +647,7 @@ LaunchOrder Server::StartOrder(const Job& j, const Assignment& a) {
 
 Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string& node,
                                          server::Heartbeat hb) {
-  if (who.role == Role::kUser) return Denied("only agents and admins send heartbeats");
+  if (!IsNodeAgentOrAdmin(who)) return Denied("only agents and admins send heartbeats");
   if (who.role == Role::kAgent && who.name != node) {
     return Denied("this agent token may only report for node '" + who.name + "'");
   }
@@ -890,7 +905,7 @@ NodeStatus Server::StatusOf(const NodeEntry& n, bool with_samples) const {
 }
 
 Result<std::vector<NodeStatus>> Server::ListNodes(const Principal& who) const {
-  if (who.role == Role::kAgent) return Denied("agents cannot list nodes");
+  if (!IsPerson(who)) return Denied("only users and admins list nodes");
   std::lock_guard lock(mu_);
   std::vector<NodeStatus> out;
   out.reserve(nodes_.size());
@@ -899,6 +914,7 @@ Result<std::vector<NodeStatus>> Server::ListNodes(const Principal& who) const {
 }
 
 Result<NodeStatus> Server::GetNode(const Principal& who, const std::string& node) const {
+  if (who.role == Role::kScheduler) return Denied("the scheduler role reads no node");
   if (who.role == Role::kAgent && who.name != node) return Denied("agents see only their node");
   std::lock_guard lock(mu_);
   auto it = nodes_.find(node);
@@ -907,7 +923,7 @@ Result<NodeStatus> Server::GetNode(const Principal& who, const std::string& node
 }
 
 Result<std::vector<Allocation>> Server::Allocations(const Principal& who) const {
-  if (who.role == Role::kAgent) return Denied("agents cannot list allocations");
+  if (!IsPerson(who)) return Denied("only users and admins list allocations");
   std::lock_guard lock(mu_);
   std::vector<Allocation> out;
   for (const auto& [id, j] : jobs_) {
@@ -933,7 +949,7 @@ Result<std::vector<Allocation>> Server::Allocations(const Principal& who) const 
 }
 
 Result<std::vector<QueueEntry>> Server::Queue(const Principal& who) const {
-  if (who.role == Role::kAgent) return Denied("agents cannot read the queue");
+  if (!IsPerson(who)) return Denied("only users and admins read the queue");
   std::lock_guard lock(mu_);
   queue::JobQueue q(*queue_policy_);
   for (int64_t id : queued_) {

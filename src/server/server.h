@@ -105,6 +105,9 @@ struct ServerOptions {
   // (ActivityTracker). The weighted policy's utilization is that mean where GPUs report it, and
   // oversubscription needs it to cover the whole window (pass::PassOptions).
   Duration activity_window = std::chrono::minutes(5);
+  // Who a verified client certificate is, by its Common Name (HTTPS with a client CA):
+  // "kube-scheduler" -> {name "kube-scheduler", role scheduler}. Unlisted names are refused.
+  std::map<std::string, Principal> client_certificates;
 };
 
 // The cluster's fragmentation by FGD's measure (scheduler/pass/pass.h).
@@ -198,6 +201,9 @@ class Server final : public JobActions {
   Result<Principal> Authenticate(std::string_view authorization_header) const {
     return tokens_.Authenticate(authorization_header, NowMs());
   }
+  // The principal a verified client certificate's CN maps to (ServerOptions::
+  // client_certificates); Unauthenticated for a CN that is not mapped.
+  Result<Principal> AuthenticateCertificate(const std::string& common_name) const;
 
   // Jobs.
   Result<Job> Submit(const Principal& who, JobSpec spec);

@@ -296,6 +296,7 @@ void Attributor::Attribute(GpuSample* sample) {
     p.job = AttributePid(p.pid, &name);
     if (p.name.empty()) p.name = name;
   }
+  if (claims_ != nullptr) claims_->Resolve(sample, *info_);
   bool prune = false;
   {
     std::lock_guard lock(mu_);

@@ -72,6 +72,16 @@ class ProcfsProcessInfo final : public ProcessInfo {
   std::string root_;
 };
 
+// A second source of attribution, consulted after a sample's processes are attributed: who
+// holds the GPU by allocation (on Kubernetes, the kubelet's PodResources: k8s/pod_attribution.h).
+// It fills the sample's claims and names the pod and container of processes that the cgroup
+// could only tie to a pod UID. Thread-safe (the per-GPU sampler threads call it).
+class ClaimResolver {
+ public:
+  virtual ~ClaimResolver() = default;
+  virtual void Resolve(GpuSample* sample, const ProcessInfo& info) const = 0;
+};
+
 // Combines cgroup and environment into a JobRef and caches the answer per pid, so each process
 // costs a few /proc reads once, not once per sample. Entries not touched for `ttl` are evicted
 // by Prune() (exited processes disappear; a pid reused within ttl would inherit the old
@@ -80,9 +90,11 @@ class Attributor {
  public:
   Attributor(const ProcessInfo* info, const Clock* clock, Duration ttl = std::chrono::seconds(10));
 
-  // Fills process.job and process.name (when empty) for every process of `sample`, and the
-  // same for nothing else.
+  // Fills process.job and process.name (when empty) for every process of `sample`, then lets
+  // the claim resolver (if any) add the sample's claims and name pods.
   void Attribute(GpuSample* sample);
+  // `resolver` (not owned; may be null) must outlive this. Set before sampling starts.
+  void SetClaimResolver(const ClaimResolver* resolver) { claims_ = resolver; }
   // Returns the attribution of one pid (cached).
   JobRef AttributePid(uint32_t pid, std::string* name = nullptr);
   // Drops entries last used before now - ttl.
@@ -99,6 +111,7 @@ class Attributor {
 
   const ProcessInfo* info_;
   const Clock* clock_;
+  const ClaimResolver* claims_ = nullptr;
   Duration ttl_;
   mutable std::mutex mu_;
   std::unordered_map<uint32_t, Entry> cache_;  // guarded by mu_

@@ -60,6 +60,16 @@ void MigLabels(std::string& out, const std::string& base, const MigInstance& m) 
 
 std::string_view JobLabel(const JobRef& job) { return job.known() ? job.id : std::string_view(); }
 
+// namespace and pod of a Kubernetes job named "namespace/pod" (nothing for other jobs, or for a
+// pod known only by its UID).
+void AppendPodLabels(std::string* out, const JobRef& job) {
+  if (job.kind != JobRef::Kind::kKubernetes) return;
+  const size_t slash = job.id.find('/');
+  if (slash == std::string::npos) return;
+  AppendLabel(out, "namespace", std::string_view(job.id).substr(0, slash));
+  AppendLabel(out, "pod", std::string_view(job.id).substr(slash + 1));
+}
+
 // pid, jobid and user labels of one process's series (and step, for a Slurm step).
 void ProcessLabels(std::string& out, const GpuProcess& p) {
   out.clear();
@@ -291,7 +301,8 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
                      Type::kGauge);
     Family info(o, "stoker_gpu_job_info",
                 "Job running on the GPU (kind = stoker, slurm or kubernetes; for kubernetes the "
-                "jobid is the pod UID). Join with * on(uuid) group_left.",
+                "jobid is namespace/pod, with namespace, pod and container labels, or the pod UID "
+                "where the kubelet was not asked). Join with * on(uuid) group_left.",
                 Type::kGauge);
     for (size_t i = 0; i < n; ++i) {
       if (!Fresh(snap.gpus[i])) continue;
@@ -318,7 +329,26 @@ void MetricsRenderer::Render(const TelemetrySnapshot& snap, std::string* out) {
         job_procs.AddUint(base_[i], scratch_, a.processes);
         AppendLabel(&scratch_, "kind", JobKindName(a.job->kind));
         AppendLabel(&scratch_, "container", a.job->container);
+        AppendPodLabels(&scratch_, *a.job);
         info.Add(base_[i], scratch_, 1);
+      }
+    }
+    // Who holds each GPU by allocation (Kubernetes pods, from the kubelet): a share's size is
+    // its pod's part of the GPU, whether or not its processes run yet.
+    Family claims(o, "stoker_gpu_claim_milli",
+                  "GPU held by allocation (Kubernetes: the kubelet's PodResources), in milli-GPU "
+                  "(1000 = the whole GPU; a MIG instance: 0 with mig_uuid).",
+                  Type::kGauge);
+    for (size_t i = 0; i < n; ++i) {
+      if (!Fresh(snap.gpus[i])) continue;
+      for (const GpuClaim& c : snap.gpus[i].sample.claims) {
+        scratch_.clear();
+        AppendLabel(&scratch_, "jobid", c.job.id);
+        AppendLabel(&scratch_, "kind", JobKindName(c.job.kind));
+        AppendLabel(&scratch_, "container", c.job.container);
+        AppendPodLabels(&scratch_, c.job);
+        AppendLabel(&scratch_, "mig_uuid", c.mig_uuid);
+        claims.AddUint(base_[i], scratch_, static_cast<uint64_t>(c.gpu_milli));
       }
     }
   }

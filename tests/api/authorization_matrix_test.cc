@@ -1,6 +1,7 @@
 // The authorization matrix, generated from the route table of the API as `stoker server` wires
-// it (the server's routes, the efficiency engine's and the dashboard's history): every route x
-// every caller (admin, a user, an agent, no token) x the caller's own object and someone else's.
+// it (the server's routes, the efficiency engine's, the dashboard's history and the Kubernetes
+// scheduler extender's): every route x every caller (admin, a user, an agent, kube-scheduler, no
+// token) x the caller's own object and someone else's.
 // What each cell must answer follows from the route's declaration (roles, scope); what a valid
 // request to the route looks like is written once per route below. A route in the table without a
 // request here fails the test, so no route can be added without its rules being tested.
@@ -202,6 +203,15 @@ std::map<std::string, Case> Cases() {
       return Req("GET", "/api/v1/" + what, "", {{"team", TargetTeam(c, whose)}});
     }};
   }
+  m["GET /k8s/reclaim"] = simple("GET", "/api/v1/k8s/reclaim");
+  // The scheduler extender: kube-scheduler's ExtenderArgs (nodeCacheCapable: true).
+  for (const std::string verb : {"filter", "prioritize"}) {
+    m["POST /k8s/extender/" + verb] = simple(
+        "POST", "/api/v1/k8s/extender/" + verb,
+        R"({"Pod":{"metadata":{"name":"p","namespace":"ml"},"spec":{"containers":[{"name":"c",)"
+        R"("resources":{"limits":{"stoker.io/gpu-milli":"500"}}}]}},"Nodes":null,)"
+        R"("NodeNames":["n1","n2"]})");
+  }
   return m;
 }
 
@@ -214,6 +224,7 @@ TEST(AuthorizationMatrix, EveryRouteEveryRoleOwnAndOthersObjects) {
   const std::vector<Caller> callers = {{"admin", Role::kAdmin, "", ""},
                                        {"alice", Role::kUser, "alice", "bob"},
                                        {"n1", Role::kAgent, "n1", "n2"},
+                                       {"sched", Role::kScheduler, "", ""},
                                        {"", Role::kUser, "", ""}};
   std::vector<Route> routes;
   {

@@ -1,7 +1,8 @@
 #pragma once
 // The API as `stoker server` wires it, for tests: a server over a fresh SQLite store with the
-// efficiency engine and the dashboard's history as its extensions (market teams: alice in ml, bob
-// in vision), tokens for an admin, two users and the agents of two registered 4-GPU nodes.
+// efficiency engine, the dashboard's history and the Kubernetes scheduler extender as its
+// extensions (market teams: alice in ml, bob in vision), tokens for an admin, two users, the
+// agents of two registered 4-GPU nodes and kube-scheduler (role scheduler).
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "integration/efficiency_service.h"
+#include "integration/k8s_extender_service.h"
 #include "server/api.h"
 #include "server/server.h"
 #include "store/store.h"
@@ -51,12 +53,16 @@ struct World {
     history = std::make_unique<web::History>(&clock);
     server->AddObserver(history.get());
     api->AddExtension(history.get());
+    k8s = std::make_unique<integration::KubernetesExtender>(server.get(), &clock);
+    server->AddObserver(k8s.get());
+    api->AddExtension(k8s.get());
     const Principal root{"root", Role::kAdmin};
     tokens["admin"] = *server->CreateToken(root, Role::kAdmin, "root");
     tokens["alice"] = *server->CreateToken(root, Role::kUser, "alice");
     tokens["bob"] = *server->CreateToken(root, Role::kUser, "bob");
     tokens["n1"] = *server->CreateToken(root, Role::kAgent, "n1");
     tokens["n2"] = *server->CreateToken(root, Role::kAgent, "n2");
+    tokens["sched"] = *server->CreateToken(root, Role::kScheduler, "kube-scheduler");
     for (const char* node : {"n1", "n2"}) {
       NodeInventory n;
       n.name = node;
@@ -74,6 +80,7 @@ struct World {
     }
   }
   ~World() {
+    k8s.reset();
     svc.reset();
     api.reset();
     history.reset();
@@ -99,6 +106,7 @@ struct World {
   std::unique_ptr<efficiency::StoreLedgerStore> ledger;
   std::unique_ptr<efficiency::EfficiencyService> svc;
   std::unique_ptr<web::History> history;  // the dashboard's GPU history and its routes
+  std::unique_ptr<integration::KubernetesExtender> k8s;  // the scheduler extender's routes
   std::map<std::string, std::string> tokens;
 };
 

@@ -156,6 +156,36 @@ TEST(MetricsRendererTest, ProcessAndJobSeriesFollowTheProcessList) {
   EXPECT_FALSE(Contains(out, "jobid=\"1234\""));
 }
 
+// Kubernetes: a pod's processes and its claims name the namespace, pod and container (the
+// kubelet's PodResources, k8s/pod_attribution.h); a pod known only by its UID gets no pod label.
+TEST(MetricsRendererTest, KubernetesPodsAndClaimsNameNamespacePodAndContainer) {
+  TelemetrySnapshot snap = TwoGpus();
+  auto& s = snap.gpus[0].sample;
+  s.processes[0].job = JobRef{JobRef::Kind::kKubernetes, "ml/train-0", "alice", "train"};
+  s.processes[1].job = JobRef{JobRef::Kind::kKubernetes, "3f2a9c1e-5b7d", "bob", "abc123"};
+  GpuClaim a;
+  a.job = JobRef{JobRef::Kind::kKubernetes, "ml/train-0", "", "train"};
+  a.gpu_milli = 300;
+  GpuClaim b;
+  b.job = JobRef{JobRef::Kind::kKubernetes, "vision/infer", "", "server"};
+  b.gpu_milli = 500;
+  s.claims = {a, b};
+  const std::string out = Render(snap);
+  EXPECT_TRUE(Contains(out,
+                       ",jobid=\"ml/train-0\",user=\"alice\",kind=\"kubernetes\","
+                       "container=\"train\",namespace=\"ml\",pod=\"train-0\"} 1\n"))
+      << out;
+  EXPECT_TRUE(Contains(out,
+                       ",jobid=\"3f2a9c1e-5b7d\",user=\"bob\",kind=\"kubernetes\","
+                       "container=\"abc123\"} 1\n"))
+      << out;
+  EXPECT_TRUE(Contains(out, "stoker_gpu_claim_milli{gpu=\"0\""));
+  EXPECT_TRUE(Contains(out,
+                       ",jobid=\"vision/infer\",kind=\"kubernetes\",container=\"server\","
+                       "namespace=\"vision\",pod=\"infer\",mig_uuid=\"\"} 500\n"))
+      << out;
+}
+
 TEST(MetricsRendererTest, PerProcessUtilizationOnlyWhereReported) {
   TelemetrySnapshot snap = TwoGpus();
   auto& procs = snap.gpus[0].sample.processes;
@@ -304,6 +334,10 @@ TEST(MetricsRendererTest, EveryFamilyIsDocumented) {
   g.field_errors_total[0] = 3;
   g.sample.processes[0].job = JobRef{JobRef::Kind::kStoker, "7", "alice", ""};
   g.sample.processes[0].sm_util_pct = Field<uint32_t>::Of(50);
+  GpuClaim claim;
+  claim.job = JobRef{JobRef::Kind::kKubernetes, "ml/p", "", "c"};
+  claim.gpu_milli = 250;
+  g.sample.claims.push_back(claim);
   g.sample.processes[0].mem_util_pct = Field<uint32_t>::Of(10);
   MigInstance m;
   m.profile = "1g.10gb";

@@ -1,0 +1,205 @@
+#include "k8s/pod_reclaim.h"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "efficiency/activity.h"
+
+namespace stoker::k8s {
+namespace {
+using nlohmann::json;
+
+// "namespace/pod" -> (namespace, pod).
+std::pair<std::string, std::string> SplitPod(const std::string& id) {
+  const size_t slash = id.find('/');
+  if (slash == std::string::npos) return {"", id};
+  return {id.substr(0, slash), id.substr(slash + 1)};
+}
+
+class KubeApiEvictor final : public PodEvictor {
+ public:
+  explicit KubeApiEvictor(KubeApiConfig c) : config_(std::move(c)) {}
+
+  Status Evict(const std::string& ns, const std::string& pod) override {
+    httplib::Client client(config_.server);
+    if (!config_.ca_file.empty()) {
+      client.set_ca_cert_path(config_.ca_file);
+      client.enable_server_certificate_verification(true);
+    }
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(config_.timeout).count();
+    client.set_connection_timeout(secs);
+    client.set_read_timeout(secs);
+    client.set_write_timeout(secs);
+    httplib::Headers headers;
+    if (!config_.token.empty()) headers.emplace("Authorization", "Bearer " + config_.token);
+    auto res =
+        client.Post(EvictionPath(ns, pod), headers, EvictionBody(ns, pod), "application/json");
+    if (!res) {
+      return Unavailable("Kubernetes API " + config_.server + ": " +
+                         httplib::to_string(res.error()));
+    }
+    return EvictionStatus(res->status, res->body);
+  }
+
+ private:
+  KubeApiConfig config_;
+};
+
+}  // namespace
+
+std::string EvictionPath(const std::string& ns, const std::string& pod) {
+  return "/api/v1/namespaces/" + ns + "/pods/" + pod + "/eviction";
+}
+
+std::string EvictionBody(const std::string& ns, const std::string& pod) {
+  nlohmann::ordered_json b;
+  b["apiVersion"] = "policy/v1";
+  b["kind"] = "Eviction";
+  b["metadata"] = {{"name", pod}, {"namespace", ns}};
+  return b.dump();
+}
+
+Status EvictionStatus(int http_status, const std::string& body) {
+  std::string message;
+  const json j = json::parse(body, nullptr, false);
+  if (j.is_object() && j.contains("message") && j["message"].is_string()) {
+    message = j["message"].get<std::string>();
+  } else {
+    message = body.substr(0, 200);
+  }
+  switch (http_status) {
+    case 200:
+    case 201:
+      return Status::Ok();
+    case 429:
+      return Unavailable("eviction refused for now (a PodDisruptionBudget): " + message);
+    case 404:
+      return NotFound("pod not found: " + message);
+    case 401:
+    case 403:
+      return PermissionDenied("the Kubernetes API refused the eviction (HTTP " +
+                              std::to_string(http_status) + "): " + message);
+    default:
+      return Internal("eviction failed (HTTP " + std::to_string(http_status) + "): " + message);
+  }
+}
+
+Result<KubeApiConfig> InClusterConfig(const std::string& sa_dir) {
+  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+  if (host == nullptr || *host == '\0') {
+    return FailedPrecondition("not in a pod: KUBERNETES_SERVICE_HOST is not set");
+  }
+  KubeApiConfig c;
+  const std::string h = host;
+  c.server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" +
+             (port != nullptr && *port != '\0' ? port : "443");
+  std::ifstream token(sa_dir + "/token");
+  if (!token) return FailedPrecondition("cannot read " + sa_dir + "/token");
+  std::stringstream ss;
+  ss << token.rdbuf();
+  c.token = ss.str();
+  while (!c.token.empty() && (c.token.back() == '\n' || c.token.back() == '\r')) c.token.pop_back();
+  c.ca_file = sa_dir + "/ca.crt";
+  return c;
+}
+
+std::unique_ptr<PodEvictor> NewKubeApiEvictor(KubeApiConfig config) {
+  return std::make_unique<KubeApiEvictor>(std::move(config));
+}
+
+// The reclaimer's actions on pods: a warning is logged (the record is the evidence); requeue and
+// cancel are evictions.
+class PodReclaim::Actions final : public efficiency::JobActions {
+ public:
+  explicit Actions(PodEvictor* evictor) : evictor_(evictor) {}
+  Status Warn(const efficiency::JobInfo& job, const std::string& message) override {
+    spdlog::warn("k8s reclaim: pod {}: {}", job.id, message);
+    return Status::Ok();
+  }
+  Status Requeue(const efficiency::JobInfo& job, const std::string& reason) override {
+    return Evict(job, reason);
+  }
+  Status Cancel(const efficiency::JobInfo& job, const std::string& reason) override {
+    return Evict(job, reason);
+  }
+
+ private:
+  Status Evict(const efficiency::JobInfo& job, const std::string& reason) {
+    if (evictor_ == nullptr) return FailedPrecondition("no Kubernetes API to evict through");
+    const auto [ns, pod] = SplitPod(job.id);
+    if (ns.empty()) return InvalidArgument("pod " + job.id + " has no namespace");
+    Status st = evictor_->Evict(ns, pod);
+    spdlog::info("k8s reclaim: evict {} ({}): {}", job.id, reason,
+                 st.ok() ? "done" : st.ToString());
+    return st;
+  }
+  PodEvictor* evictor_;
+};
+
+PodReclaim::PodReclaim(efficiency::IdleReclaimPolicy policy, efficiency::ActivityMetric metric,
+                       PodEvictor* evictor)
+    : metric_(metric), actions_(std::make_unique<Actions>(evictor)) {
+  if (evictor == nullptr) policy.dry_run = true;
+  reclaimer_ = std::make_unique<efficiency::IdleReclaimer>(std::move(policy), pods_, *actions_);
+}
+
+PodReclaim::~PodReclaim() = default;
+
+void PodReclaim::Observe(const std::string& /*node*/, const std::vector<GpuSample>& gpus) {
+  for (const GpuSample& s : gpus) {
+    std::set<std::string> holders;
+    for (const GpuClaim& c : s.claims) {
+      if (c.job.kind == JobRef::Kind::kKubernetes && c.job.id.find('/') != std::string::npos) {
+        holders.insert(c.job.id);
+      }
+    }
+    if (holders.empty()) continue;
+    const std::optional<int64_t> activity = efficiency::ActivityMilli(s, metric_);
+    const std::string gpu = efficiency::GpuKey(s);
+    for (const std::string& pod : holders) {
+      std::optional<efficiency::JobInfo> j = pods_.Find(pod);
+      efficiency::JobInfo info = j ? *j : efficiency::JobInfo{};
+      if (!j) {
+        info.id = pod;
+        info.user = SplitPod(pod).first;  // the namespace: who to talk to about the pod
+        info.team = info.user;
+        info.job_class = "kubernetes";
+        info.start = s.timestamp;
+      }
+      if (std::find(info.gpus.begin(), info.gpus.end(), gpu) == info.gpus.end()) {
+        info.gpus.push_back(gpu);
+      }
+      pods_.Upsert(info);
+      last_seen_[pod] = std::max(last_seen_[pod], s.timestamp);
+      if (activity) reclaimer_->Observe(pod, gpu, s.timestamp, *activity);
+    }
+  }
+}
+
+std::vector<efficiency::ReclaimRecord> PodReclaim::Evaluate(WallTime now) {
+  // Pods no longer seen on any GPU have ended (or moved): they leave the directory.
+  for (auto it = last_seen_.begin(); it != last_seen_.end();) {
+    if (now - it->second > std::chrono::minutes(10)) {
+      pods_.Remove(it->first);
+      reclaimer_->Forget(it->first);
+      it = last_seen_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return reclaimer_->Evaluate(now);
+}
+
+const std::vector<efficiency::ReclaimRecord>& PodReclaim::log() const { return reclaimer_->log(); }
+
+size_t PodReclaim::pods() const { return last_seen_.size(); }
+
+}  // namespace stoker::k8s

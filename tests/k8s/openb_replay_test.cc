@@ -1,4 +1,4 @@
-// A replay of the openb trace (Alibaba's GPU-sharing pod list, ../shared/traces/openb) through
+// A replay of the openb trace (Alibaba's GPU-sharing pod list; support/traces.h finds it) through
 // the extender's wire protocol, as kube-scheduler would drive it, on a cluster where some GPUs
 // hold "ghost" memory: a process that belongs to no pod uses 95 % of the GPU's memory.
 //
@@ -20,13 +20,13 @@
 #include "k8s/extender_types.h"
 #include "k8s_samples.h"
 #include "sim/packing_trace.h"
+#include "support/trace_test.h"
 
 namespace stoker::k8s {
 namespace {
 using nlohmann::json;
 using testing::kGiB;
 
-const std::string kOpenb = std::string(STOKER_SHARED_DIR) + "/traces/openb/";
 const WallTime kNow = WallTime(std::chrono::seconds(1'747'040'000));
 
 // GPU memory by openb model (the trace does not say; P100/T4/V100 as sold, the unnamed G2/G3 and
@@ -146,9 +146,11 @@ Outcome Replay(bool measured, const scheduler::ClusterState& openb,
 }
 
 TEST(OpenbReplay, MeasuredAccountingPlacesNothingOntoGpusWithoutTheMemory) {
-  auto openb = sim::LoadOpenbNodes(kOpenb + "openb_node_list_gpu_node.csv");
+  STOKER_TRACE_OR_SKIP(nodes_csv, "openb/openb_node_list_gpu_node.csv");
+  STOKER_TRACE_OR_SKIP(pods_csv, "openb/openb_pod_list_gpushare40.csv");
+  auto openb = sim::LoadOpenbNodes(nodes_csv);
   ASSERT_TRUE(openb.ok()) << openb.status().ToString();
-  auto pods = sim::LoadOpenbPods(kOpenb + "openb_pod_list_gpushare40.csv", openb->models());
+  auto pods = sim::LoadOpenbPods(pods_csv, openb->models());
   ASSERT_TRUE(pods.ok()) << pods.status().ToString();
   // Every sixteenth GPU node (all models), and the trace's GPU pods in order: enough to fill it.
   std::vector<int32_t> nodes;

@@ -52,10 +52,9 @@ void KubernetesExtender::RefreshNodeStates() {
   auto nodes = server_->ListNodes(server::Principal{"k8s-extender", Role::kAdmin});
   if (!nodes.ok()) return;
   std::lock_guard lock(mu_);
-  for (const server::json& n : *nodes) {
-    const std::string name = n.value("name", "");
-    const std::string state = n.value("state", "");
-    view_.SetState(name, state == "drained", state == "lost");
+  for (const protocol::NodeStatus& n : *nodes) {
+    view_.SetState(n.inventory.name, n.state == protocol::NodeState::kDrained,
+                   n.state == protocol::NodeState::kLost);
   }
 }
 

@@ -1,3 +1,4 @@
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 
@@ -58,6 +59,11 @@ void RegisterCommands(CLI::App& app, int& exit_code, std::string_view command) {
 }
 
 int Main(int argc, char** argv) {
+  // A peer that closes its end (a TLS server refusing a client certificate after a TLS 1.3
+  // handshake, a reader of our output that exits) must give a write error that the command
+  // reports, not kill the process: OpenSSL writes with write(2), which raises SIGPIPE. Jobs do
+  // not inherit this: the job shim restores the default before it runs the job.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"Stoker: keep every GPU of a cluster busy.", "stoker"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("stoker ") + STOKER_VERSION);

@@ -177,6 +177,8 @@ std::string JobToJson(const JobRecord& r) {
   if (!r.info.job_class.empty()) j["class"] = r.info.job_class;
   j["interactive"] = r.info.interactive;
   j["preemptible"] = r.info.preemptible;
+  j["movable"] = r.info.movable;
+  if (r.info.memory_bound) j["memory_bound"] = true;
   j["submit"] = ToUnix(r.submit);
   j["start"] = ToUnix(r.info.start);
   if (r.end != WallTime{}) j["end"] = ToUnix(r.end);

@@ -6,6 +6,7 @@
 //   {"type":"job","id":"j1","user":"alice","team":"ml","class":"train","interactive":false,
 //    "preemptible":false,"movable":false,"submit":1767225000,"start":1767225600,
 //    "end":1767232800,"gpus":["GPU-a"],"gpu_model":"H100"}
+//   ("memory_bound":true is written only for jobs marked so; absent reads as false.)
 //   {"type":"sample","t":1767225630,"node":"n1","gpu":"GPU-a","model":"NVIDIA H100 80GB HBM3",
 //    "job":"j1","util":55,"sm_active":0.41,"tensor_active":0.2,"dram_bw":0.3,
 //    "mem_used":21474836480,"mem_total":85899345920,"power_w":312.5,"temp_c":61}

@@ -66,6 +66,21 @@ TEST(RecordsTest, ReadsJobsAndSamplesAndRejectsBadLinesNamingLineAndField) {
   ASSERT_TRUE(rt.ok()) << rt.status().ToString();
   EXPECT_EQ(rt->samples[0].t, r->samples[0].t);
   EXPECT_EQ(rt->jobs[0].info.gpus, r->jobs[0].info.gpus);
+  // Every field of a job survives the export: the flags the zone plans and alerts read too.
+  JobRecord flagged = r->jobs[0];
+  flagged.info.movable = true;
+  flagged.info.memory_bound = true;
+  flagged.info.interactive = true;
+  flagged.info.preemptible = true;
+  std::istringstream flags(JobToJson(flagged) + "\n");
+  auto fl = ReadRecordsJsonl(flags, "flags");
+  ASSERT_TRUE(fl.ok()) << fl.status().ToString();
+  ASSERT_EQ(fl->jobs.size(), 1u);
+  EXPECT_TRUE(fl->jobs[0].info.movable);
+  EXPECT_TRUE(fl->jobs[0].info.memory_bound);
+  EXPECT_TRUE(fl->jobs[0].info.interactive);
+  EXPECT_TRUE(fl->jobs[0].info.preemptible);
+  EXPECT_EQ(JobToJson(fl->jobs[0]), JobToJson(flagged));
 }
 
 TEST(ReportTest, PerJobPerOwnerClusterAndAdvice) {

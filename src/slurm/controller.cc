@@ -87,8 +87,9 @@ std::string RenderControllerMetrics(const ControllerMetrics& m) {
   w.Gauge("stoker_slurm_jobs_waiting", "Held marked GPU jobs the last cycle left held.",
           d(m.jobs_waiting));
   w.Counter("stoker_slurm_kept_off_shared_gpus_total",
-            "Steers moved to another node than the pass picked, or withheld, to keep whole-GPU "
-            "and shard jobs on separate GPUs (Slurm picks the GPUs on the node).",
+            "Held jobs moved to another node than the pass picked, or kept held, to keep "
+            "whole-GPU and shard jobs on separate GPUs (Slurm picks the GPUs on the node); each "
+            "job counted once per hold.",
             d(m.kept_off_shared_gpus));
   w.Gauge("stoker_slurm_cycle_seconds", "Duration of the last cycle (read, decide, act).",
           m.last_cycle_seconds);
@@ -391,7 +392,7 @@ Decision Decide(const SlurmSnapshot& snap, DecisionPolicies& policies,
         if (key < best) best = key, node = name;
       });
       if (node != picked && std::get<0>(best) != INT32_MAX) {
-        ++d.kept_off_shared_gpus;
+        d.kept_off_shared_gpus.insert(j.id);
         why = "shards where they keep whole-GPU jobs' room (the pass picked " + picked + ")";
       }
     }
@@ -400,7 +401,7 @@ Decision Decide(const SlurmSnapshot& snap, DecisionPolicies& policies,
     } else if (!clean(uses.at(node), a, &whole, &shard)) {
       // A whole-GPU job Slurm would put on GPUs with shard jobs: the best-packed node where it
       // would not.
-      ++d.kept_off_shared_gpus;
+      d.kept_off_shared_gpus.insert(j.id);
       std::string best;
       int64_t best_free = INT64_MAX;
       candidates([&](const std::string& name, const NodeUse& u, int32_t) {
@@ -526,7 +527,14 @@ Result<Decision> SlurmController::Cycle() {
   last_.jobs = std::move(jobs).value();
   Decision d = Decide(last_, policies_, options_);
   metrics_.jobs_waiting = static_cast<int64_t>(d.waiting.size());
-  metrics_.kept_off_shared_gpus += d.kept_off_shared_gpus;
+  // A job left held is decided again every cycle: count it once per hold (a job released and
+  // held again, e.g. requeued, counts anew).
+  for (uint32_t id : d.kept_off_shared_gpus) {
+    if (kept_off_counted_.insert(id).second) ++metrics_.kept_off_shared_gpus;
+  }
+  for (auto it = kept_off_counted_.begin(); it != kept_off_counted_.end();) {
+    it = d.waiting.count(*it) ? std::next(it) : kept_off_counted_.erase(it);
+  }
   for (const SlurmNode& n : last_.nodes) {
     if (n.gpus > scheduler::kMaxGpusPerNode) ++metrics_.nodes_skipped;
   }

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,8 +58,8 @@ struct Decision {
   std::map<uint32_t, std::string> waiting;  // held marked jobs that stay held -> why
   // Steers moved to another node than the pass picked, or withheld, to keep whole-GPU and
   // shard jobs on separate GPUs (a whole-GPU job Slurm would put on GPUs with shards; a shard
-  // job whose GPU would keep whole-GPU jobs off more of a node than elsewhere).
-  int32_t kept_off_shared_gpus = 0;
+  // job whose GPU would keep whole-GPU jobs off more of a node than elsewhere): the jobs.
+  std::set<uint32_t> kept_off_shared_gpus;
   pass::PassStats pass;  // the scheduling pass's counters
 };
 
@@ -72,10 +73,11 @@ struct ControllerMetrics {
   int64_t jobs_released_unsteered = 0;
   int64_t action_errors_not_found = 0;  // a job vanished or a node is unknown
   int64_t action_errors_other = 0;
-  int64_t nodes_skipped = 0;         // nodes the model cannot hold (over 8 GPUs)
-  int64_t jobs_waiting = 0;          // held marked jobs left held by the last cycle (gauge)
-  int64_t kept_off_shared_gpus = 0;  // steers withheld: Slurm would put them on shard GPUs
-  double last_cycle_seconds = 0;     // read + decide + act (gauge)
+  int64_t nodes_skipped = 0;  // nodes the model cannot hold (over 8 GPUs)
+  int64_t jobs_waiting = 0;   // held marked jobs left held by the last cycle (gauge)
+  // Jobs moved or withheld to keep whole-GPU and shard jobs apart, each counted once per hold.
+  int64_t kept_off_shared_gpus = 0;
+  double last_cycle_seconds = 0;  // read + decide + act (gauge)
 };
 // Prometheus text exposition of the metrics (stoker_slurm_*).
 std::string RenderControllerMetrics(const ControllerMetrics& m);
@@ -156,6 +158,7 @@ class SlurmController {
   DecisionPolicies policies_;
   ControllerMetrics metrics_;
   SlurmSnapshot last_;
+  std::set<uint32_t> kept_off_counted_;  // held jobs already counted in kept_off_shared_gpus
 };
 
 }  // namespace stoker::slurm

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "fake_client.h"
@@ -183,7 +184,7 @@ TEST(SlurmDecide, WholeGpuJobsAreKeptOffGpusWithShardsAndShardJobsPack) {
   for (const auto& s : d.steer) to[s.job] = s.nodes.empty() ? "" : s.nodes[0];
   EXPECT_EQ(to[1], "b");
   EXPECT_EQ(to[2], "a");
-  EXPECT_EQ(d.kept_off_shared_gpus, 1);
+  EXPECT_EQ(d.kept_off_shared_gpus, std::set<uint32_t>{1});
 
   // Without keep_shards_apart the job goes where the pass put it, and Slurm shares GPU 0.
   ControllerOptions shared;
@@ -192,7 +193,7 @@ TEST(SlurmDecide, WholeGpuJobsAreKeptOffGpusWithShardsAndShardJobsPack) {
   ASSERT_EQ(s.steer.size(), 2u);
   for (const auto& st : s.steer) to[st.job] = st.nodes.empty() ? "" : st.nodes[0];
   EXPECT_EQ(to[1], "a");
-  EXPECT_EQ(s.kept_off_shared_gpus, 0);
+  EXPECT_TRUE(s.kept_off_shared_gpus.empty());
 }
 
 // Slurm puts a shard job on the lowest GPU with room: on an empty node that is GPU 0, and every
@@ -259,6 +260,39 @@ TEST(SlurmController, VanishedJobsAndUnknownNodesAreCountedNotFatal) {
   EXPECT_EQ(c->metrics().jobs_steered, 0);
   EXPECT_GE(c->metrics().action_errors_not_found, 2);  // the steer and at least one weight
   EXPECT_FALSE(fake.actions.empty());
+}
+
+// A job kept held because Slurm would give it GPUs with shards is decided again every cycle,
+// but is one decision: the counter counts it once per hold, and again after a new hold.
+TEST(SlurmController, KeptOffSharedGpusCountsEachHeldJobOncePerHold) {
+  testing::FakeSlurmClient fake;
+  // The only node has shards on GPU 0: Slurm would give a 1-GPU job GPU 0.
+  fake.nodes = std::vector<SlurmNode>{ShardNode("a", 4)};
+  std::vector<SlurmJob> jobs = {RunningOn(10, "a", {}, 2, {0}), HeldGpuJob(1, 1)};
+  fake.jobs = jobs;
+  auto c = SlurmController::Create(&fake, {}).value();
+  for (int i = 0; i < 3; ++i) {
+    auto d = c->Cycle();
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(d->kept_off_shared_gpus, std::set<uint32_t>{1});
+    EXPECT_EQ(d->waiting.count(1), 1u);
+  }
+  EXPECT_EQ(c->metrics().kept_off_shared_gpus, 1);
+  EXPECT_EQ(c->metrics().jobs_steered, 0);
+  EXPECT_NE(RenderControllerMetrics(c->metrics()).find("stoker_slurm_kept_off_shared_gpus_total 1"),
+            std::string::npos);
+  // A second held job is a second decision; the first is not counted again.
+  jobs.push_back(HeldGpuJob(2, 1));
+  fake.jobs = jobs;
+  ASSERT_TRUE(c->Cycle().ok());
+  EXPECT_EQ(c->metrics().kept_off_shared_gpus, 2);
+  // Job 1 leaves the hold (started elsewhere, cancelled): held again later, it counts anew.
+  fake.jobs = std::vector<SlurmJob>{jobs[0], jobs[2]};
+  ASSERT_TRUE(c->Cycle().ok());
+  EXPECT_EQ(c->metrics().kept_off_shared_gpus, 2);
+  fake.jobs = jobs;
+  ASSERT_TRUE(c->Cycle().ok());
+  EXPECT_EQ(c->metrics().kept_off_shared_gpus, 3);
 }
 
 TEST(SlurmController, UnknownPolicyIsRefused) {

@@ -575,8 +575,9 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
     return basis;
   };
   // Gangs: every part placed, each on a machine of its own, or none (scheduler/gang.h). A gang is
-  // never admitted beyond capacity and does not preempt: it waits, and its reason says how many
-  // of its parts fit now. Gangs of one shape that did not fit are not tried again this pass.
+  // never admitted beyond capacity; a guaranteed one that does not fit preempts as one job
+  // (try_preempt_gang), else it waits and its reason says how many of its parts fit now. Gangs of
+  // one shape that did not fit are not tried again this pass.
   std::map<std::string, std::string> failed_gangs;  // shape -> why it waits
   auto machine_of = [&](int32_t v) { return node_vnodes[vnodes[v].node->name]; };
   auto gang_part = [&](const scheduler::Placement& p) {
@@ -592,6 +593,108 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
     }
     a.cuda_visible_devices = JoinIndices(a.gpu_indices);
     return a;
+  };
+  // A guaranteed gang that does not fit: as try_preempt does for a one-node job, in a trial
+  // release what jobs already being preempted hold, then victims one by one (in the victim order)
+  // until every part finds room; the victims on the machines the parts took, and those beyond
+  // capacity on their GPUs, are stopped as whole jobs, and the parts' GPUs reserved. Victims
+  // released on those machines are all stopped (the keep-back of try_preempt is for one node).
+  // The gang is tried only after a release that lets one of its parts fit where it happened.
+  // Returns whether the gang will fit once they are gone.
+  auto try_preempt_gang = [&](const JobView& j, const std::vector<scheduler::Request>& parts) {
+    if (victims.empty() && !preempting_any) return false;
+    std::vector<scheduler::Placement> released;  // the trial's releases, undone in reverse
+    std::vector<scheduler::Placement> taken;     // the parts, while placed in the trial
+    struct Restore {
+      std::function<void()> run;
+      ~Restore() { run(); }
+    } restore{[&] {
+      for (const scheduler::Placement& p : taken) {
+        if (Status s = cluster.Release(p); !s.ok()) {
+          decision.warnings.push_back("job " + std::to_string(j.id) +
+                                      ": gang preemption trial not restored: " + s.ToString());
+        }
+      }
+      for (auto it = released.rbegin(); it != released.rend(); ++it) {
+        if (Status s = cluster.Allocate(*it); !s.ok()) {
+          decision.warnings.push_back("job " + std::to_string(j.id) +
+                                      ": gang preemption trial not restored: " + s.ToString());
+        }
+      }
+    }};
+    auto trial_release = [&](const scheduler::Placement& p) {
+      if (cluster.Release(p).ok()) released.push_back(p);
+    };
+    for (const auto& [id, h] : held) {
+      if (jobs.at(id).preempted_by != 0) {
+        for (const scheduler::Placement& p : h) trial_release(p);
+      }
+    }
+    std::vector<int64_t> released_victims;
+    // Places the gang in the trial; on success stops its victims and reserves its parts.
+    auto attempt = [&]() {
+      auto gp = scheduler::PlaceGang(*placement_, cluster, parts, machine_of);
+      if (!gp.ok() || gp->status != scheduler::PlacementStatus::kPlaced) return false;
+      taken = std::move(gp->parts);
+      std::set<int64_t> out;
+      for (const scheduler::Placement& p : taken) {
+        const std::string& node = vnodes[p.node].node->name;
+        for (int64_t v : released_victims) {
+          if (OnNode(jobs.at(v), node)) out.insert(v);
+        }
+      }
+      for (const scheduler::Placement& p : taken) {
+        auto more = overflow_victims(j, p, out);
+        if (!more) return false;  // work it may not preempt shares those GPUs
+        out.insert(more->begin(), more->end());
+      }
+      for (const scheduler::Placement& p : taken) reserve(j, p, vnodes[p.node].node->name);
+      int stopped = 0;
+      for (int64_t id : out) {
+        JobView& victim = jobs.at(id);
+        if (victim.preempted_by != 0 || victim.phase == JobPhase::kQueued) continue;
+        ++stopped;
+        stop_victim(victim, j);
+      }
+      victims.erase(std::remove_if(victims.begin(), victims.end(),
+                                   [&](int64_t id) {
+                                     return jobs.at(id).preempted_by != 0 ||
+                                            jobs.at(id).phase == JobPhase::kQueued;
+                                   }),
+                    victims.end());
+      reasons[j.id] = stopped == 0
+                          ? std::string("waiting for preempted jobs to stop")
+                          : "waiting for " + std::to_string(stopped) + " preempted job(s) to stop";
+      return true;
+    };
+    auto release_taken = [&] {
+      for (const scheduler::Placement& p : taken) {
+        if (Status s = cluster.Release(p); !s.ok()) {
+          decision.warnings.push_back("job " + std::to_string(j.id) + ": " + s.ToString());
+        }
+      }
+      taken.clear();
+    };
+    if (attempt()) return true;
+    release_taken();
+    const std::vector<int64_t> order = victims;  // attempt() may shorten `victims`
+    for (int64_t v : order) {
+      const JobView& vj = jobs.at(v);
+      if (vj.preempted_by != 0 || vj.priority > j.priority) continue;
+      bool may_fit = false;
+      auto it = held.find(v);
+      if (it == held.end()) continue;
+      for (const scheduler::Placement& p : it->second) {
+        trial_release(p);
+        for (const scheduler::Request& part : parts)
+          may_fit = may_fit || cluster.Fits(p.node, part);
+      }
+      released_victims.push_back(v);
+      if (!may_fit) continue;
+      if (attempt()) return true;
+      release_taken();
+    }
+    return false;
   };
   // Places gang `j` (its parts shaped like `r`) or says why it waits. Returns whether it waits
   // for capacity (which stops a strict-order pass).
@@ -627,6 +730,10 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
         return false;
       }
       ++stats.blocked;
+      if (!j.preemptible && try_preempt_gang(j, parts)) {
+        ++stats.preempting;
+        return true;
+      }
       reasons[j.id] = failed_gangs[shape] = "waiting for resources: " + gp->reason;
       return true;
     }

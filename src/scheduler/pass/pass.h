@@ -8,7 +8,7 @@
 // order):
 //  - placements through the placement policy (scheduler/policy.h), elastic jobs shrinking to
 //    their minimum GPU count rather than waiting; gangs all or nothing, each part on a node of
-//    its own (scheduler/gang.h; never beyond capacity, and they do not preempt);
+//    its own (scheduler/gang.h; never beyond capacity; a guaranteed gang preempts like a job);
 //  - oversubscription admission: preemptible work that does not fit may share GPUs up to the
 //    ratio (<= 1.5:1), chosen by the same policy on the best-effort view (gpu_commitments.h);
 //  - the one preemption planner: a guaranteed job that does not fit stops preemptible jobs of no

@@ -13,6 +13,7 @@ namespace {
 using testing::Find;
 using testing::Node;
 using testing::Queued;
+using testing::Running;
 using testing::RunPass;
 
 JobView Gang(int64_t id, int nodes, int gpus, bool preemptible = false) {
@@ -129,6 +130,73 @@ TEST(GangPass, APreemptibleGangIsStoppedAsOneJob) {
   for (const Action& a : d.actions) stops += a.kind == Action::Kind::kStop;
   EXPECT_EQ(stops, 1);  // one action stops every part
   EXPECT_EQ(d.stats.preempted, 1);
+}
+
+TEST(GangPass, AGuaranteedGangPreemptsAsOneJobOnlyWhereItsPartsGo) {
+  for (const std::string& policy : scheduler::PlacementPolicyNames()) {
+    SCOPED_TRACE(policy);
+    PassInput in;
+    in.nodes = {Node("a", 2), Node("b", 2), Node("c", 2)};
+    // Preemptible work fills a and b (three jobs); guaranteed work fills c.
+    in.active = {Running(Queued(10, 2, true), "a", {0, 1}, 1000, 10),
+                 Running(Queued(11, 1, true), "b", {0}, 1000, 11),
+                 Running(Queued(12, 1, true), "b", {1}, 1000, 12),
+                 Running(Queued(13, 2), "c", {0, 1}, 1000, 13)};
+    in.queued = {Gang(1, 2, 2)};
+    Decision d = RunPass(in, policy);
+    std::set<int64_t> stopped;
+    for (const Action& a : d.actions) {
+      ASSERT_EQ(a.kind, Action::Kind::kStop) << a.job;
+      EXPECT_EQ(a.for_job, 1);
+      EXPECT_TRUE(a.running);
+      stopped.insert(a.job);
+    }
+    EXPECT_EQ(stopped, (std::set<int64_t>{10, 11, 12}));
+    EXPECT_EQ(d.stats.preempting, 1);
+    EXPECT_EQ(d.stats.preempted, 3);
+    ASSERT_TRUE(d.reasons.count(1));
+    EXPECT_EQ(d.reasons.at(1), "waiting for 3 preempted job(s) to stop");
+
+    // The next pass, while they stop: nothing more is stopped and the gang waits for them.
+    for (JobView& j : in.active) {
+      if (stopped.count(j.id)) {
+        j.phase = JobPhase::kCancelling;
+        j.preempted_by = 1;
+      }
+    }
+    d = RunPass(in, policy);
+    EXPECT_EQ(d.stats.preempted, 0);
+    EXPECT_EQ(d.stats.placed, 0);
+    ASSERT_TRUE(d.reasons.count(1));
+    EXPECT_EQ(d.reasons.at(1), "waiting for preempted jobs to stop");
+
+    // Once they are gone the gang is placed on a and b.
+    in.active = {in.active[3]};
+    d = RunPass(in, policy);
+    const Action* a = Find(d, 1);
+    ASSERT_NE(a, nullptr);
+    ASSERT_EQ(a->gang.size(), 2u);
+    EXPECT_EQ((std::set<std::string>{a->gang[0].placement.node, a->gang[1].placement.node}),
+              (std::set<std::string>{"a", "b"}));
+  }
+}
+
+TEST(GangPass, AGangDoesNotPreemptWhatItMayNot) {
+  PassInput in;
+  in.nodes = {Node("a", 2), Node("b", 2)};
+  // A higher-priority preemptible job on b: the gang may not stop it, so it stops nothing.
+  in.active = {Running(Queued(10, 2, true), "a", {0, 1}, 1000, 10),
+               Running(Queued(11, 2, true, /*priority=*/5), "b", {0, 1}, 1000, 11)};
+  in.queued = {Gang(1, 2, 2)};
+  const Decision d = RunPass(in);
+  EXPECT_TRUE(d.actions.empty());
+  ASSERT_TRUE(d.reasons.count(1));
+  EXPECT_NE(d.reasons.at(1).find("waiting for resources: 0 of 2 parts"), std::string::npos)
+      << d.reasons.at(1);
+  // A preemptible gang never preempts.
+  in.active[1].priority = 0;
+  in.queued = {Gang(2, 2, 2, /*preemptible=*/true)};
+  EXPECT_TRUE(RunPass(in).actions.empty());
 }
 
 TEST(GangPass, AGangIsNotAdmittedBeyondCapacity) {

@@ -381,6 +381,28 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
     }
     return more;
   };
+  // Stops the jobs `ids` for `j` (those not stopped or queued already), drops every stopped or
+  // queued job from the victim order, and says in j's reason how many it waits for (`stopped`:
+  // how many were stopped for it before).
+  auto stop_and_wait = [&](const JobView& j, const auto& ids, int stopped) {
+    for (int64_t id : ids) {
+      JobView& victim = jobs.at(id);
+      if (victim.preempted_by != 0 || victim.phase == JobPhase::kQueued) continue;
+      ++stopped;
+      stop_victim(victim, j);
+    }
+    victims.erase(std::remove_if(victims.begin(), victims.end(),
+                                 [&](int64_t id) {
+                                   return jobs.at(id).preempted_by != 0 ||
+                                          jobs.at(id).phase == JobPhase::kQueued;
+                                 }),
+                  victims.end());
+    if (stopped == 0) {
+      reasons[j.id] = "waiting for preempted jobs to stop";
+    } else {
+      reasons[j.id] = "waiting for " + std::to_string(stopped) + " preempted job(s) to stop";
+    }
+  };
   // For a guaranteed job that does not fit now: in a trial, release what jobs already being
   // preempted hold, then victims one by one (in the victim order) until the placement policy
   // finds room; the victims on the node it picks are stopped (the rest stay). Returns whether
@@ -438,23 +460,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
         ++stopped;
         stop_victim(victim, j);
       }
-      for (int64_t id : more) {
-        JobView& victim = jobs.at(id);
-        if (victim.preempted_by != 0 || victim.phase == JobPhase::kQueued) continue;
-        ++stopped;
-        stop_victim(victim, j);
-      }
-      victims.erase(std::remove_if(victims.begin(), victims.end(),
-                                   [&](int64_t id) {
-                                     return jobs.at(id).preempted_by != 0 ||
-                                            jobs.at(id).phase == JobPhase::kQueued;
-                                   }),
-                    victims.end());
-      if (stopped == 0) {
-        reasons[j.id] = "waiting for preempted jobs to stop";
-      } else {
-        reasons[j.id] = "waiting for " + std::to_string(stopped) + " preempted job(s) to stop";
-      }
+      stop_and_wait(j, more, stopped);
     };
     // Whether the policy's last answer was "no room" (so a release can only make room where it
     // happens).
@@ -649,22 +655,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
         out.insert(more->begin(), more->end());
       }
       for (const scheduler::Placement& p : taken) reserve(j, p, vnodes[p.node].node->name);
-      int stopped = 0;
-      for (int64_t id : out) {
-        JobView& victim = jobs.at(id);
-        if (victim.preempted_by != 0 || victim.phase == JobPhase::kQueued) continue;
-        ++stopped;
-        stop_victim(victim, j);
-      }
-      victims.erase(std::remove_if(victims.begin(), victims.end(),
-                                   [&](int64_t id) {
-                                     return jobs.at(id).preempted_by != 0 ||
-                                            jobs.at(id).phase == JobPhase::kQueued;
-                                   }),
-                    victims.end());
-      reasons[j.id] = stopped == 0
-                          ? std::string("waiting for preempted jobs to stop")
-                          : "waiting for " + std::to_string(stopped) + " preempted job(s) to stop";
+      stop_and_wait(j, out, 0);
       return true;
     };
     auto release_taken = [&] {

@@ -30,6 +30,10 @@ class UpTest : public ::testing::Test {
     env_prefix_ = "env -u STOKER_SERVER -u STOKER_TOKEN XDG_CONFIG_HOME=" + dir_ + "/config ";
   }
   void TearDown() override {
+    if (agent_ > 0) {
+      ::kill(agent_, SIGKILL);
+      WaitExit(agent_);
+    }
     Stop();
     // Anything still running from the test's jobs belongs to the test's process groups.
     fs::remove_all(dir_);
@@ -89,9 +93,51 @@ class UpTest : public ::testing::Test {
     return j;
   }
 
+  // `stoker server` and a separate `stoker agent` (a simulated 8-GPU H100 node) that registers
+  // with it over HTTP; the CLI talks to the server as admin. Leaves the agent in agent_ (stopped
+  // by TearDown if the test ends early).
+  void ServerAndAgent() {
+    url_ = "http://127.0.0.1:" + std::to_string(port_);
+    const std::map<std::string, std::string> env = {{"XDG_CONFIG_HOME", dir_ + "/config"}};
+    pid_ = Spawn({STOKER_BIN, "server", "--data-dir", dir_ + "/srv", "--listen",
+                  "127.0.0.1:" + std::to_string(port_)},
+                 env, dir_ + "/server.log");
+    for (int i = 0; i < 300 && admin_.empty(); ++i) {
+      std::ifstream in(dir_ + "/srv/admin.token");
+      std::getline(in, admin_);
+      if (admin_.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_FALSE(admin_.empty()) << "no admin token";
+    env_prefix_ += "STOKER_SERVER=" + url_ + " ";
+    base_prefix_ = env_prefix_;
+    env_prefix_ += "STOKER_TOKEN=" + admin_ + " ";
+    CmdResult t = Cli("token create --json --role agent --name gpu-node-7");
+    ASSERT_EQ(t.exit_code, 0) << t.out;
+    const std::string agent_token = json::parse(t.out)["token"].get<std::string>();
+    agent_ =
+        Spawn({STOKER_BIN, "agent", "--simulate", "h100-mig-node", "--hostname", "gpu-node-7",
+               "--listen", "127.0.0.1:" + std::to_string(FreePort()), "--server", url_, "--token",
+               agent_token, "--state-dir", dir_ + "/agent-jobs", "--allow-root-jobs"},
+              env, dir_ + "/agent.log");
+    json nodes;
+    for (int i = 0; i < 300; ++i) {
+      nodes = json::parse(Cli("nodes --json").out, nullptr, false);
+      if (nodes.is_array() && nodes.size() == 1) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    FAIL() << "the agent did not register: " << nodes.dump();
+  }
+  // A CLI command line run with another token (or none), stdout and stderr together.
+  CmdResult CliAs(const std::string& token, const std::string& args) {
+    return e2e::Run(base_prefix_ + (token.empty() ? "" : "STOKER_TOKEN=" + token + " ") +
+                    STOKER_BIN + std::string(" ") + args + " 2>&1");
+  }
+
   std::string dir_;
   int port_ = 0;
   pid_t pid_ = -1;
+  pid_t agent_ = -1;
+  std::string url_, admin_, base_prefix_;
   std::string env_prefix_;
 };
 
@@ -278,43 +324,10 @@ TEST_F(UpTest, SeveralUpOnOneMachineDoNotBreakEachOthersCli) {
 // The cluster layout of the README's "More nodes": `stoker server` and, as a separate process,
 // `stoker agent --server --token` with an agent token created through the CLI.
 TEST_F(UpTest, SeparateServerAndAgentRunJobs) {
-  const std::string url = "http://127.0.0.1:" + std::to_string(port_);
-  const std::map<std::string, std::string> env = {{"XDG_CONFIG_HOME", dir_ + "/config"}};
-  const pid_t server = Spawn({STOKER_BIN, "server", "--data-dir", dir_ + "/srv", "--listen",
-                              "127.0.0.1:" + std::to_string(port_)},
-                             env, dir_ + "/server.log");
-  pid_ = server;  // TearDown stops it if an assertion ends the test early
-  std::string admin;
-  for (int i = 0; i < 300 && admin.empty(); ++i) {
-    std::ifstream in(dir_ + "/srv/admin.token");
-    std::getline(in, admin);
-    if (admin.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_FALSE(admin.empty()) << "no admin token";
-  env_prefix_ += "STOKER_SERVER=" + url + " STOKER_TOKEN=" + admin + " ";
-  CmdResult t = Cli("token create --json --role agent --name gpu-node-7");
-  ASSERT_EQ(t.exit_code, 0) << t.out;
-  const std::string agent_token = json::parse(t.out)["token"].get<std::string>();
-  const pid_t agent =
-      Spawn({STOKER_BIN, "agent", "--simulate", "h100-mig-node", "--hostname", "gpu-node-7",
-             "--listen", "127.0.0.1:" + std::to_string(FreePort()), "--server", url, "--token",
-             agent_token, "--state-dir", dir_ + "/agent-jobs", "--allow-root-jobs"},
-            env, dir_ + "/agent.log");
-  struct Reaper {  // the agent, if an assertion ends the test early
-    pid_t pid;
-    ~Reaper() {
-      if (pid > 0) {
-        ::kill(pid, SIGKILL);
-        WaitExit(pid);
-      }
-    }
-  } reaper{agent};
-  json nodes;
-  for (int i = 0; i < 300; ++i) {
-    nodes = json::parse(Cli("nodes --json").out, nullptr, false);
-    if (nodes.is_array() && nodes.size() == 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  ServerAndAgent();
+  if (HasFatalFailure()) return;
+  const pid_t agent = agent_;
+  json nodes = json::parse(Cli("nodes --json").out, nullptr, false);
   ASSERT_TRUE(nodes.is_array() && nodes.size() == 1u) << nodes.dump();
   EXPECT_EQ(nodes[0]["name"], "gpu-node-7");
   EXPECT_EQ(nodes[0]["gpus"].size(), 8u);
@@ -331,7 +344,7 @@ TEST_F(UpTest, SeparateServerAndAgentRunJobs) {
 
   ::kill(agent, SIGTERM);
   EXPECT_EQ(WaitExit(agent), 0);
-  reaper.pid = -1;
+  agent_ = -1;
   Stop();  // the server, expecting a clean exit
 }
 
@@ -349,6 +362,68 @@ TEST_F(UpTest, JobThatEndsWhileTheServerIsDownIsReconciled) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_EQ(Cli("logs " + std::to_string(id)).out, "finished\n");
+}
+
+// `stoker sim size --history server` over the network: the jobs a real server ran on a separate
+// agent's node, with the samples the agent's heartbeats carried, fetched by the CLI from
+// GET /api/v1/report?format=records over HTTP and sized per job class; the server's rules apply
+// to that request (a user sees only their own jobs, an unknown token is refused) and an
+// unreachable server is named.
+TEST_F(UpTest, SimSizeHistoryFromAServerOverTheNetwork) {
+  ServerAndAgent();
+  if (HasFatalFailure()) return;
+  const int64_t train = Submit("--gpus 2 --class train -- sleep 3");
+  const int64_t notebook = Submit("--gpus 1 --class notebook -- sleep 3");
+  EXPECT_EQ(WaitState(train, {"succeeded", "failed"})["state"], "succeeded");
+  EXPECT_EQ(WaitState(notebook, {"succeeded", "failed"})["state"], "succeeded");
+
+  CmdResult r = CliAs(admin_, "sim size --history server --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const json sized = json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(sized.is_object()) << r.out;
+  EXPECT_EQ(sized["jobs_used"], 2) << r.out;
+  EXPECT_EQ(sized["jobs_skipped"], 0) << r.out;
+  std::map<std::string, json> classes;
+  for (const json& c : sized["classes"]) classes[c["class"].get<std::string>()] = c;
+  ASSERT_EQ(classes.size(), 2u) << r.out;
+  EXPECT_EQ(classes["train"]["model"], "H100");
+  EXPECT_EQ(classes["train"]["jobs"], 1);
+  EXPECT_EQ(classes["train"]["gpus_requested"], 2);
+  EXPECT_EQ(classes["notebook"]["gpus_requested"], 1);
+  for (const auto& [name, c] : classes) {
+    EXPECT_GT(c["memory_peak_bytes"].get<int64_t>(), 0) << name << ": no samples reached it";
+    EXPECT_FALSE(c["need"].get<std::string>().empty()) << name;
+  }
+  ASSERT_EQ(sized["models"].size(), 1u) << r.out;
+  EXPECT_EQ(sized["models"][0]["model"], "H100");
+  EXPECT_EQ(sized["models"][0]["recorded_gpus"], 8);  // the agent's node
+  EXPECT_EQ(sized["models"][0]["jobs"], 2);
+  // Both jobs could run at once on the 8 GPUs: the history needs at most the 3 they asked for.
+  EXPECT_GE(sized["models"][0]["gpus_as_requested"].get<int>(), 2);
+  EXPECT_LE(sized["models"][0]["gpus_as_requested"].get<int>(), 3);
+  // The table form of the same answer.
+  r = CliAs(admin_, "sim size --history server");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("2 jobs (0 without samples skipped)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("train"), std::string::npos) << r.out;
+
+  // A user's request returns their own jobs only: bob has none, so there is nothing to size.
+  CmdResult t = Cli("token create --json --role user --name bob");
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  r = CliAs(json::parse(t.out)["token"].get<std::string>(), "sim size --history server");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("no job that ran has samples (0 jobs"), std::string::npos) << r.out;
+  r = CliAs("not-a-token", "sim size --history server");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("unknown token"), std::string::npos) << r.out;
+
+  ::kill(agent_, SIGTERM);
+  EXPECT_EQ(WaitExit(agent_), 0);
+  agent_ = -1;
+  Stop();
+  r = CliAs(admin_, "sim size --history server");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("cannot reach the server at " + url_), std::string::npos) << r.out;
 }
 
 }  // namespace

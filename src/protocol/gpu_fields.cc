@@ -8,7 +8,7 @@ namespace {
 #define STOKER_FIELD(key, metric, help, counter, scale, member)                             \
   ScalarFieldDef {                                                                          \
     key, metric, help, counter, scale, [](const GpuSample& s) { return ViewOf(s.member); }, \
-        [](GpuSample& s, const FieldView& v) { AssignFrom(v, &s.member); }                  \
+        [](GpuSample& s, const FieldView& v) { return AssignFrom(v, &s.member); }           \
   }
 
 constexpr double kPct = 0.01;

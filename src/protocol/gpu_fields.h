@@ -4,10 +4,13 @@
 // and the sampler's per-field error counters, so a field is named, scaled and state-checked in
 // exactly one place.
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "core/field.h"
 #include "core/gpu.h"
@@ -42,34 +45,62 @@ FieldView ViewOf(const Field<T>& f) {
   return v;
 }
 
-// The inverse of ViewOf: a field of type T from a view (the view's kind need not match: a
-// reading that does not fit T is "unset", never a wrapped number).
+// What a field of type T takes as its value, as an error message says it.
 template <typename T>
-void AssignFrom(const FieldView& v, Field<T>* out) {
+const std::string& ValueRule() {
+  static const std::string rule = [] {
+    if constexpr (std::is_same_v<T, double>) {
+      return std::string("must be a number");
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return std::string("must be true or false");
+    } else {
+      return "must be an integer in 0.." + std::to_string(std::numeric_limits<T>::max());
+    }
+  }();
+  return rule;
+}
+
+// The inverse of ViewOf: a field of type T from a view. A value that does not fit T is refused
+// (the returned rule, ValueRule<T>(); empty when assigned), never wrapped, rounded or dropped:
+// an integer field takes a whole number in its range (one written as 250000.0 or 2.5e5 is that
+// integer: JSON has one number type), a number field any number, a boolean field true or false
+// (or 0 or 1). States other than "value" carry no value and always fit.
+template <typename T>
+std::string_view AssignFrom(const FieldView& v, Field<T>* out) {
   switch (v.state) {
     case FieldState::kValue:
       break;
     case FieldState::kUnsupported:
       *out = Field<T>::Unsupported();
-      return;
+      return {};
     case FieldState::kError:
       *out = Field<T>::Error(v.error_code);
-      return;
+      return {};
     default:
       *out = Field<T>{};
-      return;
+      return {};
   }
   if constexpr (std::is_same_v<T, double>) {
+    if (v.kind == FieldView::Kind::kBool) return ValueRule<T>();
     *out = Field<T>::Of(v.AsDouble());
   } else if constexpr (std::is_same_v<T, bool>) {
+    if (v.kind == FieldView::Kind::kDouble || v.u > 1) return ValueRule<T>();
     *out = Field<T>::Of(v.u != 0);
   } else {
-    if (v.kind == FieldView::Kind::kDouble || v.u > std::numeric_limits<T>::max()) {
-      *out = Field<T>{};
-      return;
+    uint64_t u = v.u;
+    if (v.kind == FieldView::Kind::kBool) return ValueRule<T>();
+    if (v.kind == FieldView::Kind::kDouble) {
+      // Whole, not negative, and below 2^digits (so the conversion is exact).
+      if (!(v.d >= 0 && v.d < std::ldexp(1.0, std::numeric_limits<T>::digits) &&
+            v.d == std::floor(v.d))) {
+        return ValueRule<T>();
+      }
+      u = static_cast<uint64_t>(v.d);
     }
-    *out = Field<T>::Of(static_cast<T>(v.u));
+    if (u > std::numeric_limits<T>::max()) return ValueRule<T>();
+    *out = Field<T>::Of(static_cast<T>(u));
   }
+  return {};
 }
 
 struct ScalarFieldDef {
@@ -79,7 +110,9 @@ struct ScalarFieldDef {
   bool counter;  // exported as a counter (metric ends in _total)
   double scale;  // metric value = raw * scale
   FieldView (*get)(const GpuSample&);
-  void (*set)(GpuSample&, const FieldView&);
+  // Assigns the view; a value that does not fit the field leaves it unset and returns what the
+  // field takes (empty when assigned).
+  std::string_view (*set)(GpuSample&, const FieldView&);
 };
 
 // All scalar fields, in export order. Indices are stable within a build (used for counters).

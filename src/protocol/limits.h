@@ -34,10 +34,16 @@ inline constexpr int64_t kPriorityMin = -1000;
 inline constexpr int64_t kPriorityMax = 1000;
 inline constexpr int64_t kUserBytes = 64;
 inline constexpr int64_t kOnNodeLossBytes = 16;
+// Gangs (multi-node jobs): parts (nodes) and GPUs in all (total_gpus); nodes x gpus stays
+// within the GPU bound by these numbers.
+inline constexpr int64_t kGangPartsMax = 4096;
+inline constexpr int64_t kGangGpusMax = int64_t{1} << 17;
+static_assert(kGangPartsMax * kGpusPerJob <= kGangGpusMax);
 
 // Node registrations (POST /nodes/register).
 inline constexpr int64_t kNodeNameBytes = 128;
-inline constexpr int64_t kNodeTextBytes = 1024;  // source, isolation
+inline constexpr int64_t kNodeTextBytes = 1024;    // source, isolation
+inline constexpr int64_t kNodeAddressBytes = 253;  // a DNS name's longest text form
 inline constexpr int64_t kNodeCpuMilliMax = int64_t{1} << 32;
 inline constexpr int64_t kNodeMemoryMibMax = int64_t{1} << 32;
 inline constexpr int64_t kGpusPerNode = scheduler::kMaxGpusPerNode;

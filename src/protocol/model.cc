@@ -140,8 +140,8 @@ Result<JobSpec> ParseJobSpec(const json& body) {
     return FieldError("workdir", "must be an absolute path");
   STOKER_RETURN_IF_ERROR(GetInt(body, "gpus", &s.gpus, 0, limits::kGpusPerJob));
   STOKER_RETURN_IF_ERROR(GetInt(body, "min_gpus", &s.min_gpus, 0, limits::kGpusPerJob));
-  STOKER_RETURN_IF_ERROR(GetInt(body, "nodes", &s.nodes, 0, kMaxGangParts));
-  STOKER_RETURN_IF_ERROR(GetInt(body, "total_gpus", &s.total_gpus, 0, kMaxGangGpus));
+  STOKER_RETURN_IF_ERROR(GetInt(body, "nodes", &s.nodes, 0, limits::kGangPartsMax));
+  STOKER_RETURN_IF_ERROR(GetInt(body, "total_gpus", &s.total_gpus, 0, limits::kGangGpusMax));
   STOKER_RETURN_IF_ERROR(GetInt(body, "gpu_milli", &s.gpu_milli, 0, limits::kGpuMilliMax));
   STOKER_RETURN_IF_ERROR(
       GetInt(body, "gpu_memory_mib", &s.gpu_memory_mib, 0, limits::kGpuMemoryMibMax));
@@ -440,7 +440,7 @@ Result<NodeInventory> ParseNodeInventory(const json& body) {
   STOKER_RETURN_IF_ERROR(GetBool(body, "simulated", &n.simulated));
   STOKER_RETURN_IF_ERROR(GetString(body, "source", &n.source, limits::kNodeTextBytes));
   STOKER_RETURN_IF_ERROR(GetString(body, "isolation", &n.isolation, limits::kNodeTextBytes));
-  STOKER_RETURN_IF_ERROR(GetString(body, "address", &n.address, 253));
+  STOKER_RETURN_IF_ERROR(GetString(body, "address", &n.address, limits::kNodeAddressBytes));
   for (char c : n.address) {
     // A host name, an IPv4 address or an IPv6 address (it ends up in the jobs' environment).
     if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == ':')) {

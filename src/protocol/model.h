@@ -98,8 +98,6 @@ struct JobSpec {
   std::string user;                      // admins may submit on behalf of a user
 };
 
-inline constexpr int32_t kMaxGangParts = 4096;
-inline constexpr int32_t kMaxGangGpus = 1 << 17;
 inline bool IsGang(const JobSpec& s) { return s.nodes > 0 || s.total_gpus > 0; }
 // GPUs a job asks for in all (a gang: every part), as queue policies order by.
 inline int32_t TotalGpus(const JobSpec& s) {

@@ -1,6 +1,7 @@
 #include "protocol/samples.h"
 
 #include <limits>
+#include <optional>
 #include <string>
 
 namespace stoker::protocol {
@@ -12,8 +13,9 @@ json OptionalId(uint32_t id) { return id == UINT32_MAX ? json() : json(id); }
 double UnixSeconds(WallTime t) { return ToSeconds(t.time_since_epoch()); }
 
 // One field object back into a view: {"state": ..., "value": ..., "error_code": ...}. Anything
-// else reads as "unset", as a missing field would.
-FieldView ReadField(simdjson::dom::element e) {
+// else reads as "unset", as a missing field would, and so does a null value (a NaN reading is
+// written as null); a value that is no number or boolean is nullopt.
+std::optional<FieldView> ReadField(simdjson::dom::element e) {
   FieldView v;
   simdjson::dom::object f;
   if (e.get_object().get(f)) return v;
@@ -33,7 +35,7 @@ FieldView ReadField(simdjson::dom::element e) {
   }
   if (state != "value") return v;
   simdjson::dom::element value;
-  if (f["value"].get(value)) return v;
+  if (f["value"].get(value) || value.is_null()) return v;
   bool b = false;
   uint64_t u = 0;
   double d = 0;
@@ -47,18 +49,34 @@ FieldView ReadField(simdjson::dom::element e) {
     v.kind = FieldView::Kind::kDouble;
     v.d = d;
   } else {
-    return v;
+    return std::nullopt;
   }
   v.state = FieldState::kValue;
   return v;
 }
 
-template <typename T>
-Field<T> ReadTyped(simdjson::dom::object o, std::string_view key) {
-  Field<T> out;
+// Reads the field `key` of `o` through `assign` (a field's AssignFrom); a value that does not
+// fit it is an error naming where it is: "<where>.<key>.value: must be ...".
+template <typename Assign>
+Status ReadChecked(simdjson::dom::object o, std::string_view key, const std::string& where,
+                   Assign assign) {
   simdjson::dom::element e;
-  if (!o[key].get(e)) AssignFrom(ReadField(e), &out);
-  return out;
+  if (o[key].get(e)) return Status::Ok();
+  std::optional<FieldView> view = ReadField(e);
+  if (!view) {
+    // No number or boolean (a string, an array): a view no field takes (a boolean of 2) gets
+    // the field's own rule back.
+    view = FieldView{.state = FieldState::kValue, .kind = FieldView::Kind::kBool, .u = 2};
+  }
+  const std::string_view rule = assign(*view);
+  if (rule.empty()) return Status::Ok();
+  return InvalidArgument(where + "." + std::string(key) + ".value: " + std::string(rule));
+}
+
+template <typename T>
+Status ReadTyped(simdjson::dom::object o, std::string_view key, const std::string& where,
+                 Field<T>* out) {
+  return ReadChecked(o, key, where, [out](const FieldView& v) { return AssignFrom(v, out); });
 }
 
 std::optional<JobRef::Kind> ParseJobKind(std::string_view s) {
@@ -170,8 +188,8 @@ Result<std::vector<GpuSample>> ParseGpuSamples(simdjson::dom::array gpus) {
     if (!g["uuid"].get_string().get(text)) s.id.uuid = text;
     if (!g["pci_bus_id"].get_string().get(text)) s.id.pci_bus_id = text;
     if (!g["name"].get_string().get(text)) s.id.name = text;
-    s.id.minor = ReadTyped<uint32_t>(g, "minor");
-    s.id.architecture = ReadTyped<uint32_t>(g, "architecture");
+    STOKER_RETURN_IF_ERROR(ReadTyped(g, "minor", where, &s.id.minor));
+    STOKER_RETURN_IF_ERROR(ReadTyped(g, "architecture", where, &s.id.architecture));
     if (!g["health"].get_string().get(text)) {
       s.health = text == "lost" ? GpuHealth::kLost
                  : text == "ok" ? GpuHealth::kOk
@@ -186,14 +204,17 @@ Result<std::vector<GpuSample>> ParseGpuSamples(simdjson::dom::array gpus) {
     }
     simdjson::dom::object fields;
     if (!g["fields"].get_object().get(fields)) {
+      const std::string at = where + ".fields";
       for (const ScalarFieldDef& d : defs) {
-        simdjson::dom::element f;
-        if (!fields[d.key].get(f)) d.set(s, ReadField(f));
+        STOKER_RETURN_IF_ERROR(
+            ReadChecked(fields, d.key, at, [&](const FieldView& v) { return d.set(s, v); }));
       }
     }
     simdjson::dom::array migs;
     if (!g["mig_instances"].get_array().get(migs)) {
+      size_t k = 0;
       for (simdjson::dom::element me : migs) {
+        const std::string at = where + ".mig_instances[" + std::to_string(k++) + "]";
         simdjson::dom::object m;
         if (me.get_object().get(m)) continue;
         MigInstance mi;
@@ -201,16 +222,18 @@ Result<std::vector<GpuSample>> ParseGpuSamples(simdjson::dom::array gpus) {
         if (!m["profile"].get_string().get(text)) mi.profile = text;
         uint64_t v = 0;
         if (!m["slices"].get_uint64().get(v) && v <= 7) mi.slices = static_cast<uint32_t>(v);
-        mi.memory_total_bytes = ReadTyped<uint64_t>(m, "memory_total_bytes");
-        mi.memory_used_bytes = ReadTyped<uint64_t>(m, "memory_used_bytes");
-        mi.gpm.sm_active = ReadTyped<double>(m, "sm_active_ratio");
-        mi.gpm.tensor_active = ReadTyped<double>(m, "tensor_active_ratio");
+        STOKER_RETURN_IF_ERROR(ReadTyped(m, "memory_total_bytes", at, &mi.memory_total_bytes));
+        STOKER_RETURN_IF_ERROR(ReadTyped(m, "memory_used_bytes", at, &mi.memory_used_bytes));
+        STOKER_RETURN_IF_ERROR(ReadTyped(m, "sm_active_ratio", at, &mi.gpm.sm_active));
+        STOKER_RETURN_IF_ERROR(ReadTyped(m, "tensor_active_ratio", at, &mi.gpm.tensor_active));
         s.mig_instances.push_back(std::move(mi));
       }
     }
     simdjson::dom::array procs;
     if (!g["processes"].get_array().get(procs)) {
+      size_t k = 0;
       for (simdjson::dom::element pe : procs) {
+        const std::string at = where + ".processes[" + std::to_string(k++) + "]";
         simdjson::dom::object p;
         if (pe.get_object().get(p)) continue;
         GpuProcess proc;
@@ -218,7 +241,7 @@ Result<std::vector<GpuSample>> ParseGpuSamples(simdjson::dom::array gpus) {
         if (!p["pid"].get_uint64().get(pid) && pid <= UINT32_MAX) {
           proc.pid = static_cast<uint32_t>(pid);
         }
-        proc.used_memory_bytes = ReadTyped<uint64_t>(p, "used_memory_bytes");
+        STOKER_RETURN_IF_ERROR(ReadTyped(p, "used_memory_bytes", at, &proc.used_memory_bytes));
         if (!p["job"]["id"].get_string().get(text)) {
           proc.job.id = text;
           std::string_view kind;

@@ -4,6 +4,7 @@
 
 #include "core/duration.h"
 #include "core/prometheus_text.h"
+#include "protocol/limits.h"
 
 namespace stoker::server {
 namespace {
@@ -229,7 +230,7 @@ void Api::AddCoreRoutes() {
                Scope::kOwnJob,
                {QueryParam::Enum("stream", {"stdout", "stderr"}, "which stream (default stdout)"),
                 QueryParam::Int("offset", 0, int64_t{1} << 50, "byte offset to read from"),
-                QueryParam::Int("part", 0, protocol::kMaxGangParts - 1,
+                QueryParam::Int("part", 0, protocol::limits::kGangPartsMax - 1,
                                 "a gang's part (rank) whose logs to read (default 0)")},
                "A job's log bytes from an offset (at most 1 MiB per call)",
                [s](const RouteCall& c) {

@@ -326,6 +326,7 @@ const std::string& OpenApiDocument() {
      },
      "address": {
       "type": "string",
+      "maxLength": 253,
       "description": "where the other parts of a gang reach this node (MASTER_ADDR when it runs rank 0); absent: its name"
      },
      "samples": {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
+#include "protocol/limits.h"
 #include "protocol/samples.h"
 
 namespace stoker::protocol {
@@ -92,7 +95,7 @@ TEST(Heartbeat, SamplesAreReadIntoTypedReadingsAndKeptAsText) {
                        {"temperature_c", {{"state", "error"}, {"value", nullptr}}},
                        {"sm_active_ratio", {{"state", "unsupported"}, {"value", nullptr}}},
                        {"tensor_active_ratio", {{"state", "value"}, {"value", 0.25}}},
-                       {"power_mw", {{"state", "value"}, {"value", -5}}}};  // not a reading
+                       {"power_mw", {{"state", "value"}, {"value", nullptr}}}};  // NaN: none
   const json gpus = json::array(
       {{{"index", 3},
         {"uuid", "GPU-a"},
@@ -178,6 +181,65 @@ TEST(Heartbeat, GpuClaimsRoundTripAndBadOnesAreNamed) {
   }
 }
 
+// JSON has one number type: an integer reading written as 250000.0 or 2.5e5 (as some JSON
+// writers do) is that integer, up to the field's largest value.
+TEST(Heartbeat, WholeNumbersWithAFractionPartAreIntegerReadings) {
+  auto read = [](const json& fields) {
+    auto hb = ParseHeartbeat(json{{"samples", json::array({{{"fields", fields}}})}}.dump());
+    EXPECT_TRUE(hb.ok()) << fields << ": " << hb.status().ToString();
+    return hb.ok() ? hb->gpus.at(0) : GpuSample{};
+  };
+  const auto value = [](json v) { return json{{"state", "value"}, {"value", std::move(v)}}; };
+  EXPECT_EQ(read({{"power_mw", value(250000.0)}}).power_mw, Field<uint32_t>::Of(250000));
+  EXPECT_EQ(read({{"power_mw", value(json::parse("2.5e5"))}}).power_mw,
+            Field<uint32_t>::Of(250000));
+  // At the bound of the field's type, as an integer and as a number with a fraction part.
+  EXPECT_EQ(read({{"power_mw", value(4294967295ULL)}}).power_mw, Field<uint32_t>::Of(4294967295U));
+  EXPECT_EQ(read({{"power_mw", value(4294967295.0)}}).power_mw, Field<uint32_t>::Of(4294967295U));
+  EXPECT_EQ(read({{"memory_used_bytes", value(3e9)}}).memory_used_bytes,
+            Field<uint64_t>::Of(3'000'000'000ULL));
+  EXPECT_EQ(read({{"mig_enabled", value(1)}}).mig_enabled, Field<bool>::Of(true));
+  EXPECT_EQ(read({{"tensor_active_ratio", value(1)}}).gpm.tensor_active, Field<double>::Of(1.0));
+}
+
+// A reading that does not fit its field is a 400 naming the field, never a silently dropped
+// reading.
+TEST(Heartbeat, ReadingsThatDoNotFitTheirFieldAreNamed) {
+  const auto value = [](json v) { return json{{"state", "value"}, {"value", std::move(v)}}; };
+  const std::string uint32_rule = "must be an integer in 0..4294967295";
+  const std::string uint64_rule = "must be an integer in 0..18446744073709551615";
+  for (const auto& [field, v, want] : std::vector<std::tuple<std::string, json, std::string>>{
+           {"power_mw", 250000.5, uint32_rule},
+           {"power_mw", -5, uint32_rule},
+           {"power_mw", 4294967296ULL, uint32_rule},  // one past the bound
+           {"power_mw", 4294967296.0, uint32_rule},
+           {"power_mw", "250000", uint32_rule},
+           {"power_mw", true, uint32_rule},
+           {"memory_used_bytes", 1.8446744073709552e19, uint64_rule},  // 2^64
+           {"mig_enabled", 2, "must be true or false"},
+           {"mig_enabled", 0.5, "must be true or false"},
+           {"tensor_active_ratio", "0.5", "must be a number"},
+           {"tensor_active_ratio", false, "must be a number"}}) {
+    const json body = {
+        {"samples", json::array({{{"index", 0}}, {{"fields", {{field, value(v)}}}}})}};
+    auto hb = ParseHeartbeat(body.dump());
+    ASSERT_FALSE(hb.ok()) << body;
+    EXPECT_EQ(hb.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(hb.status().message(), "samples[1].fields." + field + ".value: " + want) << body;
+  }
+  // The readings of MIG instances and processes, and the GPU's own numbers, likewise.
+  for (const auto& [sample, want] : std::vector<std::pair<json, std::string>>{
+           {{{"mig_instances", json::array({{{"memory_total_bytes", value(-1)}}})}},
+            "samples[0].mig_instances[0].memory_total_bytes.value: " + uint64_rule},
+           {{{"processes", json::array({{{"pid", 1}}, {{"used_memory_bytes", value(1.5)}}})}},
+            "samples[0].processes[1].used_memory_bytes.value: " + uint64_rule},
+           {{{"minor", value(0.5)}}, "samples[0].minor.value: " + uint32_rule}}) {
+    auto hb = ParseHeartbeat(json{{"samples", json::array({sample})}}.dump());
+    ASSERT_FALSE(hb.ok()) << sample;
+    EXPECT_EQ(hb.status().message(), want);
+  }
+}
+
 TEST(Heartbeat, BadBodiesNameWhatIsWrong) {
   auto msg = [](std::string_view body) {
     auto r = ParseHeartbeat(body);
@@ -256,6 +318,34 @@ TEST(GangSpec, ErrorsNameTheField) {
   EXPECT_EQ(ErrorOf(R"({"command":["x"],"total_gpus":16,"nodes":2})").rfind("total_gpus:", 0), 0u);
   EXPECT_EQ(ErrorOf(R"({"command":["x"],"nodes":5000})"), "nodes: must be in 0..4096");
   EXPECT_EQ(ErrorOf(R"({"command":["x"],"total_gpus":-1})"), "total_gpus: must be in 0..131072");
+}
+
+// The gang bounds of protocol/limits.h, accepted at the bound and refused one past it.
+TEST(GangSpec, BoundsAtAndPastTheLimit) {
+  auto spec = [](json fields) {
+    fields["command"] = json::array({"x"});
+    return ParseJobSpec(fields);
+  };
+  const int64_t parts = limits::kGangPartsMax;
+  const int64_t gpus = limits::kGangGpusMax;
+  EXPECT_TRUE(spec({{"nodes", parts}}).ok());
+  EXPECT_EQ(spec({{"nodes", parts + 1}}).status().message(),
+            "nodes: must be in 0.." + std::to_string(parts));
+  EXPECT_TRUE(spec({{"total_gpus", gpus}}).ok());
+  EXPECT_EQ(spec({{"total_gpus", gpus + 1}}).status().message(),
+            "total_gpus: must be in 0.." + std::to_string(gpus));
+  EXPECT_FALSE(spec({{"nodes", 2.0}}).ok());  // counts are integers in a job spec
+}
+
+TEST(NodeInventory, AddressBoundAtAndPastTheLimit) {
+  const std::string at(static_cast<size_t>(limits::kNodeAddressBytes), 'a');
+  auto n = ParseNodeInventory(json{{"name", "n1"}, {"address", at}});
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(n->address, at);
+  auto bad = ParseNodeInventory(json{{"name", "n1"}, {"address", at + "a"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "address: longer than " + std::to_string(limits::kNodeAddressBytes) + " bytes");
 }
 
 TEST(GangSpec, LauncherVariablesAreSetByStoker) {

@@ -119,6 +119,8 @@ void BM_PlaceAt80Pct(benchmark::State& state, const std::string& policy_name,
   const int64_t warmup = state.range(1);
   for (int64_t i = 0; i < warmup; ++i) step(pods[rng.Uniform(pods.size())]);
   const int64_t adoptions_before = scheduler::StokerAdoptions(*policy);
+  const int64_t reserve_before = scheduler::StokerReserveAdoptions(*policy);
+  const int64_t exact_before = scheduler::StokerExactScorings(*policy);
   std::vector<double> us, cpu_us;  // wall and thread CPU time per decision
   us.reserve(1 << 16);
   cpu_us.reserve(1 << 16);
@@ -170,6 +172,16 @@ void BM_PlaceAt80Pct(benchmark::State& state, const std::string& policy_name,
     state.counters["adoptions"] = static_cast<double>(scheduler::StokerAdoptions(*policy));
     state.counters["adoptions_timed"] =
         static_cast<double>(scheduler::StokerAdoptions(*policy) - adoptions_before);
+    // Adoptions of new reserve weights (each drops every cached score too).
+    state.counters["reserve_adoptions"] =
+        static_cast<double>(scheduler::StokerReserveAdoptions(*policy));
+    state.counters["reserve_adoptions_timed"] =
+        static_cast<double>(scheduler::StokerReserveAdoptions(*policy) - reserve_before);
+    // Nodes scored exactly per timed decision (the rest only got a bound): deterministic for
+    // the seed, so it compares the bounds' work where the load makes times noisy.
+    state.counters["exact_per_decision"] =
+        static_cast<double>(scheduler::StokerExactScorings(*policy) - exact_before) /
+        static_cast<double>(std::max<size_t>(1, cpu_us.size()));
   }
 }
 BENCHMARK_CAPTURE(BM_PlaceAt80Pct, fgd, std::string("fgd"))

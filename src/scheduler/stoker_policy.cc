@@ -80,6 +80,7 @@ class StokerPolicy final : public ScoringPolicy {
     }
   }
   int64_t reserve_adoptions() const { return reserve_adoptions_; }
+  int64_t exact_scorings() const { return exact_scorings_; }
 
   // See StokerScoreAndBound.
   bool ScoreAndBound(const Request& r, const ClusterState& c, int32_t node, int64_t* score,
@@ -135,6 +136,7 @@ class StokerPolicy final : public ScoringPolicy {
   }
   bool ScoreNode(const Request& r, const ClusterState& c, int32_t node, int64_t* score,
                  uint8_t* gpus) override {
+    ++exact_scorings_;
     const NodeState& n = c.node(node);
     const double before = WasteBefore(c, node);
     const int64_t cpu_after = n.free_cpu_milli - r.cpu_milli;
@@ -570,6 +572,7 @@ class StokerPolicy final : public ScoringPolicy {
   int64_t all_cpu_seen_ = 0;             // every request
   std::vector<ReserveClass> reserve_;    // shapes in short supply, sorted by shape
   int64_t reserve_adoptions_ = 0;
+  int64_t exact_scorings_ = 0;           // ScoreNode calls (benchmarks: the work the bounds leave)
   bool reserve_due_ = true;              // the candidates are rebuilt at the next decision
   std::set<GpuModelMask> pinned_masks_;  // model sets named by the requests seen
   std::vector<Candidate> candidates_;
@@ -600,6 +603,16 @@ bool StokerScoreAndBound(PlacementPolicy& stoker, const Request& r, const Cluste
 int64_t StokerAdoptions(const PlacementPolicy& stoker) {
   const auto* p = dynamic_cast<const StokerPolicy*>(&stoker);
   return p != nullptr ? p->adoptions() : 0;
+}
+
+int64_t StokerReserveAdoptions(const PlacementPolicy& stoker) {
+  const auto* p = dynamic_cast<const StokerPolicy*>(&stoker);
+  return p != nullptr ? p->reserve_adoptions() : 0;
+}
+
+int64_t StokerExactScorings(const PlacementPolicy& stoker) {
+  const auto* p = dynamic_cast<const StokerPolicy*>(&stoker);
+  return p != nullptr ? p->exact_scorings() : 0;
 }
 
 }  // namespace stoker::scheduler

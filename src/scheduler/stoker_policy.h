@@ -28,6 +28,11 @@ bool StokerScoreAndBound(PlacementPolicy& stoker, const Request& r, const Cluste
                          int32_t node, int64_t* score, int64_t* bound);
 // Adoptions of a new typical-shape distribution so far (tests, benchmarks).
 int64_t StokerAdoptions(const PlacementPolicy& stoker);
+// Adoptions of new reserve weights so far (each, like an adoption of typical shapes, drops every
+// cached score; tests, benchmarks).
+int64_t StokerReserveAdoptions(const PlacementPolicy& stoker);
+// Nodes scored exactly so far (the work the score bounds leave; benchmarks).
+int64_t StokerExactScorings(const PlacementPolicy& stoker);
 
 std::unique_ptr<PlacementPolicy> MakeStokerPolicy(const PolicyConfig& config);
 std::unique_ptr<PlacementPolicy> MakeStokerPolicy(const PolicyConfig& config,

@@ -219,6 +219,7 @@ TEST_P(StokerGuaranteeTest, AtOrAboveFgdAtEveryStep) {
 
 INSTANTIATE_TEST_SUITE_P(Openb, StokerGuaranteeTest,
                          ::testing::Values(GuaranteeCase{"cpu250", {}},
+                                           GuaranteeCase{"default", {.constrain_pct = 5}},
                                            GuaranteeCase{"default", {.constrain_pct = 20}},
                                            GuaranteeCase{"default", {.multi_gpu_pct = 40}}),
                          [](const ::testing::TestParamInfo<GuaranteeCase>& info) {

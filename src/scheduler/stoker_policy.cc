@@ -366,9 +366,14 @@ class StokerPolicy final : public ScoringPolicy {
       for (const auto& [shape, count] : learner_.counts()) {
         if (shape.allowed_models != 0 && shape.num_gpu > 0) masks.insert(shape.allowed_models);
       }
-      // Once pods are seen to pin GPU models, every model is expected to be named by them in
-      // proportion to its GPUs until its own pinned pods are seen (a prior: the first pod pinned
-      // to a small model may come after the policy has filled it with pods that had a choice).
+      // Once pods are seen to pin GPU models, every model is expected to be named by them until
+      // its own pinned pods are seen (a prior: the first pod pinned to a small model may come
+      // after the policy has filled it with pods that had a choice). Which model pinned pods
+      // name is not known in advance, so each model is taken to be named at least as often as
+      // any other (an equal share of the pinned pods) and at least in proportion to its GPUs:
+      // in proportion to GPUs alone, a small model's pool had the same per-slot weight as the
+      // large ones, and packing onto its small nodes filled it long before its own pinned pods
+      // arrived (FGD's `gpuspec05`, whose pinned pods favour the small P100 and T4).
       struct ModelCap {
         int64_t gpus = 0, max_cpu = 0;
         int max_gpus = 0;
@@ -421,8 +426,10 @@ class StokerPolicy final : public ScoringPolicy {
         }
         for (const auto& [model, cap] : caps) {
           const GpuModelMask mask = GpuModelTable::Bit(model);
-          const double prior = static_cast<double>(pinned) / observed *
-                               static_cast<double>(cap.gpus) / static_cast<double>(gpus);
+          const double pinned_share = static_cast<double>(pinned) / observed;
+          const double prior =
+              std::max(pinned_share * static_cast<double>(cap.gpus) / static_cast<double>(gpus),
+                       pinned_share / static_cast<double>(caps.size()));
           auto it = pools.find(mask);
           if (it == pools.end()) {
             Candidate k = pool(0, mask);

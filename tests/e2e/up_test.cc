@@ -372,8 +372,8 @@ TEST_F(UpTest, JobThatEndsWhileTheServerIsDownIsReconciled) {
 TEST_F(UpTest, SimSizeHistoryFromAServerOverTheNetwork) {
   ServerAndAgent();
   if (HasFatalFailure()) return;
-  const int64_t train = Submit("--gpus 2 --class train -- sleep 3");
-  const int64_t notebook = Submit("--gpus 1 --class notebook -- sleep 3");
+  const int64_t train = Submit("--gpus 2 --class train -- sleep 5");
+  const int64_t notebook = Submit("--gpus 1 --class notebook -- sleep 5");
   EXPECT_EQ(WaitState(train, {"succeeded", "failed"})["state"], "succeeded");
   EXPECT_EQ(WaitState(notebook, {"succeeded", "failed"})["state"], "succeeded");
 

@@ -159,6 +159,28 @@ TEST_F(ApiTest, ValidationErrorsAre400NamingTheField) {
             "role");
 }
 
+// A GPU reading that does not fit its field is a 400 naming it; a whole number written with a
+// fraction part is that integer (docs/api.md, "Node protocol").
+TEST_F(ApiTest, HeartbeatReadingsThatDoNotFitTheirFieldAre400NamingThem) {
+  const std::string agent = f_.agent_token;
+  ASSERT_EQ(Status("POST", "/api/v1/nodes/register", agent, kNode), 200);
+  auto beat = [&](const std::string& power) {
+    return Call("POST", "/api/v1/nodes/n1/heartbeat", agent,
+                R"({"samples":[{"index":0,"uuid":"GPU-0","fields":{"power_mw":{"state":"value",)"
+                R"("value":)" +
+                    power + "}}}]}");
+  };
+  ApiResponse r = beat("250000.5");
+  ASSERT_EQ(r.status, 400) << r.body;
+  const json e = json::parse(r.body)["error"];
+  EXPECT_EQ(e["field"], "samples[0].fields.power_mw.value");
+  EXPECT_EQ(e["message"], "samples[0].fields.power_mw.value: must be an integer in 0..4294967295");
+  EXPECT_EQ(beat("-5").status, 400);
+  EXPECT_EQ(beat("\"250000\"").status, 400);
+  EXPECT_EQ(beat("250000.0").status, 200);
+  EXPECT_EQ(beat("250000").status, 200);
+}
+
 TEST_F(ApiTest, RejectedSubmissionsLeaveNoTrace) {
   EXPECT_EQ(Status("POST", "/api/v1/jobs", f_.alice_token, R"({"command":["x"],"gpus":-1})"), 400);
   EXPECT_EQ(Status("POST", "/api/v1/jobs", f_.agent_token, R"({"command":["x"]})"), 403);

@@ -16,6 +16,9 @@
 #   SLURM_EPILOG_CTLD=path EpilogSlurmctld script (runs on the controller at job end)
 #   SLURM_JOBCOMP_SCRIPT=path JobCompType=jobcomp/script with this script (e.g.
 #                          scripts/slurm-jobcomp.sh; its spool is DIR/jobcomp)
+#   SLURM_JOB_SUBMIT_LUA=path JobSubmitPlugins=lua with this script, copied to
+#                          DIR/job_submit.lua (e.g. deploy/slurm/job_submit.lua; it reads the
+#                          submit plan DIR/stoker-submit-plan)
 # After `up`, use the cluster with: export SLURM_CONF=DIR/slurm.conf
 #
 # Container choices: cgroup v2 is not delegated here (cgroup v1 hybrid, no systemd as PID 1),
@@ -60,6 +63,7 @@ pid_alive() { [[ -f $1 ]] && kill -0 "$(cat "$1" 2>/dev/null)" 2>/dev/null; }
 
 write_config() {
   mkdir -p "$dir/state" "$dir/spool" "$dir/log" "$dir/dev" "$dir/munge"
+  rm -f "$dir/stoker-submit-plan"  # a plan left by an earlier run
   local n g
   # Fake GPU device files: character devices when mknod is allowed (root), else plain files
   # (slurmd only stat()s them; without device-cgroup constraints either works).
@@ -108,6 +112,11 @@ write_config() {
     echo "JobRequeue=1"
     echo "PrologFlags=Alloc"
     if [[ -n ${SLURM_EPILOG_CTLD:-} ]]; then echo "EpilogSlurmctld=$SLURM_EPILOG_CTLD"; fi
+    if [[ -n ${SLURM_JOB_SUBMIT_LUA:-} ]]; then
+      # slurmctld loads job_submit.lua from slurm.conf's directory.
+      cp "$SLURM_JOB_SUBMIT_LUA" "$dir/job_submit.lua"
+      echo "JobSubmitPlugins=lua"
+    fi
     if [[ -n ${SLURM_JOBCOMP_SCRIPT:-} ]]; then
       # slurmctld gives the hook only the job's facts: a wrapper names the spool (DIR/jobcomp).
       printf '#!/bin/sh\nSTOKER_JOBCOMP_SPOOL=%q exec %q "$@"\n' "$dir/jobcomp" \

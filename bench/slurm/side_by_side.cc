@@ -5,9 +5,15 @@
 // Usage: slurm_side_by_side SLURM_CONF OPENB_POD_CSV [--jobs 60] [--arrival-ms 300]
 //          [--seeds 1,2,3] [--shards-per-gpu 0] [--shard-every 20] [--cycle-ms 500]
 //          [--time-scale 3600] [--run-s 5,40]
-//          [--modes slurm,steered,steered-strict,steered-shared] [--jobs-csv FILE]
+//          [--modes slurm,steered,steered-strict,steered-shared,submit] [--jobs-csv FILE]
 //   Bring a cluster up first: scripts/slurm-cluster.sh up DIR (4 nodes x 8 GPUs), with
-//   SLURM_SHARDS_PER_GPU=N for shard jobs (--shards-per-gpu N to match).
+//   SLURM_SHARDS_PER_GPU=N for shard jobs (--shards-per-gpu N to match), and for the submit
+//   mode SLURM_JOB_SUBMIT_LUA=deploy/slurm/job_submit.lua.
+// Modes: slurm (Slurm alone); steered (held with the marker, released by the controller: the
+// pass with backfill, as stoker server's default); steered-strict (strict queue order);
+// steered-shared (backfill, whole-GPU and shard jobs not kept apart); submit (marked, not held:
+// the job_submit script places each job from the plan the controller writes, DIR/stoker-submit-
+// plan, and holds only those with no allowed node).
 // Stream (per seed): openb pods in creation order from a start offset the seed picks; whole-GPU
 // pods with the 1-GPU ones thinned to every 40th (the trace is mostly 1-GPU and shared pods);
 // with shards, every --shard-every'th shared pod (gpu_milli < 1000) as a job asking for
@@ -132,13 +138,13 @@ struct Row {
   ControllerMetrics controller;  // steered modes
 };
 
-// mode: "slurm" (Slurm alone), "steered" (the pass with backfill, as stoker server's default)
-// or "steered-strict" (the pass in strict queue order: a blocked job stops later ones) or
-// "steered-shared" (backfill, without keeping whole-GPU and shard jobs on separate GPUs).
+// mode: see the modes at the top.
 Row Run(CommandSlurmClient& client, const std::vector<StreamJob>& stream, const std::string& mode,
         const Options& o, std::ofstream* jobs_csv, uint64_t seed) {
   const bool steered = mode != "slurm";
+  const bool at_submit = mode == "submit";
   const std::string dir = o.conf.substr(0, o.conf.rfind('/'));
+  const std::string plan = dir + "/stoker-submit-plan";
   // Start from equal weights.
   if (auto nodes = client.Nodes(); nodes.ok()) {
     for (const SlurmNode& n : *nodes) (void)client.SetNodeWeight(n.name, 1);
@@ -156,10 +162,12 @@ Row Run(CommandSlurmClient& client, const std::vector<StreamJob>& stream, const 
           t0 + std::chrono::milliseconds(static_cast<int64_t>(j.arrival_s * 1000)));
       const std::string gres =
           j.shards > 0 ? "shard:" + std::to_string(j.shards) : "gpu:" + std::to_string(j.gpus);
-      const std::string cmd = "cd " + dir + " && SLURM_CONF=" + o.conf +
-                              " sbatch --parsable -o /dev/null " +
-                              (steered ? "-H --comment=stoker:steer " : "") + "--gres=" + gres +
-                              " --wrap 'sleep " + std::to_string(j.seconds) + "'";
+      const std::string cmd =
+          "cd " + dir + " && SLURM_CONF=" + o.conf + " sbatch --parsable -o /dev/null " +
+          (at_submit ? "--comment=stoker:steer "
+           : steered ? "-H --comment=stoker:steer "
+                     : "") +
+          "--gres=" + gres + " --wrap 'sleep " + std::to_string(j.seconds) + "'";
       auto r = RunCommand({"/bin/sh", "-c", cmd}, {}, std::chrono::seconds(30), 4096);
       if (r.ok() && r->exit_code == 0) {
         std::lock_guard<std::mutex> lock(mu);
@@ -180,6 +188,7 @@ Row Run(CommandSlurmClient& client, const std::vector<StreamJob>& stream, const 
       ControllerOptions co;
       co.backfill = mode != "steered-strict";
       co.keep_shards_apart = mode != "steered-shared";
+      if (at_submit) co.submit_plan = plan;
       auto c = SlurmController::Create(&own, co).value();
       while (!done) {
         const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.cycle_ms);
@@ -235,6 +244,7 @@ Row Run(CommandSlurmClient& client, const std::vector<StreamJob>& stream, const 
   done = true;
   submitter.join();
   if (controller_thread.joinable()) controller_thread.join();
+  if (at_submit) std::remove(plan.c_str());
   row.makespan_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   row.stranded /= static_cast<double>(std::max<int64_t>(samples, 1));
   row.shared_gpus /= static_cast<double>(std::max<int64_t>(samples, 1));
@@ -266,7 +276,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: %s SLURM_CONF OPENB_POD_CSV [--jobs N] [--arrival-ms M] [--seeds 1,2] "
                  "[--shards-per-gpu K] [--shard-every E] [--cycle-ms C] [--time-scale T] "
-                 "[--run-s MIN,MAX] [--modes slurm,steered,steered-strict,steered-shared] "
+                 "[--run-s MIN,MAX] [--modes slurm,steered,steered-strict,steered-shared,submit] "
                  "[--jobs-csv FILE]\n",
                  argv[0]);
     return 2;
@@ -345,6 +355,7 @@ int main(int argc, char** argv) {
           "| %llu | %s | %.2f | %d | %.2f | %.1f s | %s / %s / %s / %s s | %.0f s |\n",
           static_cast<unsigned long long>(seed),
           mode == "slurm"            ? "Slurm alone"
+          : mode == "submit"         ? "placed by Stoker at submission"
           : mode == "steered"        ? "steered by Stoker (backfill)"
           : mode == "steered-shared" ? "steered by Stoker (backfill, GPUs shared as Slurm does)"
                                      : "steered by Stoker (strict order)",

@@ -142,6 +142,8 @@ Status StatusFromSlurmError(const std::string& command, int exit_code, const std
                         "Invalid partition name"}) {
     if (err.find(s) != std::string::npos) return NotFound(msg);
   }
+  // A pending job's settings changed while it started.
+  if (err.find("no longer pending") != std::string::npos) return FailedPrecondition(msg);
   return Internal(msg);
 }
 
@@ -182,12 +184,22 @@ Status CommandSlurmClient::SetNodeWeight(const std::string& node, int64_t weight
       .status();
 }
 
-Status CommandSlurmClient::SteerAndRelease(uint32_t job, const std::vector<std::string>& nodes) {
+namespace {
+
+// Node names checked and joined for a node-list argument ("a,b").
+Result<std::string> NodeListArg(const std::vector<std::string>& nodes) {
   std::string list;
   for (const std::string& n : nodes) {
     STOKER_RETURN_IF_ERROR(CheckNodeName(n));
     list += (list.empty() ? "" : ",") + n;
   }
+  return list;
+}
+
+}  // namespace
+
+Status CommandSlurmClient::SteerAndRelease(uint32_t job, const std::vector<std::string>& nodes) {
+  STOKER_ASSIGN_OR_RETURN(const std::string list, NodeListArg(nodes));
   const std::string id = std::to_string(job);
   if (!list.empty()) {
     STOKER_RETURN_IF_ERROR(
@@ -228,20 +240,29 @@ constexpr size_t kIdsPerCommand = 200;  // keeps each argument list short
 
 }  // namespace
 
+std::vector<Status> CommandSlurmClient::SetExcludedNodesAll(const SteerList& jobs) {
+  std::vector<Status> out(jobs.size());
+  ForEachParallel(jobs.size(), 8, [&](size_t i) {
+    const auto& [job, nodes] = jobs[i];
+    auto list = NodeListArg(nodes);
+    out[i] =
+        list.ok()
+            ? Run({"scontrol", "update", "JobId=" + std::to_string(job), "ExcNodeList=" + *list})
+                  .status()
+            : list.status();
+  });
+  return out;
+}
+
 std::vector<Status> CommandSlurmClient::SteerAndReleaseAll(const SteerList& jobs) {
   std::vector<Status> out(jobs.size());
   ForEachParallel(jobs.size(), 8, [&](size_t i) {
     const auto& [job, nodes] = jobs[i];
-    std::string list;
-    for (const std::string& n : nodes) {
-      if (Status s = CheckNodeName(n); !s.ok()) {
-        out[i] = s;
-        return;
-      }
-      list += (list.empty() ? "" : ",") + n;
-    }
-    if (!list.empty()) {
-      out[i] = Run({"scontrol", "update", "JobId=" + std::to_string(job), "ReqNodeList=" + list})
+    auto list = NodeListArg(nodes);
+    if (!list.ok()) {
+      out[i] = list.status();
+    } else if (!list->empty()) {
+      out[i] = Run({"scontrol", "update", "JobId=" + std::to_string(job), "ReqNodeList=" + *list})
                    .status();
     }
   });

@@ -32,6 +32,9 @@ class SlurmClient {
   // default steers and releases them one by one.
   using SteerList = std::vector<std::pair<uint32_t, std::vector<std::string>>>;
   virtual std::vector<Status> SteerAndReleaseAll(const SteerList& jobs);
+  // Sets pending jobs' excluded nodes (ExcNodeList; none: cleared): one status per job, in
+  // order.
+  virtual std::vector<Status> SetExcludedNodesAll(const SteerList& jobs) = 0;
   // Several nodes' weights: one status per node. The default sets them one by one.
   virtual std::map<std::string, Status> SetNodeWeights(const std::map<std::string, int64_t>& w);
   virtual Status SetComment(uint32_t job, const std::string& text) = 0;
@@ -71,6 +74,8 @@ class CommandSlurmClient final : public SlurmClient {
   // Each job's ReqNodeList update (up to 8 at once), then one `scontrol release` for all of
   // them: a cycle that steers k jobs costs about k/8 + 1 command times instead of 2k.
   std::vector<Status> SteerAndReleaseAll(const SteerList& jobs) override;
+  // One `scontrol update JobId=j ExcNodeList=...` per job, up to 8 at once.
+  std::vector<Status> SetExcludedNodesAll(const SteerList& jobs) override;
   // One `scontrol update NodeName=a,b Weight=w` per distinct weight.
   std::map<std::string, Status> SetNodeWeights(const std::map<std::string, int64_t>& w) override;
   Status SetComment(uint32_t job, const std::string& text) override;

@@ -1,9 +1,12 @@
 #include "slurm/controller.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -58,6 +61,20 @@ bool CouldEverRun(const SlurmNode& n, const SlurmJob& j, const Ask& a) {
   return a.shards <= n.ShardsPerGpu();
 }
 
+// Writes `text` to `path` whole (a temporary file beside it, then renamed), readable by the
+// Slurm user.
+Status WriteFileReplacing(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Internal("cannot create " + tmp);
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (::close(fd) != 0 || !written) return Internal("cannot write " + tmp);
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return Internal("cannot rename " + tmp + " to " + path + ": " + ec.message());
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string RenderControllerMetrics(const ControllerMetrics& m) {
@@ -91,6 +108,12 @@ std::string RenderControllerMetrics(const ControllerMetrics& m) {
             "whole-GPU and shard jobs on separate GPUs (Slurm picks the GPUs on the node); each "
             "job counted once per hold.",
             d(m.kept_off_shared_gpus));
+  w.Counter("stoker_slurm_submit_plan_errors_total",
+            "Submit plans for the job_submit script that could not be written.",
+            d(m.submit_plan_errors));
+  w.Counter("stoker_slurm_exclusions_updated_total",
+            "Pending jobs placed at submission whose excluded nodes followed the submit plan.",
+            d(m.exclusions_updated));
   w.Gauge("stoker_slurm_cycle_seconds", "Duration of the last cycle (read, decide, act).",
           m.last_cycle_seconds);
   return w.Take();
@@ -434,6 +457,36 @@ Decision Decide(const SlurmSnapshot& snap, DecisionPolicies& policies,
     }
   }
 
+  d.plan = PlanSubmissions(snap, uses, options);
+  if (!options.submit_plan.empty()) {
+    for (const SlurmJob& j : snap.jobs) {
+      if (!j.Pending() || j.Held() || !j.required_nodes.empty() || j.nodes.size() > 1 ||
+          !HasMarker(j, options.steer_marker)) {
+        continue;
+      }
+      const Ask a = AskOf(j);
+      if ((a.gpus > 0) == (a.shards > 0)) continue;
+      const auto& shapes = a.gpus > 0 ? d.plan.whole : d.plan.shards;
+      auto it = shapes.find(a.gpus > 0 ? a.gpus : a.shards);
+      if (it == shapes.end() || it->second.safe.empty()) continue;
+      // Allowed: the safe nodes, and the once nodes the script already gave the job (a job
+      // just placed is not narrowed).
+      std::set<std::string> allowed(it->second.safe.begin(), it->second.safe.end());
+      const std::set<std::string> excluded(j.excluded_nodes.begin(), j.excluded_nodes.end());
+      for (const std::string& n : it->second.once) {
+        if (!excluded.count(n)) allowed.insert(n);
+      }
+      std::vector<std::string> want;
+      for (const std::string& n : d.plan.nodes) {
+        if (!allowed.count(n)) want.push_back(n);
+      }
+      std::vector<std::string> now = j.excluded_nodes;
+      std::sort(now.begin(), now.end());
+      std::sort(want.begin(), want.end());
+      if (now != want) d.exclude[j.id] = std::move(want);
+    }
+  }
+
   // Weights: the policy's score for the most common pending GPU shape (1 GPU when none), over
   // the model with this cycle's steers applied.
   ClusterModel model = BuildClusterModel(snap.nodes, uses);
@@ -479,6 +532,85 @@ Decision Decide(const SlurmSnapshot& snap, DecisionPolicies& policies,
     }
   }
   return d;
+}
+
+SubmitPlan PlanSubmissions(const SlurmSnapshot& snap, const std::map<std::string, NodeUse>& uses,
+                           const ControllerOptions& options) {
+  SubmitPlan plan;
+  if (!options.keep_shards_apart) return plan;
+  int32_t max_gpus = 0, max_shards = 0;
+  for (const SlurmNode& n : snap.nodes) {
+    if (n.gpus > 0) plan.nodes.push_back(n.name);
+    if (!n.Usable() || !Modelled(n)) continue;
+    max_gpus = std::max(max_gpus, n.gpus);
+    max_shards = std::max(max_shards, n.ShardsPerGpu());
+  }
+  auto in_use = [](const NodeUse& u) {
+    return std::any_of(u.shards.begin(), u.shards.end(), [](int32_t s) { return s > 0; });
+  };
+  // Whole GPUs: nodes without shard jobs are safe (Slurm's pick there is clean whatever it
+  // is); nodes with shard jobs only where the job fits now on GPUs without shards, for one job.
+  for (int32_t g = 1; g <= max_gpus; ++g) {
+    SubmitPlan::Allowed& a = plan.whole[g];
+    for (const SlurmNode& n : snap.nodes) {
+      if (!n.Usable() || !Modelled(n) || n.gpus < g) continue;
+      const NodeUse& u = uses.at(n.name);
+      if (!in_use(u)) {
+        a.safe.push_back(n.name);
+        continue;
+      }
+      const std::vector<int32_t> pick = u.PredictWhole(g);
+      if (!pick.empty() && n.cpus > n.alloc_cpus &&
+          std::all_of(pick.begin(), pick.end(), [&](int32_t i) { return u.shards[i] == 0; })) {
+        a.once.push_back(n.name);
+      }
+    }
+  }
+  // Shards: where they fit now and cost whole-GPU jobs the least clean room (as Decide() places
+  // them); where none fits now, the nodes that already run shard jobs (they wait there); where
+  // none does either, anywhere.
+  for (int32_t k = 1; k <= max_shards; ++k) {
+    SubmitPlan::Allowed& a = plan.shards[k];
+    int32_t best = INT32_MAX;
+    std::vector<std::string> with_shards, any;
+    for (const SlurmNode& n : snap.nodes) {
+      if (!n.Usable() || !Modelled(n) || n.ShardsPerGpu() < k) continue;
+      const NodeUse& u = uses.at(n.name);
+      any.push_back(n.name);
+      if (in_use(u)) with_shards.push_back(n.name);
+      const int32_t gpu = u.PredictShards(k);
+      if (gpu < 0 || n.cpus <= n.alloc_cpus) continue;
+      NodeUse after = u;
+      after.TakeShards(gpu, k);
+      const int32_t cost = u.CleanWholeCapacity() - after.CleanWholeCapacity();
+      if (cost < best) best = cost, a.safe.clear();
+      if (cost == best) a.safe.push_back(n.name);
+    }
+    if (a.safe.empty()) a.safe = with_shards.empty() ? any : with_shards;
+  }
+  return plan;
+}
+
+std::string RenderSubmitPlan(const SubmitPlan& plan, const ControllerOptions& options,
+                             uint64_t generation, int64_t written_unix) {
+  auto list = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const std::string& n : v) out += (out.empty() ? "" : ",") + n;
+    return out.empty() ? std::string("-") : out;
+  };
+  std::string out = "stoker-submit-plan 1\n";
+  out += "generation " + std::to_string(generation) + "\n";
+  out += "written " + std::to_string(written_unix) + "\n";
+  out += "valid_for " + std::to_string(options.submit_plan_valid_s) + "\n";
+  if (!options.steer_marker.empty()) out += "marker " + options.steer_marker + "\n";
+  out += "nodes " + list(plan.nodes) + "\n";
+  for (const auto& [g, a] : plan.whole) {
+    out += "gpu " + std::to_string(g) + " " + list(a.safe) + " " + list(a.once) + "\n";
+  }
+  for (const auto& [k, a] : plan.shards) {
+    out += "shard " + std::to_string(k) + " " + list(a.safe) + " " + list(a.once) + "\n";
+  }
+  return out;
 }
 
 Result<std::unique_ptr<SlurmController>> SlurmController::Create(SlurmClient* client,
@@ -538,12 +670,39 @@ Result<Decision> SlurmController::Cycle() {
   for (const SlurmNode& n : last_.nodes) {
     if (n.gpus > scheduler::kMaxGpusPerNode) ++metrics_.nodes_skipped;
   }
+  if (!options_.submit_plan.empty()) {
+    const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    const Status s = WriteFileReplacing(
+        options_.submit_plan, RenderSubmitPlan(d.plan, options_, ++plan_generation_, now));
+    if (!s.ok()) {
+      ++metrics_.submit_plan_errors;
+      spdlog::error("slurm: submit plan not written: {}", s.ToString());
+    }
+  }
   for (const auto& [node, s] : client_->SetNodeWeights(d.weights)) {
     if (s.ok()) {
       ++metrics_.weight_updates;
     } else {
       CountActionError(s);
       spdlog::warn("slurm: weight {} on node {} not set: {}", d.weights[node], node, s.ToString());
+    }
+  }
+  if (!d.exclude.empty()) {
+    const SlurmClient::SteerList exclude(d.exclude.begin(), d.exclude.end());
+    const std::vector<Status> set = client_->SetExcludedNodesAll(exclude);
+    for (size_t i = 0; i < set.size(); ++i) {
+      if (set[i].ok()) {
+        ++metrics_.exclusions_updated;
+      } else if (set[i].code() == StatusCode::kFailedPrecondition) {
+        spdlog::debug("slurm: job {} started before its excluded nodes were updated",
+                      exclude[i].first);
+      } else {
+        CountActionError(set[i]);
+        spdlog::warn("slurm: job {} excluded nodes not updated: {}", exclude[i].first,
+                     set[i].ToString());
+      }
     }
   }
   SlurmClient::SteerList steer;

@@ -1,6 +1,9 @@
 #pragma once
 // The Slurm engine adapter's cycle: read Slurm (nodes, jobs), decide with Stoker's shared
 // scheduling pass (scheduler/pass), act through Slurm's levers:
+//   - a submit plan for Slurm's job_submit/lua plugin, so marked GPU jobs are placed as they
+//     are submitted (never held) where it is clear where they may go, and the excluded nodes of
+//     such jobs still pending kept in step with it;
 //   - node weights that follow Stoker's placement score for the most common pending GPU shape
 //     (lowest weight = the node Stoker would fill first), re-applied whenever Slurm's value
 //     differs, so a `scontrol reconfigure` or a slurmctld restart (both revert to slurm.conf) is
@@ -44,8 +47,30 @@ struct ControllerOptions {
   bool keep_shards_apart = true;
   // A held job is Stoker's to place only when its Comment or AdminComment contains this.
   std::string steer_marker = "stoker:steer";
+  // Where each cycle writes the submit plan (RenderSubmitPlan) for Slurm's job_submit/lua
+  // plugin (deploy/slurm/job_submit.lua), so marked GPU jobs are placed as they are submitted
+  // instead of held; empty: no plan. The script ignores a plan older than submit_plan_valid_s.
+  std::string submit_plan;
+  int64_t submit_plan_valid_s = 10;
 };
 
+// What the job_submit/lua script needs to place a marked GPU job as it is submitted, so that it
+// is never held: per shape, the nodes it may go to (the script excludes the others; Slurm picks
+// among these by weight, which follows Stoker's score). Built from the use after this cycle's
+// steers, with the rules Decide() keeps (whole-GPU and shard jobs on separate GPUs).
+struct SubmitPlan {
+  struct Allowed {
+    // Nodes fine for any number of such jobs until the next plan (whole GPUs: no shard in use
+    // there, so Slurm's pick is clean whatever it is).
+    std::vector<std::string> safe;
+    // Nodes fine for one job until the next plan (whole GPUs: shards in use there, and Slurm's
+    // pick now is clean; the job changes what the next one would get).
+    std::vector<std::string> once;
+  };
+  std::vector<std::string> nodes;     // every GPU node (the script excludes those not allowed)
+  std::map<int32_t, Allowed> whole;   // GPUs per node -> nodes; both lists empty: hold the job
+  std::map<int32_t, Allowed> shards;  // shards of one GPU -> nodes
+};
 // What one cycle decided (pure data; Apply() turns it into Slurm commands).
 struct Decision {
   std::map<std::string, int64_t> weights;  // node -> weight wanted (only nodes that differ)
@@ -61,6 +86,11 @@ struct Decision {
   // job whose GPU would keep whole-GPU jobs off more of a node than elsewhere): the jobs.
   std::set<uint32_t> kept_off_shared_gpus;
   pass::PassStats pass;  // the scheduling pass's counters
+  SubmitPlan plan;       // for the job_submit script, after this cycle's steers
+  // Pending (not held) marked jobs the script placed, whose excluded nodes no longer match the
+  // plan's safe nodes for their shape (a node's shard jobs ended or began): the new list. Only
+  // when a submit plan is written, and never to exclude every node.
+  std::map<uint32_t, std::vector<std::string>> exclude;
 };
 
 struct ControllerMetrics {
@@ -77,7 +107,9 @@ struct ControllerMetrics {
   int64_t jobs_waiting = 0;   // held marked jobs left held by the last cycle (gauge)
   // Jobs moved or withheld to keep whole-GPU and shard jobs apart, each counted once per hold.
   int64_t kept_off_shared_gpus = 0;
-  double last_cycle_seconds = 0;  // read + decide + act (gauge)
+  int64_t submit_plan_errors = 0;  // submit plans that could not be written
+  int64_t exclusions_updated = 0;  // pending jobs' excluded nodes moved with the plan
+  double last_cycle_seconds = 0;   // read + decide + act (gauge)
 };
 // Prometheus text exposition of the metrics (stoker_slurm_*).
 std::string RenderControllerMetrics(const ControllerMetrics& m);
@@ -108,6 +140,22 @@ struct NodeUse {
 // Every GPU node's use (released jobs that have not started yet hold what Slurm will give
 // them). Nodes with no GPUs are left out.
 std::map<std::string, NodeUse> NodeUses(const SlurmSnapshot& snap);
+
+// The submit plan (struct SubmitPlan above) over `uses`.
+// Empty (no shape) where keep_shards_apart is off: the script then leaves jobs to Slurm.
+SubmitPlan PlanSubmissions(const SlurmSnapshot& snap, const std::map<std::string, NodeUse>& uses,
+                           const ControllerOptions& options);
+// The plan file the script reads (line based, so the script needs no parser):
+//   stoker-submit-plan 1
+//   generation G          (changes with every plan: "once" nodes are used once per generation)
+//   written UNIX_SECONDS
+//   valid_for SECONDS
+//   marker TEXT           (absent: every GPU job)
+//   nodes A,B,...         (every GPU node)
+//   gpu N SAFE ONCE       (comma-separated node names, "-" for none)
+//   shard K SAFE ONCE
+std::string RenderSubmitPlan(const SubmitPlan& plan, const ControllerOptions& options,
+                             uint64_t generation, int64_t written_unix);
 
 // The cluster model of the usable GPU nodes, with their current use allocated (a GPU's shards
 // as its share of the GPU). `names[i]` is the Slurm node of model node i.
@@ -159,6 +207,7 @@ class SlurmController {
   ControllerMetrics metrics_;
   SlurmSnapshot last_;
   std::set<uint32_t> kept_off_counted_;  // held jobs already counted in kept_off_shared_gpus
+  uint64_t plan_generation_ = 0;
 };
 
 }  // namespace stoker::slurm

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/size.h"
@@ -125,11 +126,11 @@ Status LoadJobStats(const YAML::Node& n, bool& enabled, JobStatsOptions& j) {
 Result<SlurmEngineConfig> Load(const YAML::Node& root) {
   SlurmEngineConfig c;
   if (!root || root.IsNull()) return c;
-  STOKER_RETURN_IF_ERROR(
-      CheckKeys(root, "<root>",
-                {"slurm_conf", "bin_dir", "command_timeout", "cycle", "measure_every", "placement",
-                 "queue", "backfill", "manage_weights", "steer_held_jobs", "steer_marker",
-                 "keep_shards_apart", "agents", "reclaim", "jobstats", "jobcomp_spool"}));
+  STOKER_RETURN_IF_ERROR(CheckKeys(
+      root, "<root>",
+      {"slurm_conf", "bin_dir", "command_timeout", "cycle", "measure_every", "placement", "queue",
+       "backfill", "manage_weights", "steer_held_jobs", "steer_marker", "keep_shards_apart",
+       "submit_plan", "agents", "reclaim", "jobstats", "jobcomp_spool"}));
   STOKER_RETURN_IF_ERROR(Opt(root, "slurm_conf", "", Scalar, &c.client.slurm_conf));
   STOKER_RETURN_IF_ERROR(Opt(root, "bin_dir", "", Scalar, &c.client.bin_dir));
   if (root["command_timeout"]) {
@@ -158,6 +159,11 @@ Result<SlurmEngineConfig> Load(const YAML::Node& root) {
   STOKER_RETURN_IF_ERROR(Opt(root, "steer_held_jobs", "", Bool, &o.steer_held_jobs));
   STOKER_RETURN_IF_ERROR(Opt(root, "steer_marker", "", Scalar, &o.steer_marker));
   STOKER_RETURN_IF_ERROR(Opt(root, "keep_shards_apart", "", Bool, &o.keep_shards_apart));
+  STOKER_RETURN_IF_ERROR(Opt(root, "submit_plan", "", Scalar, &o.submit_plan));
+  // The job_submit script trusts a plan for a few cycles, at least 10 s: a stopped server's
+  // plan stops steering (and holding) jobs soon after.
+  o.submit_plan_valid_s = std::max<int64_t>(
+      10, 5 * std::chrono::duration_cast<std::chrono::seconds>(c.cycle).count() + 1);
   if (auto p = scheduler::CreatePlacementPolicy(o.policy, {}); !p.ok()) {
     return InvalidArgument("placement: " + p.status().message());
   }

@@ -16,6 +16,7 @@
 //   steer_held_jobs: true
 //   steer_marker: stoker:steer
 //   keep_shards_apart: true             # whole-GPU and shard jobs on separate GPUs
+//   submit_plan: /etc/slurm/stoker-submit-plan  # written every cycle for job_submit.lua
 //   agents:
 //     url: http://{node}:9400           # each node's `stoker agent`; {node} is the Slurm name
 //     nodes: {g1: http://10.0.0.7:9400} # per-node addresses (override url)

@@ -417,6 +417,11 @@ Result<std::vector<SlurmJob>> ParseSqueueJson(std::string_view text) {
     auto req = ExpandHostList(required);
     if (!req.ok()) return req.status().WithContext(w("required_nodes"));
     j.required_nodes = std::move(req).value();
+    std::string excluded;
+    STOKER_RETURN_IF_ERROR(GetString(o, "excluded_nodes", w("excluded_nodes"), &excluded));
+    auto exc = ExpandHostList(excluded);
+    if (!exc.ok()) return exc.status().WithContext(w("excluded_nodes"));
+    j.excluded_nodes = std::move(exc).value();
     auto pn = ParseTresGpuCount(per_node, &j.gpu_type);
     if (!pn.ok()) return pn.status().WithContext(w("tres_per_node"));
     auto ps = ParseTresShardCount(per_node);

@@ -48,6 +48,7 @@ struct SlurmJob {
   std::string state_reason;                 // None, Priority, JobHeldUser, ...
   std::vector<std::string> nodes;           // expanded from the job's host list
   std::vector<std::string> required_nodes;  // ReqNodeList (what steering sets), expanded
+  std::vector<std::string> excluded_nodes;  // ExcNodeList (what the submit plan sets), expanded
   int32_t gpus_per_node = 0;                // tres_per_node gres:gpu:N (or gres/gpu:N)
   int32_t gpus_per_job = 0;                 // tres_per_job (--gpus=N)
   std::string gpu_type;                     // "a100" in gres:gpu:a100:2; empty when untyped

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <thread>
 
@@ -102,6 +104,70 @@ TEST_F(SlurmCluster, HeldGpuJobIsReleasedOntoThePolicysNode) {
   ASSERT_TRUE(WaitFor([&] { return Job(held).Running(); }));
   EXPECT_EQ(Job(held).nodes, std::vector<std::string>{"g2"});
   EXPECT_TRUE(Job(unmarked).Held()) << "a user's own hold is not Stoker's to release";
+}
+
+// Deciding at submission: the fixture runs deploy/slurm/job_submit.lua (JobSubmitPlugins=lua),
+// which reads the submit plan beside slurm.conf.
+TEST_F(SlurmCluster, JobSubmitScriptPlacesMarkedJobsFromThePlanWithoutHolding) {
+  const std::string plan = kDir + "/stoker-submit-plan";
+  // The plan goes when the test ends, passed or not: later tests submit marked jobs too.
+  struct RemovePlan {
+    std::string path;
+    ~RemovePlan() { std::remove(path.c_str()); }
+  } remove_plan{plan};
+  auto excluded = [&](uint32_t id) {
+    return Sh("scontrol show job " + std::to_string(id) + " | grep -o 'ExcNodeList=[^ ]*' || true");
+  };
+  // The controller's own plan: no shard jobs here, so every node is allowed; the marked job is
+  // never held and starts.
+  ControllerOptions o;
+  o.submit_plan = plan;
+  auto c = SlurmController::Create(client_.get(), o).value();
+  ASSERT_TRUE(c->Cycle().ok());
+  const uint32_t placed = Submit("--comment=stoker:steer --gres=gpu:2 --wrap 'sleep 60'");
+  EXPECT_FALSE(Job(placed).Held());
+  ASSERT_TRUE(WaitFor([&] { return Job(placed).Running(); }));
+  EXPECT_EQ(excluded(placed), "ExcNodeList=(null)");
+
+  // A plan that restricts (as with shard jobs on g1-g3): 1 GPU on g4 only; 2 GPUs on g2 once,
+  // so a second such job in the same plan is held; 3 GPUs nowhere: held.
+  auto write_plan = [&](int64_t age_s) {
+    std::ofstream out(plan + ".tmp");
+    out << "stoker-submit-plan 1\ngeneration 7\nwritten " << (::time(nullptr) - age_s)
+        << "\nvalid_for 60\nmarker stoker:steer\nnodes g1,g2,g3,g4\n"
+        << "gpu 1 g4 -\ngpu 2 - g2\ngpu 3 - -\n";
+    out.close();
+    ASSERT_EQ(::rename((plan + ".tmp").c_str(), plan.c_str()), 0);
+  };
+  write_plan(0);
+  const uint32_t one = Submit("--comment=stoker:steer --gres=gpu:1 --wrap 'sleep 60'");
+  const uint32_t two = Submit("--comment=stoker:steer --gres=gpu:2 --wrap 'sleep 60'");
+  const uint32_t two_more = Submit("--comment=stoker:steer --gres=gpu:2 --wrap 'sleep 60'");
+  const uint32_t three = Submit("--comment=stoker:steer --gres=gpu:3 --wrap 'sleep 60'");
+  const uint32_t unmarked = Submit("--gres=gpu:3 --wrap 'sleep 60'");
+  EXPECT_EQ(excluded(one), "ExcNodeList=g[1-3]");
+  EXPECT_EQ(excluded(two), "ExcNodeList=g[1,3-4]");
+  EXPECT_TRUE(Job(two_more).Held()) << "g2 was offered once in this plan";
+  EXPECT_TRUE(Job(three).Held());
+  EXPECT_FALSE(Job(unmarked).Held());
+  EXPECT_EQ(excluded(unmarked), "ExcNodeList=(null)");
+  ASSERT_TRUE(WaitFor([&] { return Job(one).Running() && Job(two).Running(); }));
+  EXPECT_EQ(Job(one).nodes, std::vector<std::string>{"g4"});
+  EXPECT_EQ(Job(two).nodes, std::vector<std::string>{"g2"});
+  // The jobs it held are the controller's, as with --hold: released onto a node.
+  ControllerOptions steer;
+  steer.manage_weights = false;
+  auto s = SlurmController::Create(client_.get(), steer).value();
+  auto d = s->Cycle();
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(s->metrics().jobs_steered, 2);
+  ASSERT_TRUE(WaitFor([&] { return Job(two_more).Running() && Job(three).Running(); }));
+
+  // A stale plan (the server stopped) steers and holds nothing.
+  write_plan(120);
+  const uint32_t late = Submit("--comment=stoker:steer --gres=gpu:3 --wrap 'sleep 60'");
+  EXPECT_FALSE(Job(late).Held());
+  EXPECT_EQ(excluded(late), "ExcNodeList=(null)");
 }
 
 TEST_F(SlurmCluster, VanishedJobsUnknownNodesAndUnreachableSlurmAreClearErrors) {

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -230,6 +231,116 @@ TEST(SlurmDecide, RecordedShardSnapshotModelsWholeAndShardUse) {
   // A held 1-shard job: Slurm's pick on g1 would be GPU 3 (full) -> none; GPU 4 is free.
   EXPECT_EQ(g1.PredictShards(1), 4);
   EXPECT_EQ(g1.PredictWhole(1), std::vector<int32_t>{3}) << "GPU 3 is full of shards";
+}
+
+// The submit plan: whole-GPU jobs may go to nodes without shard jobs at any time, and to a node
+// with shard jobs once, where Slurm's pick now avoids them; shard jobs where they cost
+// whole-GPU jobs the least clean room.
+TEST(SlurmDecide, SubmitPlanKeepsWholeAndShardJobsApart) {
+  SlurmSnapshot snap;
+  snap.nodes = {ShardNode("a", 4), ShardNode("b", 4), ShardNode("c", 4), ShardNode("d", 4)};
+  snap.nodes[3].state = "idle";
+  snap.nodes[3].state_flags = {"DRAIN"};
+  // a: shards on GPU 0 (Slurm would give any whole-GPU job GPU 0); b: empty; c: GPUs 0-5 whole,
+  // shards on GPU 7 (a 1-GPU job gets GPU 6, clean; a 2-GPU job GPUs 6 and 7).
+  snap.jobs = {RunningOn(10, "a", {}, 2, {0}), RunningOn(11, "c", {0, 1, 2, 3, 4, 5}),
+               RunningOn(12, "c", {}, 1, {7})};
+  const auto uses = NodeUses(snap);
+  const SubmitPlan p = PlanSubmissions(snap, uses, {});
+  EXPECT_EQ(p.nodes, (std::vector<std::string>{"a", "b", "c", "d"}));
+  ASSERT_EQ(p.whole.size(), 8u);
+  EXPECT_EQ(p.whole.at(1).safe, std::vector<std::string>{"b"});
+  EXPECT_EQ(p.whole.at(1).once, std::vector<std::string>{"c"});
+  EXPECT_EQ(p.whole.at(2).safe, std::vector<std::string>{"b"});
+  EXPECT_TRUE(p.whole.at(2).once.empty()) << "GPU 7 of c has shards";
+  EXPECT_EQ(p.whole.at(8).safe, std::vector<std::string>{"b"});
+  // 1 shard: a's GPU 0 costs nothing (it has shards already); b would lose all 8 clean GPUs.
+  ASSERT_EQ(p.shards.size(), 4u);
+  EXPECT_EQ(p.shards.at(1).safe, std::vector<std::string>{"a"});
+  EXPECT_EQ(p.shards.at(4).safe, std::vector<std::string>{"a"}) << "GPU 1 of a: a's room is 0";
+  ControllerOptions o;
+  o.steer_marker = "stoker:steer";
+  o.submit_plan_valid_s = 12;
+  const std::string text = RenderSubmitPlan(p, o, 5, 1700000000);
+  EXPECT_EQ(text.substr(0, text.find("gpu 3")),
+            "stoker-submit-plan 1\ngeneration 5\nwritten 1700000000\nvalid_for 12\n"
+            "marker stoker:steer\nnodes a,b,c,d\ngpu 1 b c\ngpu 2 b -\n");
+  EXPECT_NE(text.find("\nshard 1 a -\n"), std::string::npos) << text;
+
+  // No node without shards and none with clean room: the plan holds whole-GPU jobs.
+  snap.jobs.push_back(RunningOn(13, "b", {}, 1, {0}));
+  const SubmitPlan full = PlanSubmissions(snap, NodeUses(snap), {});
+  EXPECT_TRUE(full.whole.at(2).safe.empty());
+  EXPECT_TRUE(full.whole.at(2).once.empty());
+  EXPECT_NE(RenderSubmitPlan(full, o, 6, 0).find("\ngpu 2 - -\n"), std::string::npos);
+
+  // Without keep_shards_apart there is nothing to keep: no shape, the script leaves jobs alone.
+  ControllerOptions shared;
+  shared.keep_shards_apart = false;
+  const SubmitPlan none = PlanSubmissions(snap, uses, shared);
+  EXPECT_TRUE(none.whole.empty());
+  EXPECT_TRUE(none.shards.empty());
+}
+
+// Jobs the script placed and that still wait keep excluding what the plan no longer allows, and
+// may go where it allows again (a node's shard jobs ended).
+TEST(SlurmDecide, PendingPlacedJobsFollowThePlansSafeNodes) {
+  SlurmSnapshot snap;
+  snap.nodes = {ShardNode("a", 4), ShardNode("b", 4), ShardNode("c", 4)};
+  snap.jobs = {RunningOn(10, "a", {}, 2, {0}), RunningOn(11, "b", {0, 1, 2, 3, 4, 5, 6})};
+  SlurmJob stale = HeldGpuJob(1, 8);  // placed when a was free of shards and c was not
+  stale.priority = 100;
+  stale.state_reason = "Resources";
+  stale.excluded_nodes = {"c"};
+  SlurmJob current = stale;  // already excluding what the plan excludes
+  current.id = 2;
+  current.excluded_nodes = {"a"};
+  SlurmJob unmarked = stale;
+  unmarked.id = 3;
+  unmarked.comment.clear();
+  SlurmJob held = HeldGpuJob(4, 8);
+  snap.jobs.insert(snap.jobs.end(), {stale, current, unmarked, held});
+  ControllerOptions o;
+  o.submit_plan = "plan";
+  auto policies = DecisionPolicies::Create(o).value();
+  const Decision d = Decide(snap, policies, o);
+  ASSERT_EQ(d.exclude.size(), 1u);
+  EXPECT_EQ(d.exclude.at(1), std::vector<std::string>{"a"});
+  // Without a submit plan nothing is placed at submission, so nothing follows it.
+  EXPECT_TRUE(Decide(snap, policies, {}).exclude.empty());
+  // No safe node at all: the list is left as it is rather than exclude every node.
+  snap.jobs.push_back(RunningOn(12, "c", {}, 1, {0}));
+  snap.jobs.push_back(RunningOn(13, "b", {}, 1, {7}));
+  EXPECT_EQ(Decide(snap, policies, o).exclude.count(1), 0u);
+}
+
+TEST(SlurmController, WritesTheSubmitPlanEveryCycle) {
+  testing::FakeSlurmClient fake;
+  fake.nodes = std::vector<SlurmNode>{Node("a", 8, 0), Node("b", 8, 0)};
+  const std::string path = ::testing::TempDir() + "/stoker-submit-plan-test";
+  std::remove(path.c_str());
+  ControllerOptions o;
+  o.submit_plan = path;
+  auto c = SlurmController::Create(&fake, o).value();
+  auto read = [&] {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  ASSERT_TRUE(c->Cycle().ok());
+  std::string text = read();
+  EXPECT_EQ(text.rfind("stoker-submit-plan 1\ngeneration 1\n", 0), 0u) << text;
+  EXPECT_NE(text.find("\ngpu 8 a,b -\n"), std::string::npos) << text;
+  ASSERT_TRUE(c->Cycle().ok());
+  EXPECT_NE(read().find("\ngeneration 2\n"), std::string::npos);
+  // A path that cannot be written is counted and logged, and the cycle goes on.
+  ControllerOptions bad;
+  bad.submit_plan = ::testing::TempDir() + "/no-such-dir/plan";
+  auto b = SlurmController::Create(&fake, bad).value();
+  ASSERT_TRUE(b->Cycle().ok());
+  EXPECT_EQ(b->metrics().submit_plan_errors, 1);
+  std::remove(path.c_str());
 }
 
 TEST(SlurmController, UnreachableOrMalformedSlurmDoesNothingAndCounts) {

@@ -28,6 +28,15 @@ class FakeSlurmClient final : public SlurmClient {
     for (const auto& x : n) s += " " + x;
     return Record(s);
   }
+  std::vector<Status> SetExcludedNodesAll(const SteerList& jobs) override {
+    std::vector<Status> out;
+    for (const auto& [job, n] : jobs) {
+      std::string s = "exclude " + std::to_string(job);
+      for (const auto& x : n) s += " " + x;
+      out.push_back(Record(s));
+    }
+    return out;
+  }
   Status SetComment(uint32_t job, const std::string& text) override {
     return Record("comment " + std::to_string(job) + " " + text);
   }

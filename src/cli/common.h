@@ -37,7 +37,7 @@ std::string SelfExe();
 std::string Trim(std::string s);
 
 // Daemons that wait for a signal: blocks SIGINT and SIGTERM in the calling thread before any
-// other thread starts (they inherit the mask), so that only WaitForShutdownSignal receives them.
+// other thread starts (they inherit the mask), so that only Wait() receives them.
 class ShutdownSignals {
  public:
   ShutdownSignals();

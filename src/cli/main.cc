@@ -1,6 +1,5 @@
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 
 #include "cli/cli.h"
 #include "cli/common.h"

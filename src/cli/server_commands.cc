@@ -60,7 +60,7 @@ void InstallSignalHandlers() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  // SIGPIPE is ignored for every command in cli::Main.
 }
 
 // ---- server and node wiring -----------------------------------------------------------------
@@ -193,11 +193,8 @@ Result<std::map<std::string, server::Principal>> ClientRoles(const ServerFlags& 
       return InvalidArgument("--tls-client-role: expected CN=ROLE, got '" + entry + "'");
     }
     const std::string cn = entry.substr(0, eq);
-    auto role = server::ParseRole(entry.substr(eq + 1));
-    if (!role) {
-      return InvalidArgument("--tls-client-role " + entry +
-                             ": the role must be admin, agent, user or scheduler");
-    }
+    auto role = protocol::kRoleNames.Parse(entry.substr(eq + 1));
+    if (!role.ok()) return role.status().WithContext("--tls-client-role " + entry);
     out[cn] = server::Principal{cn, *role};
   }
   if (!out.empty() && f.tls_client_ca.empty()) {

@@ -639,12 +639,15 @@ Result<EfficiencyConfig> LoadConfigYaml(std::string_view text, std::string_view 
 namespace yaml {
 
 Result<std::string> ReadConfigFile(const std::string& path) {
-  std::ifstream in(path);
+  constexpr size_t kMaxBytes = size_t{1} << 20;
+  std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound(path + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (ss.str().size() > (size_t{1} << 20)) return InvalidArgument(path + ": larger than 1 MiB");
-  return ss.str();
+  // Read at most one byte past the bound: a huge file (or /dev/zero) is refused, not loaded.
+  std::string text(kMaxBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxBytes) return InvalidArgument(path + ": larger than 1 MiB");
+  return text;
 }
 
 }  // namespace yaml

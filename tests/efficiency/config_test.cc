@@ -1,6 +1,10 @@
 #include "efficiency/config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "efficiency/alerts.h"
 #include "efficiency/idle_reclaim.h"
@@ -180,6 +184,29 @@ TEST(EnumNames, EveryEfficiencyTableRoundTrips) {
             "unknown grade 'purple' (yellow, orange, red)");
   EXPECT_EQ(ParseCompareOp("=>").status().message(),
             "unknown operator '=>' (<, <=, >, >=, ==, !=)");
+}
+
+TEST(ConfigFileTest, AFileUpToOneMiBLoadsAndOneBytePastIsRefusedNamingIt) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("stoker_cfg_" + std::to_string(::getpid()) + ".yaml"))
+                               .string();
+  const size_t mib = size_t{1} << 20;
+  const std::string head = "idle_reclaim: {enabled: true}\n";
+  auto write = [&](size_t size) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << head << "#" << std::string(size - head.size() - 2, 'x') << "\n";
+  };
+  write(mib);
+  ASSERT_EQ(std::filesystem::file_size(path), mib);
+  auto ok = LoadConfigFile(path);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_TRUE(ok->idle.enabled);
+  write(mib + 1);
+  auto big = LoadConfigFile(path);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().message(), path + ": larger than 1 MiB");
+  std::filesystem::remove(path);
+  EXPECT_EQ(LoadConfigFile(path).status().code(), StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -4,19 +4,13 @@
 #include <cmath>
 #include <set>
 
+#include "efficiency/mig_fit.h"
 #include "efficiency/report.h"
 
 namespace stoker::efficiency {
 namespace {
 
 constexpr int kSlicesPerGpu = 7;
-
-// NVIDIA's MIG profiles: compute slices (of 7) and memory (eighths of the GPU's).
-struct MigShape {
-  int slices;
-  int mem_eighths;
-};
-constexpr MigShape kMigShapes[] = {{1, 1}, {2, 2}, {3, 4}, {4, 4}, {7, 8}};
 
 std::string ShortModel(const std::string& name) {
   if (auto p = LookupPeakRates(name)) return p->model;
@@ -59,17 +53,12 @@ void DecideNeed(ClassNeed& c, double headroom) {
   }
   auto peak = LookupPeakRates(c.model);
   if (peak && peak->mig_capable && c.mem_total_bytes > 0) {
-    const double gib = static_cast<double>(c.mem_total_bytes) / (1024.0 * 1024 * 1024);
-    const int compute =
-        std::max(1, static_cast<int>(std::ceil(c.activity_p95 * kSlicesPerGpu - 1e-9)));
-    for (const MigShape& m : kMigShapes) {
-      const double mem = static_cast<double>(c.mem_total_bytes) * m.mem_eighths / 8.0;
-      if (m.slices < compute || static_cast<double>(c.mem_peak_bytes) * (1 + headroom) > mem) {
-        continue;
-      }
-      c.slices = m.slices;
-      c.need = std::to_string(m.slices) + "g." +
-               std::to_string(std::llround(gib * m.mem_eighths / 8.0)) + "gb";
+    const auto activity_milli = std::llround(c.activity_p95 * 100'000);
+    const auto memory =
+        static_cast<uint64_t>(std::ceil(static_cast<double>(c.mem_peak_bytes) * (1 + headroom)));
+    if (const MigFit* m = SmallestMigFit(activity_milli, memory, c.mem_total_bytes)) {
+      c.slices = m->slices;
+      c.need = MigFitName(*m, c.mem_total_bytes);
       return;
     }
   }

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "efficiency/activity.h"
+#include "efficiency/mig_fit.h"
 
 namespace stoker::efficiency {
 
@@ -91,30 +92,6 @@ std::vector<ZoneTransition> ZoneTracker::TakeTransitions() {
   return out;
 }
 
-namespace {
-
-// MIG profiles by slice count for 80 GB-class GPUs (A100 80GB, H100 80GB): compute slices of 7
-// and memory per profile. Smaller-memory models scale the memory column.
-struct MigProfile {
-  int slices;
-  const char* name;
-  uint64_t memory_eighths;  // memory in eighths of the GPU's total
-};
-constexpr MigProfile kMigProfiles[] = {
-    {1, "1g", 1}, {2, "2g", 2}, {3, "3g", 4}, {4, "4g", 4}, {7, "7g", 8}};
-
-// Smallest profile whose compute (slices/7) covers the job's activity and whose memory fits.
-const MigProfile* FitMig(const JobLoad& j) {
-  for (const auto& p : kMigProfiles) {
-    const bool compute_ok = j.mean_milli * 7 <= static_cast<int64_t>(p.slices) * 100'000;
-    const bool memory_ok = j.memory_peak_bytes * 8 <= j.gpu_memory_bytes * p.memory_eighths;
-    if (compute_ok && memory_ok) return &p;
-  }
-  return nullptr;
-}
-
-}  // namespace
-
 ConsolidationPlan PlanConsolidation(std::vector<JobLoad> jobs, const ZoneConfig& zones) {
   ConsolidationPlan plan;
   // Candidates: single-GPU jobs below gold that did something (idle ones are reclaimed instead).
@@ -163,14 +140,14 @@ ConsolidationPlan PlanConsolidation(std::vector<JobLoad> jobs, const ZoneConfig&
         g.jobs.push_back(j->job);
         g.apply_now = g.apply_now && j->movable;
         one_user = one_user && j->user == b.jobs.front()->user;
-        const MigProfile* p = j->mig_capable ? FitMig(*j) : nullptr;
+        const MigFit* p = j->mig_capable ? SmallestMigFit(j->mean_milli, j->memory_peak_bytes,
+                                                          j->gpu_memory_bytes)
+                                         : nullptr;
         if (!p) {
           all_mig = false;
         } else {
           slices += p->slices;
-          const uint64_t gb = j->gpu_memory_bytes * p->memory_eighths / 8 / 1'000'000'000;
-          layout +=
-              (layout.empty() ? "" : "+") + std::string(p->name) + "." + std::to_string(gb) + "gb";
+          layout += (layout.empty() ? "" : "+") + MigFitName(*p, j->gpu_memory_bytes);
         }
       }
       if (all_mig && slices <= 7) {

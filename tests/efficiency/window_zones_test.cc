@@ -117,7 +117,7 @@ JobLoad Load(std::string id, std::string user, int64_t milli, uint64_t mem_gb, b
   j.gpu_model = "H100";
   j.mean_milli = milli;
   j.memory_peak_bytes = mem_gb * 1'000'000'000ULL;
-  j.gpu_memory_bytes = 80'000'000'000ULL;
+  j.gpu_memory_bytes = 81'559ULL << 20;  // what an H100 80GB HBM3 reports (79.6 GiB)
   j.mig_capable = mig;
   j.movable = movable;
   return j;
@@ -151,6 +151,14 @@ TEST(ConsolidationTest, PacksLowJobsUnderTheGoldCeilingAndPicksTheMode) {
   ASSERT_EQ(p.groups.size(), 1u);
   EXPECT_EQ(p.groups[0].mode, ShareMode::kMig);
   EXPECT_EQ(p.groups[0].mig_layout, "2g.20gb+1g.10gb");
+
+  // Three slices hold half the memory: named as NVIDIA names the profile (3g.40gb on an H100 80GB,
+  // not the 42 decimal GB that half of its 79.6 GiB is).
+  jobs = {Load("a", "u1", 40'000, 30, true, true), Load("b", "u2", 30'000, 20, true, true)};
+  p = PlanConsolidation(jobs, c);
+  ASSERT_EQ(p.groups.size(), 1u);
+  EXPECT_EQ(p.groups[0].mode, ShareMode::kMig);
+  EXPECT_EQ(p.groups[0].mig_layout, "3g.40gb+3g.40gb");
 }
 
 TEST(ConsolidationTest, MemoryLimitsPacking) {

@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <set>
 
@@ -106,7 +105,10 @@ void Server::GangStep(Job& j, store::WriteBatch& b) {
         j.reason = what + " (stopping the gang to requeue it)";
         Event(&b, j, "requeue", j.reason);
       } else {
+        // The job's exit is that of the part that failed, kept now that it is known.
         j.stop_to_fail = what;
+        j.exit_code = failed->exit_code;
+        j.signal = failed->signal;
         j.reason = what + " (stopping the gang)";
         Event(&b, j, "stopping", j.reason);
       }
@@ -127,13 +129,6 @@ void Server::GangStep(Job& j, store::WriteBatch& b) {
     return;
   }
   if (!j.stop_to_fail.empty()) {
-    // The job's exit is that of the part that failed (stop_to_fail names it: "part K on ...").
-    int rank = -1;
-    if (std::sscanf(j.stop_to_fail.c_str(), "part %d on", &rank) == 1 && rank >= 0 &&
-        rank < static_cast<int>(j.parts.size())) {
-      j.exit_code = j.parts[static_cast<size_t>(rank)].exit_code;
-      j.signal = j.parts[static_cast<size_t>(rank)].signal;
-    }
     const std::string why = j.stop_to_fail;
     j.stop_to_fail.clear();
     EndJob(j, JobState::kFailed, why);

@@ -199,6 +199,9 @@ TEST(Gang, CancellingEndsBothPartsAndAPartKilledOnItsNodeEndsTheGang) {
   const Job j = w.Get(second);
   EXPECT_EQ(j.state, JobState::kFailed);
   EXPECT_EQ(j.reason, "part 0 on " + parts[0]->name + ": killed by signal 15");
+  // The job's exit is that of the part that failed, not of the part stopped after it.
+  EXPECT_EQ(j.signal, 15);
+  EXPECT_FALSE(j.exit_code.has_value());
 }
 
 TEST(Gang, LosingANodeRequeuesTheWholeGang) {
@@ -273,7 +276,11 @@ TEST(Gang, TheStateMachineSurvivesARestart) {
   EXPECT_TRUE(parts[0]->Cancelled(id));
   parts[0]->Exit(id, std::nullopt, 9);
   w.BeatAll();
-  EXPECT_EQ(w.Get(id).state, JobState::kFailed);
+  j = w.Get(id);
+  EXPECT_EQ(j.state, JobState::kFailed);
+  // The failed part's exit, kept when the gang started stopping, survived the restart too.
+  EXPECT_EQ(j.exit_code, 2);
+  EXPECT_FALSE(j.signal.has_value());
 }
 
 TEST(Gang, APreemptibleGangIsPreemptedAndRequeuedAsOneJob) {

@@ -92,7 +92,8 @@ class KubernetesExtender final : public server::ServerObserver, public server::A
   std::mutex reclaim_mu_;
   std::unique_ptr<k8s::PodReclaim> reclaim_;  // guarded by reclaim_mu_; null when off
   Duration reclaim_every_;
-  int64_t evictions_ok_ = 0, evictions_failed_ = 0;  // guarded by reclaim_mu_
+  // Atomics, so that Metrics() never takes reclaim_mu_ (held through evictions).
+  std::atomic<int64_t> evictions_ok_{0}, evictions_failed_{0};
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;

@@ -113,10 +113,10 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
   if kind == nil then return slurm.SUCCESS end
   local plan = read_plan()
   if plan == nil then return slurm.SUCCESS end
-  if plan.marker ~= nil then
-    local comment = job_desc.comment or ""
-    if string.find(comment, plan.marker, 1, true) == nil then return slurm.SUCCESS end
-  end
+  -- Only marked jobs: the server releases only those, so a plan without a marker holds nothing.
+  if plan.marker == nil or plan.marker == "" then return slurm.SUCCESS end
+  local comment = job_desc.comment or ""
+  if string.find(comment, plan.marker, 1, true) == nil then return slurm.SUCCESS end
   local entry = plan[kind][n]
   if entry == nil then return slurm.SUCCESS end
   if offered.generation ~= plan.generation then

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "core/size.h"
@@ -160,6 +161,18 @@ Result<SlurmEngineConfig> Load(const YAML::Node& root) {
   STOKER_RETURN_IF_ERROR(Opt(root, "steer_marker", "", Scalar, &o.steer_marker));
   STOKER_RETURN_IF_ERROR(Opt(root, "keep_shards_apart", "", Bool, &o.keep_shards_apart));
   STOKER_RETURN_IF_ERROR(Opt(root, "submit_plan", "", Scalar, &o.submit_plan));
+  // The plan's job_submit script holds only jobs carrying the marker, and the controller
+  // releases only those: without a marker it would hold jobs nothing releases. The marker is
+  // one line of the plan file, so it must not hold whitespace either.
+  if (!o.submit_plan.empty()) {
+    if (o.steer_marker.empty()) {
+      return InvalidArgument("steer_marker: must not be empty when submit_plan is set");
+    }
+    if (std::any_of(o.steer_marker.begin(), o.steer_marker.end(),
+                    [](unsigned char ch) { return std::isspace(ch) != 0; })) {
+      return InvalidArgument("steer_marker: must not contain whitespace when submit_plan is set");
+    }
+  }
   // The job_submit script trusts a plan for a few cycles, at least 10 s: a stopped server's
   // plan stops steering (and holding) jobs soon after.
   o.submit_plan_valid_s = std::max<int64_t>(

@@ -274,12 +274,28 @@ jobstats: {publish_every: 30s, price_per_gpu_hour: 2.5}
            {"reclaim: {memory_held: {min_memory: lots}}", "reclaim.memory_held.min_memory"},
            {"reclaim: {idle: {sometimes: 1}}", "reclaim.idle.sometimes: unknown field"},
            {"stearing: true", "<root>.stearing: unknown field"},
+           {"submit_plan: /run/plan\nsteer_marker: \"\"", "steer_marker:"},
+           {"submit_plan: /run/plan\nsteer_marker: \"a\\nnodes x\"", "steer_marker:"},
+           {"submit_plan: /run/plan\nsteer_marker: \"a b\"", "steer_marker:"},
            {"cycle: [1", "x.yaml:"}}) {
     auto bad = LoadSlurmEngineConfigYaml(yaml, "x.yaml");
     ASSERT_FALSE(bad.ok()) << yaml;
     EXPECT_NE(bad.status().message().find(what), std::string::npos)
         << yaml << " -> " << bad.status().message();
   }
+}
+
+TEST(SlurmEngineConfig, SubmitPlanNeedsAOneWordMarker) {
+  // The plan's script holds only marked jobs, the only ones the controller releases.
+  auto ok = LoadSlurmEngineConfigYaml("submit_plan: /run/plan");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->controller.steer_marker, "stoker:steer");
+  auto bad = LoadSlurmEngineConfigYaml("submit_plan: /run/plan\nsteer_marker: \"\"");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("steer_marker"), std::string::npos)
+      << bad.status().message();
+  EXPECT_TRUE(LoadSlurmEngineConfigYaml("steer_marker: \"\"").ok())
+      << "without a plan an empty marker only turns steering off";
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <thread>
@@ -62,13 +64,32 @@ bool CouldEverRun(const SlurmNode& n, const SlurmJob& j, const Ask& a) {
 }
 
 // Writes `text` to `path` whole (a temporary file beside it, then renamed), readable by the
-// Slurm user.
+// Slurm user. The temporary file is created afresh (a stale one, or a link planted in its place,
+// is removed first, and O_EXCL refuses to follow one).
 Status WriteFileReplacing(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Internal("cannot create " + tmp);
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  if (::close(fd) != 0 || !written) return Internal("cannot write " + tmp);
+  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) {
+    return Internal("cannot remove " + tmp + ": " + std::strerror(errno));
+  }
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return Internal("cannot create " + tmp + ": " + std::strerror(errno));
+  size_t done = 0;
+  int write_errno = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      write_errno = errno;
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  const int close_errno = ::close(fd) != 0 ? errno : 0;
+  if (write_errno != 0 || close_errno != 0) {
+    ::unlink(tmp.c_str());
+    return Internal("cannot write " + tmp + ": " +
+                    std::strerror(write_errno != 0 ? write_errno : close_errno));
+  }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) return Internal("cannot rename " + tmp + " to " + path + ": " + ec.message());

@@ -2,8 +2,10 @@
 #include "slurm/controller.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -334,6 +336,23 @@ TEST(SlurmController, WritesTheSubmitPlanEveryCycle) {
   EXPECT_NE(text.find("\ngpu 8 a,b -\n"), std::string::npos) << text;
   ASSERT_TRUE(c->Cycle().ok());
   EXPECT_NE(read().find("\ngeneration 2\n"), std::string::npos);
+  // A link planted where the temporary file goes is replaced, not followed.
+  const std::string victim = ::testing::TempDir() + "/stoker-submit-plan-victim";
+  std::ofstream(victim) << "keep";
+  std::remove((path + ".tmp").c_str());
+  ASSERT_EQ(::symlink(victim.c_str(), (path + ".tmp").c_str()), 0);
+  ASSERT_TRUE(c->Cycle().ok());
+  EXPECT_EQ(c->metrics().submit_plan_errors, 0);
+  EXPECT_NE(read().find("\ngeneration 3\n"), std::string::npos);
+  {
+    std::ifstream in(victim);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    EXPECT_EQ(ss.str(), "keep");
+  }
+  std::error_code ec;
+  EXPECT_FALSE(std::filesystem::is_symlink(path, ec)) << "the plan is a file of its own";
+  std::remove(victim.c_str());
   // A path that cannot be written is counted and logged, and the cycle goes on.
   ControllerOptions bad;
   bad.submit_plan = ::testing::TempDir() + "/no-such-dir/plan";

@@ -223,8 +223,7 @@ void SlurmEngine::UpdateJobs(const SlurmSnapshot& snap, WallTime now) {
       if (k < j.shard_gpus.size() && k < j.shard_counts.size() && j.shard_counts[k] > 0) {
         const int32_t per = std::max(1, shards_per_gpu[node]);
         for (int32_t g : j.shard_gpus[k]) e.gpus.emplace_back(node, NvmlIndex(node, g));
-        e.milli += std::min<int64_t>(1000 * static_cast<int64_t>(j.shard_gpus[k].size()),
-                                     int64_t{j.shard_counts[k]} * 1000 / per);
+        e.milli += ShardMilli(j.shard_counts[k], per, static_cast<int32_t>(j.shard_gpus[k].size()));
       }
     }
     Known& known = known_[j.id];

@@ -25,15 +25,6 @@ bool HasMarker(const SlurmJob& j, const std::string& marker) {
                              j.admin_comment.find(marker) != std::string::npos);
 }
 
-// Shards count as their part of a GPU (rounded up: one shard in use keeps a GPU from being
-// given whole).
-int32_t ShardMilli(int32_t shards, int32_t per_gpu) {
-  if (shards <= 0 || per_gpu <= 0) return 0;
-  return static_cast<int32_t>(
-      std::min<int64_t>(scheduler::kMilliPerGpu,
-                        (int64_t{shards} * scheduler::kMilliPerGpu + per_gpu - 1) / per_gpu));
-}
-
 // The model name of a node's GPUs: its gres type ("gpu" when untyped), "+shard" where the node
 // has shards, so a shard job can be kept to such nodes with a model constraint (the pass's
 // constraint is "the model name contains one of these").

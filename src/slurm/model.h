@@ -5,12 +5,14 @@
 // InvalidArgument naming the command, the record and the field on a malformed answer; none
 // throws or crashes.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/status.h"
+#include "scheduler/resources.h"
 
 namespace stoker::slurm {
 
@@ -36,6 +38,16 @@ struct SlurmNode {
   // Shards on each GPU (gres.conf spreads a node's shards evenly over its GPUs); 0 without.
   int32_t ShardsPerGpu() const { return gpus > 0 ? shards / gpus : 0; }
 };
+
+// The milli-GPUs that `shards` shards count as where a GPU is cut into `per_gpu` shards, at most
+// `gpus` whole GPUs: rounded up, so one shard in use keeps a GPU from being given whole. The
+// controller, the efficiency engine and the ledger all count shards with this.
+inline int32_t ShardMilli(int32_t shards, int32_t per_gpu, int32_t gpus = 1) {
+  if (shards <= 0 || per_gpu <= 0 || gpus <= 0) return 0;
+  return static_cast<int32_t>(
+      std::min<int64_t>(int64_t{gpus} * scheduler::kMilliPerGpu,
+                        (int64_t{shards} * scheduler::kMilliPerGpu + per_gpu - 1) / per_gpu));
+}
 
 struct SlurmJob {
   uint32_t id = 0;

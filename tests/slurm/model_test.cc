@@ -17,6 +17,18 @@ std::string ReadTestdata(const std::string& name) {
   return ss.str();
 }
 
+// One conversion for the controller, the efficiency engine and the ledger: rounded up.
+TEST(SlurmModel, ShardMilliRoundsUpToAWholeGpuAtMost) {
+  EXPECT_EQ(ShardMilli(1, 8), 125);
+  EXPECT_EQ(ShardMilli(3, 8), 375);
+  EXPECT_EQ(ShardMilli(1, 3), 334);
+  EXPECT_EQ(ShardMilli(8, 8), 1000);
+  EXPECT_EQ(ShardMilli(12, 8), 1000) << "one GPU at most";
+  EXPECT_EQ(ShardMilli(12, 8, 2), 1500);
+  EXPECT_EQ(ShardMilli(0, 8), 0);
+  EXPECT_EQ(ShardMilli(1, 0), 0);
+}
+
 TEST(SlurmModel, ParsesRecordedSinfo) {
   auto nodes = ParseSinfoJson(ReadTestdata("sinfo-22.05.json"));
   ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();

@@ -178,6 +178,14 @@ void SlurmEngine::UpdateJobs(const SlurmSnapshot& snap, WallTime now) {
   for (const SlurmNode& n : snap.nodes) shards_per_gpu[n.name] = n.ShardsPerGpu();
   std::set<uint32_t> listed;
   m_.jobs_running = 0;
+  // A job that held GPUs and holds none now (finished, or requeued and pending again).
+  auto stop_holding = [&](auto it) {
+    if (!it->second.holding) return;
+    it->second.job.gpus.clear();
+    it->second.job.milli = 0;
+    it->second.holding = false;
+    if (efficiency_) efficiency_->OnExternalJob(it->second.job, now);
+  };
   for (const SlurmJob& j : snap.jobs) {
     listed.insert(j.id);
     auto it = known_.find(j.id);
@@ -187,21 +195,13 @@ void SlurmEngine::UpdateJobs(const SlurmSnapshot& snap, WallTime now) {
       if (it == known_.end()) continue;
       if (config_.jobcomp_spool.empty()) {
         EndJob(j.id, j.end_time > 0 ? FromUnix(j.end_time) : now, now);
-      } else if (it->second.holding) {
-        it->second.job.gpus.clear();
-        it->second.job.milli = 0;
-        it->second.holding = false;
-        if (efficiency_) efficiency_->OnExternalJob(it->second.job, now);
+      } else {
+        stop_holding(it);
       }
       continue;
     }
     if (!j.Holding()) {  // pending, or requeued and pending again: holds nothing
-      if (it != known_.end() && it->second.holding) {
-        it->second.job.gpus.clear();
-        it->second.job.milli = 0;
-        it->second.holding = false;
-        if (efficiency_) efficiency_->OnExternalJob(it->second.job, now);
-      }
+      if (it != known_.end()) stop_holding(it);
       continue;
     }
     ++m_.jobs_running;

@@ -365,7 +365,7 @@ Decision Decide(const SlurmSnapshot& snap, DecisionPolicies& policies,
       if (!j.gpu_type.empty()) v.gpu_models = {j.gpu_type};
     } else {
       v.gpu_milli = ShardMilli(a.shards, shards_per_gpu);
-      v.gpu_models = {(j.gpu_type.empty() ? "" : j.gpu_type) + "+shard"};
+      v.gpu_models = {j.gpu_type + "+shard"};
     }
     queued[j.id] = &j;
     in.queued.push_back(std::move(v));

@@ -399,7 +399,6 @@ Result<std::vector<SlurmJob>> ParseSqueueJson(std::string_view text) {
     STOKER_RETURN_IF_ERROR(GetInt(o, "start_time", w("start_time"), &j.start_time));
     STOKER_RETURN_IF_ERROR(GetInt(o, "end_time", w("end_time"), &j.end_time));
     STOKER_RETURN_IF_ERROR(GetInt(o, "priority", w("priority"), &j.priority));
-    STOKER_RETURN_IF_ERROR(GetInt(o, "restart_cnt", w("restart_cnt"), &j.restarts));
     STOKER_RETURN_IF_ERROR(GetBool(o, "requeue", w("requeue"), &j.requeue));
     STOKER_RETURN_IF_ERROR(GetBool(o, "batch_flag", w("batch_flag"), &j.batch));
     STOKER_RETURN_IF_ERROR(GetString(o, "comment", w("comment"), &j.comment));

@@ -71,7 +71,6 @@ struct SlurmJob {
   std::vector<std::vector<int32_t>> gpu_indices;
   std::vector<int32_t> shard_counts;
   std::vector<std::vector<int32_t>> shard_gpus;
-  int32_t restarts = 0;  // restart_cnt: a requeued job keeps its id and counts up
   int64_t cpus = 0;
   int64_t submit_time = 0;  // Unix seconds; 0 when unknown
   int64_t start_time = 0;

@@ -452,6 +452,14 @@ Decision Decide(const SlurmSnapshot& snap, DecisionPolicies& policies,
       node = best;
       (void)clean(uses.at(node), a, &whole, &shard);
     }
+    // The pass matches GPU models by substring (a job asking for a10 may be given an a100
+    // node); Slurm would never start the job there.
+    if (auto n = node_by_name.find(node);
+        n == node_by_name.end() || !CouldEverRun(*n->second, j, a)) {
+      d.waiting[j.id] = "the pass picked " + node + ", where Slurm cannot run it (GPU type " +
+                        (j.gpu_type.empty() ? std::string("any") : j.gpu_type) + ")";
+      continue;
+    }
     NodeUse& u = uses.at(node);
     if (a.gpus > 0) {
       u.TakeWhole(whole);

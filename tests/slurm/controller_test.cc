@@ -96,6 +96,30 @@ TEST(SlurmDecide, OnlyMarkedHeldJobsAreSteered) {
   EXPECT_TRUE(to.at(3).empty());  // 9 GPUs: no node can host it, released to Slurm
 }
 
+// A typed request is steered only onto nodes of exactly that type: the pass's model match is a
+// substring one, and an a10 job on an a100 node would never start.
+TEST(SlurmDecide, TypedJobsAreNotSteeredOntoAnotherTypeWhoseNameContainsTheirs) {
+  SlurmSnapshot snap;
+  snap.nodes = {Node("big", 8, 0), Node("small", 8, 8)};
+  snap.nodes[0].gpu_type = "a100";
+  snap.nodes[1].gpu_type = "a10";
+  SlurmJob j = HeldGpuJob(1, 1);
+  j.gpu_type = "a10";
+  snap.jobs = {j};
+  auto policies = DecisionPolicies::Create({}).value();
+  Decision d = Decide(snap, policies, {});
+  EXPECT_TRUE(d.steer.empty()) << "steered onto "
+                               << (d.steer.empty() || d.steer[0].nodes.empty()
+                                       ? std::string("-")
+                                       : d.steer[0].nodes[0]);
+  EXPECT_TRUE(d.waiting.count(1));
+
+  snap.nodes[1].gpus_used = 4;  // the a10 node has room: the job goes there
+  d = Decide(snap, policies, {});
+  ASSERT_EQ(d.steer.size(), 1u);
+  EXPECT_EQ(d.steer[0].nodes, std::vector<std::string>{"small"});
+}
+
 // A job released onto a node in an earlier cycle but not started yet still counts there.
 TEST(SlurmDecide, ReleasedButNotStartedJobsHoldTheirGpus) {
   SlurmSnapshot snap;

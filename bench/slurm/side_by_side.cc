@@ -320,6 +320,29 @@ int main(int argc, char** argv) {
     jobs_csv.open(o.jobs_csv);
     jobs_csv << "seed,mode,job,class,gpus,shards,seconds,wait_s,node\n";
   }
+  // The submit mode needs the cluster's job_submit/lua (the plan's script): without it every
+  // job would run as plain Slurm, silently.
+  if (std::find(o.modes.begin(), o.modes.end(), "submit") != o.modes.end()) {
+    auto r = RunCommand({"scontrol", "show", "config"}, {{"SLURM_CONF", o.conf}},
+                        std::chrono::seconds(30), 1 << 20);
+    bool lua = false;
+    if (r.ok() && r->exit_code == 0) {
+      std::istringstream lines(r->out);
+      for (std::string line; std::getline(lines, line);) {
+        if (line.rfind("JobSubmitPlugins", 0) == 0 && line.find("lua") != std::string::npos) {
+          lua = true;
+        }
+      }
+    }
+    if (!lua) {
+      std::fprintf(stderr,
+                   "submit mode needs JobSubmitPlugins=lua in the cluster (start it with "
+                   "SLURM_JOB_SUBMIT_LUA=deploy/slurm/job_submit.lua scripts/slurm-cluster.sh "
+                   "up); `scontrol show config` %s\n",
+                   r.ok() && r->exit_code == 0 ? "shows none" : "failed");
+      return 2;
+    }
+  }
   CommandSlurmClient client({o.conf, "", std::chrono::seconds(30)});
   std::printf(
       "| seed | placement | mean stranded GPUs | waited while enough GPUs free | mean GPUs shared "

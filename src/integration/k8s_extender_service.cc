@@ -37,8 +37,10 @@ void KubernetesExtender::OnHeartbeat(const std::string& node, const std::vector<
                                      WallTime at) {
   if (gpus.empty()) return;  // a heartbeat without samples says nothing new about the GPUs
   if (reclaim_) {
-    std::lock_guard lock(reclaim_mu_);
-    reclaim_->Observe(node, gpus);
+    // Queued, not observed here: reclaim_mu_ is held through evictions, and a heartbeat (an
+    // HTTP worker) must not wait for them. The loop thread feeds these to the reclaimer.
+    std::lock_guard lock(pending_mu_);
+    pending_.emplace_back(node, gpus);
   }
   std::lock_guard lock(mu_);
   for (const GpuSample& s : gpus) {
@@ -58,8 +60,21 @@ void KubernetesExtender::RefreshNodeStates() {
   }
 }
 
+void KubernetesExtender::FeedReclaim() {
+  if (!reclaim_) return;
+  std::vector<std::pair<std::string, std::vector<GpuSample>>> batch;
+  {
+    std::lock_guard lock(pending_mu_);
+    batch.swap(pending_);
+  }
+  if (batch.empty()) return;
+  std::lock_guard lock(reclaim_mu_);
+  for (const auto& [node, gpus] : batch) reclaim_->Observe(node, gpus);
+}
+
 void KubernetesExtender::EvaluateReclaim(WallTime now) {
   if (!reclaim_) return;
+  FeedReclaim();
   std::lock_guard lock(reclaim_mu_);
   for (const efficiency::ReclaimRecord& r : reclaim_->Evaluate(now)) {
     if (r.action == efficiency::ReclaimAction::kWarn || r.dry_run) continue;
@@ -75,6 +90,7 @@ void KubernetesExtender::Start(Duration interval) {
     while (!loop_cv_.wait_for(lock, interval, [this] { return stopping_; })) {
       lock.unlock();
       RefreshNodeStates();
+      FeedReclaim();
       if (clock_->Now() - last_reclaim >= reclaim_every_) {
         last_reclaim = clock_->Now();
         EvaluateReclaim(clock_->WallNow());

@@ -25,6 +25,8 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "efficiency/config.h"
 #include "efficiency/zones.h"
@@ -66,6 +68,9 @@ class KubernetesExtender final : public server::ServerObserver, public server::A
 
   // Reads every node's drained/lost state from the server into the view.
   void RefreshNodeStates();
+  // Hands the heartbeats queued since the last call to the reclaimer (the thread does this every
+  // interval; EvaluateReclaim first does it too). No-op when reclaim is off.
+  void FeedReclaim();
   // One evaluation of pod reclaim at `now` (the thread's step; no-op when reclaim is off).
   void EvaluateReclaim(WallTime now);
   // RefreshNodeStates every `interval` on a thread of its own, until Stop().
@@ -94,6 +99,10 @@ class KubernetesExtender final : public server::ServerObserver, public server::A
   Duration reclaim_every_;
   // Atomics, so that Metrics() never takes reclaim_mu_ (held through evictions).
   std::atomic<int64_t> evictions_ok_{0}, evictions_failed_{0};
+  // Heartbeats waiting for the reclaimer: OnHeartbeat appends under this small lock and never
+  // takes reclaim_mu_; FeedReclaim (the loop thread) swaps them out.
+  std::mutex pending_mu_;
+  std::vector<std::pair<std::string, std::vector<GpuSample>>> pending_;  // guarded by pending_mu_
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;

@@ -55,13 +55,7 @@ void Server::OnPartReport(Job& j, GangPart& part, const RunReport& r, const std:
     Event(&b, j, "running", "part " + std::to_string(rank) + " on " + node);
     *changed = true;
   }
-  if (j.state == JobState::kCancelling) {
-    reply.cancel.push_back(j.id);
-    if (j.preempted_by != 0) {
-      reply.cancel_grace_ms[j.id] =
-          std::chrono::duration_cast<std::chrono::milliseconds>(options_.preemption_grace).count();
-    }
-  }
+  if (j.state == JobState::kCancelling) TellToCancel(j, reply);
 }
 
 void Server::OnPartMissing(Job& j, GangPart& part, const std::string& node, store::WriteBatch& b) {
@@ -181,19 +175,12 @@ Status Server::AssignGang(Job& j, const std::vector<pass::Assignment>& parts) {
   for (size_t rank = 0; rank < parts.size(); ++rank) {
     const pass::Assignment& pa = parts[rank];
     GangPart part;
+    part.assignment = FromPass(pa);
     Assignment& a = part.assignment;
-    a.node = pa.placement.node;
-    a.gpu_indices = pa.gpu_indices;
-    a.gpu_milli = pa.gpu_milli;
-    a.cuda_visible_devices = pa.cuda_visible_devices;
-    a.env = pa.env;
     for (const auto& [k, v] :
          protocol::GangEnv(static_cast<int32_t>(rank), addresses,
                            static_cast<int32_t>(pa.gpu_indices.size()), port)) {
       a.env[k] = v;
-    }
-    for (const auto& [pos, milli] : pa.placement.shares) {
-      a.shares.emplace_back(pos, static_cast<int16_t>(milli));
     }
     j.parts.push_back(std::move(part));
   }

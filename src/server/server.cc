@@ -628,6 +628,29 @@ bool Server::CurrentRun(const Job& j, const std::string& node, const RunReport& 
   return j.assignment ? j.assignment->node == node : protocol::PartOn(j, node) != nullptr;
 }
 
+Assignment Server::FromPass(const pass::Assignment& pa) {
+  Assignment a;
+  a.node = pa.placement.node;
+  a.gpu_indices = pa.gpu_indices;
+  a.gpu_milli = pa.gpu_milli;
+  a.mig_slices = pa.placement.mig_slices;
+  a.mig_uuid = pa.placement.mig_uuid;
+  a.cuda_visible_devices = pa.cuda_visible_devices;
+  a.env = pa.env;
+  for (const auto& [pos, milli] : pa.placement.shares) {
+    a.shares.emplace_back(pos, static_cast<int16_t>(milli));
+  }
+  return a;
+}
+
+void Server::TellToCancel(const Job& j, HeartbeatReply& reply) const {
+  reply.cancel.push_back(j.id);
+  if (j.preempted_by != 0) {
+    reply.cancel_grace_ms[j.id] =
+        std::chrono::duration_cast<std::chrono::milliseconds>(options_.preemption_grace).count();
+  }
+}
+
 LaunchOrder Server::StartOrder(const Job& j, const Assignment& a) {
   LaunchOrder o;
   o.id = j.id;
@@ -822,14 +845,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
           b.PutJob(Row(j));
           changed.push_back(j);
         }
-        if (j.state == JobState::kCancelling) {
-          reply.cancel.push_back(j.id);
-          if (j.preempted_by != 0) {
-            reply.cancel_grace_ms[j.id] =
-                std::chrono::duration_cast<std::chrono::milliseconds>(options_.preemption_grace)
-                    .count();
-          }
-        }
+        if (j.state == JobState::kCancelling) TellToCancel(j, reply);
       }
     }
     // Jobs the server placed on this node that the node does not report.
@@ -1346,19 +1362,8 @@ PassStats Server::RunSchedulingPass() {
         continue;
       }
       Job& j = *jp;
-      Assignment a;
-      a.node = pa.placement.node;
-      a.gpu_indices = pa.gpu_indices;
-      a.gpu_milli = pa.gpu_milli;
-      a.mig_slices = pa.placement.mig_slices;
-      a.mig_uuid = pa.placement.mig_uuid;
-      a.cuda_visible_devices = pa.cuda_visible_devices;
-      a.env = pa.env;
-      for (const auto& [pos, milli] : pa.placement.shares) {
-        a.shares.emplace_back(pos, static_cast<int16_t>(milli));
-      }
       j.state = JobState::kAssigned;
-      j.assignment = std::move(a);
+      j.assignment = FromPass(pa);
       j.reason.clear();
       Reindex(j);
       queue_reasons_.erase(j.id);

@@ -297,6 +297,11 @@ class Server final : public JobActions {
                  const std::string& data);
   // What a node is told to start for `a` (the job's assignment, or one part of a gang).
   static LaunchOrder StartOrder(const Job& j, const Assignment& a);
+  // The job's assignment for the pass's decision `pa` (a one-node job, or one part of a gang).
+  static Assignment FromPass(const pass::Assignment& pa);
+  // Tells the node in `reply` to stop `j` (cancelling), with the preemption grace when `j` is
+  // preempted.
+  void TellToCancel(const Job& j, HeartbeatReply& reply) const;
 
   // Gangs (gang.cc). A gang's parts run and end on their own nodes; the job follows them:
   // running once any part runs, succeeded once every part exited 0. A part that fails, or whose

@@ -143,6 +143,17 @@ TEST(MeasuredUse, OversubscriptionNeedsMeasuredHeadroom) {
   d = RunPass(in, "bestfit", 1500);
   ASSERT_NE(Find(d, 3), nullptr);
   EXPECT_EQ(Find(d, 4), nullptr);  // 10 % + 40 % + 40 % fits, but 1.0 + 0.4 + 0.4 > 1.5
+  // Refused by measured use alone: b at 70 % takes one 20 % share (90 %) but not a second
+  // (70 % + 20 % + 20 % > 100 %), though the ratio would take both (1.0 + 0.2 + 0.2 <= 1.5).
+  // Without the first share counted as busy in this pass, the second would be placed too.
+  in.queued = {Job(3, 0, 200, true), Job(4, 0, 200, true)};
+  Measure(in.nodes[1], 700);
+  d = RunPass(in, "bestfit", 1500);
+  ASSERT_NE(Find(d, 3), nullptr);
+  EXPECT_EQ(Find(d, 3)->assignment.placement.node, "b");
+  EXPECT_EQ(Find(d, 4), nullptr);
+  ASSERT_TRUE(d.reasons.count(4));
+  EXPECT_NE(d.reasons.at(4).find("measured headroom"), std::string::npos) << d.reasons.at(4);
 }
 
 TEST(MeasuredUse, OversubscriptionNeedsTheWholeWindow) {

@@ -10,6 +10,7 @@
 
 #include "protocol/limits.h"
 #include "server/api.h"
+#include "test_util.h"
 
 namespace stoker::server {
 namespace {
@@ -342,6 +343,29 @@ TEST(OpenApi, TheServedDocumentCarriesTheFilledBounds) {
   EXPECT_EQ(served["paths"]["/jobs"]["post"]["responses"]["400"]["$ref"],
             "#/components/responses/BadRequest");
   EXPECT_TRUE(served["components"]["responses"]["BadRequest"].contains("description"));
+}
+
+// What GET /api/v1/openapi.json answers carries the route table's bounds: the logs route's
+// `part` query parameter goes up to the last rank of the largest gang.
+TEST(OpenApi, TheDocumentAnsweredOverHttpCarriesTheFilledBounds) {
+  testing::Fixture f("openapi_served");
+  ApiRequest r;
+  r.method = "GET";
+  r.path = "/api/v1/openapi.json";
+  const ApiResponse resp = f.api->Handle(r);
+  ASSERT_EQ(resp.status, 200) << resp.body;
+  const json served = json::parse(resp.body);
+  EXPECT_EQ(served["components"]["schemas"]["JobSpec"]["properties"]["nodes"]["maximum"],
+            protocol::limits::kGangPartsMax);
+  const json& params = served["paths"]["/jobs/{id}/logs"]["get"]["parameters"];
+  ASSERT_TRUE(params.is_array()) << params.dump();
+  bool found = false;
+  for (const json& p : params) {
+    if (p.value("name", "") != "part") continue;
+    found = true;
+    EXPECT_EQ(p["schema"]["maximum"], protocol::limits::kGangPartsMax - 1) << p.dump();
+  }
+  EXPECT_TRUE(found) << params.dump();
 }
 
 }  // namespace

@@ -131,10 +131,11 @@ TEST_F(SlurmCluster, JobSubmitScriptPlacesMarkedJobsFromThePlanWithoutHolding) {
 
   // A plan that restricts (as with shard jobs on g1-g3): 1 GPU on g4 only; 2 GPUs on g2 once,
   // so a second such job in the same plan is held; 3 GPUs nowhere: held.
-  auto write_plan = [&](int64_t age_s) {
+  auto write_plan = [&](int64_t age_s, bool marker = true) {
     std::ofstream out(plan + ".tmp");
     out << "stoker-submit-plan 1\ngeneration 7\nwritten " << (::time(nullptr) - age_s)
-        << "\nvalid_for 60\nmarker stoker:steer\nnodes g1,g2,g3,g4\n"
+        << "\nvalid_for 60\n"
+        << (marker ? "marker stoker:steer\n" : "") << "nodes g1,g2,g3,g4\n"
         << "gpu 1 g4 -\ngpu 2 - g2\ngpu 3 - -\n";
     out.close();
     ASSERT_EQ(::rename((plan + ".tmp").c_str(), plan.c_str()), 0);
@@ -168,6 +169,13 @@ TEST_F(SlurmCluster, JobSubmitScriptPlacesMarkedJobsFromThePlanWithoutHolding) {
   const uint32_t late = Submit("--comment=stoker:steer --gres=gpu:3 --wrap 'sleep 60'");
   EXPECT_FALSE(Job(late).Held());
   EXPECT_EQ(excluded(late), "ExcNodeList=(null)");
+
+  // A plan without a marker line holds nothing: the controller releases only marked jobs, so a
+  // job held by such a plan would never be released.
+  write_plan(0, false);
+  const uint32_t any = Submit("--gres=gpu:3 --wrap 'sleep 60'");
+  EXPECT_FALSE(Job(any).Held());
+  EXPECT_EQ(excluded(any), "ExcNodeList=(null)");
 }
 
 TEST_F(SlurmCluster, VanishedJobsUnknownNodesAndUnreachableSlurmAreClearErrors) {

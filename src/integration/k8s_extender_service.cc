@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include "core/prometheus_text.h"
-#include "efficiency/activity.h"
 #include "efficiency/api_json.h"
 #include "k8s/extender_types.h"
 
@@ -43,10 +42,10 @@ void KubernetesExtender::OnHeartbeat(const std::string& node, const std::vector<
     pending_.emplace_back(node, gpus);
   }
   std::lock_guard lock(mu_);
-  for (const GpuSample& s : gpus) {
-    const std::vector<std::string> jobs = efficiency::JobsOnGpu(s);
-    zones_.Observe(s, jobs);
-  }
+  // The view reads only the GPUs' zones: observed with no jobs (the pods would each leave an
+  // entry behind forever), and the transitions, which nothing here reports, dropped each time.
+  for (const GpuSample& s : gpus) zones_.Observe(s, {});
+  (void)zones_.TakeTransitions();
   view_.Update(node, k8s::GpusFromSamples(gpus, &zones_), at);
 }
 
@@ -186,6 +185,11 @@ void KubernetesExtender::AddRoutes(http::Router* router) {
                  }
                  return http::JsonResponse(200, out);
                }});
+}
+
+KubernetesExtender::ZoneTrackerSize KubernetesExtender::ZoneTrackerSizeForTest() {
+  std::lock_guard lock(mu_);
+  return {zones_.Jobs().size(), zones_.TakeTransitions().size()};
 }
 
 std::string KubernetesExtender::Metrics(const server::Principal& /*who*/) {

@@ -68,6 +68,12 @@ class KubernetesExtender final : public server::ServerObserver, public server::A
 
   // Reads every node's drained/lost state from the server into the view.
   void RefreshNodeStates();
+  // For tests: the zone tracker's job entries and its pending transitions (which this takes).
+  struct ZoneTrackerSize {
+    size_t jobs = 0, transitions = 0;
+  };
+  ZoneTrackerSize ZoneTrackerSizeForTest();
+
   // Hands the heartbeats queued since the last call to the reclaimer (the thread does this every
   // interval; EvaluateReclaim first does it too). No-op when reclaim is off.
   void FeedReclaim();

@@ -265,5 +265,22 @@ TEST_F(ExtenderServer, UnreadableBodiesAreAnsweredAsKubeSchedulerReadsErrors) {
   EXPECT_NE(r->body.find("body: not valid JSON"), std::string::npos) << r->body;
 }
 
+// The extender's zone tracker is fed by every heartbeat of every server: many heartbeats with
+// ever new pods, busy then idle, leave no per-pod entry and no pending transition behind.
+TEST(ExtenderZoneTracker, ManyHeartbeatsDoNotGrowIt) {
+  ManualClock clock;
+  integration::KubernetesExtender ext(nullptr, &clock);
+  for (int i = 0; i < 500; ++i) {
+    clock.Advance(std::chrono::seconds(10));
+    std::vector<GpuSample> samples = testing::IdleNode("gpu-a", 2, clock.WallNow());
+    samples[0].util_gpu_pct = Field<uint32_t>::Of((i / 20) % 2 == 0 ? 95 : 0);
+    testing::AddWholeClaim(samples[0], "ml/pod-" + std::to_string(i));
+    ext.OnHeartbeat("gpu-a", samples, clock.WallNow());
+  }
+  const auto size = ext.ZoneTrackerSizeForTest();
+  EXPECT_EQ(size.jobs, 0u);
+  EXPECT_EQ(size.transitions, 0u);
+}
+
 }  // namespace
 }  // namespace stoker::k8s

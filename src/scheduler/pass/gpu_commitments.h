@@ -28,14 +28,10 @@ namespace stoker::pass {
 
 // The oversubscription admission: a preemptible share of `milli` may join a GPU whose
 // commitments (guaranteed and preemptible shares) total `total` while all of them stay within
-// the ratio, and, where the GPU's use was measured (`measured`: its measured busy milli over the
-// window plus what was committed on it since), while the share fits in the headroom the
-// measurement leaves in one GPU. (The best-effort view below is this rule in the placement
-// library's terms: a share fits there exactly where this admits it; BestEffortUsedOn.)
-inline bool AdmitsPreemptible(int64_t total, int64_t milli, int32_t ratio_milli,
-                              std::optional<int64_t> measured = std::nullopt) {
-  return milli > 0 && total + milli <= ratio_milli &&
-         (!measured || *measured + milli <= scheduler::kMilliPerGpu);
+// the ratio. (The best-effort view below is this rule in the placement library's terms: a share
+// fits there exactly where this admits it; BestEffortUsedOn.)
+inline bool AdmitsPreemptible(int64_t total, int64_t milli, int32_t ratio_milli) {
+  return milli > 0 && total + milli <= ratio_milli;
 }
 
 // One share on a GPU, as the preemption rule sees it.

@@ -77,7 +77,7 @@ Result<std::unique_ptr<Server>> Server::Create(store::Store* store, Clock* clock
     return InvalidArgument("activity window: must be at least 1 s");
   }
   if (s->options_.gang_port_base < 1 || s->options_.gang_ports < 1 ||
-      s->options_.gang_port_base + s->options_.gang_ports > 65536) {
+      int64_t{s->options_.gang_port_base} + s->options_.gang_ports > 65536) {
     return InvalidArgument("gang ports: the range must lie within 1..65535");
   }
   if (!s->options_.data_dir.empty()) {

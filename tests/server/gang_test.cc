@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -336,6 +337,17 @@ TEST(Gang, GangsWithRankZeroOnOneNodeGetDifferentMasterPorts) {
   EXPECT_EQ(ea.at("MASTER_ADDR"), eb.at("MASTER_ADDR"));
   EXPECT_EQ((std::set<std::string>{ea.at("MASTER_PORT"), eb.at("MASTER_PORT")}),
             (std::set<std::string>{"29500", "29501"}));
+}
+
+// The port range is checked in 64 bits: a base and a count whose int32 sum wraps are refused.
+TEST(Gang, APortRangePastThePortSpaceIsRefusedWithoutOverflow) {
+  testing::Fixture f("gang_port_range");
+  ServerOptions o;
+  o.gang_port_base = std::numeric_limits<int32_t>::max() - 10;
+  o.gang_ports = 100;
+  auto s = Server::Create(f.store.get(), &f.clock, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().ToString().find("gang ports"), std::string::npos) << s.status().ToString();
 }
 
 TEST(Gang, PartLogsAreKeptApart) {

@@ -23,11 +23,23 @@ std::pair<std::string, std::string> SplitPod(const std::string& id) {
   return {id.substr(0, slash), id.substr(slash + 1)};
 }
 
+// A DNS-1123 name as Kubernetes names namespaces and pods: 1..253 of lowercase letters, digits,
+// '-' and '.'. The names come from agents' heartbeat claims and go into the request path under
+// the server's cluster-wide token, so '/', '..', '?' and the like must never reach it.
+bool IsDns1123Name(const std::string& s) {
+  if (s.empty() || s.size() > 253) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+  });
+}
+
 class KubeApiEvictor final : public PodEvictor {
  public:
   explicit KubeApiEvictor(KubeApiConfig c) : config_(std::move(c)) {}
 
   Status Evict(const std::string& ns, const std::string& pod) override {
+    if (!IsDns1123Name(ns)) return InvalidArgument("not a Kubernetes namespace name: '" + ns + "'");
+    if (!IsDns1123Name(pod)) return InvalidArgument("not a Kubernetes pod name: '" + pod + "'");
     httplib::Client client(config_.server);
     if (!config_.ca_file.empty()) {
       client.set_ca_cert_path(config_.ca_file);

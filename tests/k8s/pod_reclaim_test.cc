@@ -96,6 +96,23 @@ TEST(Eviction, TheRequestIsTheEvictionSubresourcePost) {
   EXPECT_EQ(EvictionStatus(403, R"({"message":"forbidden: cannot create pods/eviction"})").code(),
             StatusCode::kPermissionDenied);
   EXPECT_EQ(EvictionStatus(500, "oops").code(), StatusCode::kInternal);
+  // Names that are not DNS-1123 names never reach the API (they come from agents' claims).
+  for (const auto& [ns, pod] :
+       std::vector<std::pair<std::string, std::string>>{{"ml", "../../../secrets"},
+                                                        {"ml", "a/b"},
+                                                        {"ml", "x?dryRun=All"},
+                                                        {"ML", "x"},
+                                                        {"", "x"},
+                                                        {"ml", ""},
+                                                        {"ml", std::string(254, 'a')},
+                                                        {"kube-system/x", "y"}}) {
+    const Status st = evictor->Evict(ns, pod);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << ns << " " << pod;
+    const std::string named =
+        ns != "ml" ? "namespace name: '" + ns + "'" : "pod name: '" + pod + "'";
+    EXPECT_NE(st.message().find(named), std::string::npos) << st.message();
+  }
+  EXPECT_EQ(api.seen().size(), 3u);
   // Nobody listening: Unavailable, not a crash.
   auto nowhere = NewKubeApiEvictor({"http://127.0.0.1:1", "", "", 1s});
   EXPECT_EQ(nowhere->Evict("ml", "x").code(), StatusCode::kUnavailable);

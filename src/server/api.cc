@@ -345,56 +345,57 @@ void Api::AddCoreRoutes() {
        [s](const RouteCall& c) { return ReplyList(s->Queue(c.who), protocol::QueueEntryToJson); }});
 
   // Tokens and the audit log.
-  router_.Add(
-      {"POST",
-       "/tokens",
-       kAdmins,
-       Scope::kNone,
-       {},
-       "Create a token {role, name, expires_in?}; the token is in this answer only",
-       [s](const RouteCall& c) {
-         auto body = ParseBody(c.request.body);
-         if (!body.ok()) return ErrorResponse(body.status());
-         if (!body->is_object()) {
-           return ErrorResponse(InvalidArgument("body: must be a JSON object"));
-         }
-         const json& b = *body;
-         for (const auto& [k, v] : b.items()) {
-           if (k != "role" && k != "name" && k != "expires_in") {
-             return ErrorResponse(InvalidArgument(k + ": unknown field"));
-           }
-         }
-         if (!b.contains("role") || !b["role"].is_string()) {
-           return ErrorResponse(
-               InvalidArgument("role: required (admin, agent, user or scheduler)"));
-         }
-         auto role = ParseRole(b["role"].get<std::string>());
-         if (!role) {
-           return ErrorResponse(InvalidArgument("role: must be admin, agent, user or scheduler"));
-         }
-         if (!b.contains("name") || !b["name"].is_string()) {
-           return ErrorResponse(InvalidArgument("name: required string"));
-         }
-         int64_t expires = 0;
-         if (b.contains("expires_in")) {
-           if (!b["expires_in"].is_string()) {
-             return ErrorResponse(InvalidArgument("expires_in: must be a duration text"));
-           }
-           auto d = ParseDuration(b["expires_in"].get<std::string>());
-           if (!d.ok()) return ErrorResponse(d.status().WithContext("expires_in"));
-           if (*d < std::chrono::minutes(1) || *d > std::chrono::hours(24 * 3660)) {
-             return ErrorResponse(InvalidArgument("expires_in: must be between 1m and 10 years"));
-           }
-           expires = std::chrono::duration_cast<std::chrono::milliseconds>(
-                         (s->WallNow() + *d).time_since_epoch())
-                         .count();
-         }
-         auto token = s->CreateToken(c.who, *role, b["name"].get<std::string>(), expires);
-         if (!token.ok()) return ErrorResponse(token.status());
-         json out{{"token", *token}, {"name", b["name"]}, {"role", RoleName(*role)}};
-         out["expires_ms"] = expires == 0 ? json(nullptr) : json(expires);
-         return JsonResponse(201, out);
-       }});
+  router_.Add({"POST",
+               "/tokens",
+               kAdmins,
+               Scope::kNone,
+               {},
+               "Create a token {role, name, expires_in?}; the token is in this answer only",
+               [s](const RouteCall& c) {
+                 auto body = ParseBody(c.request.body);
+                 if (!body.ok()) return ErrorResponse(body.status());
+                 if (!body->is_object()) {
+                   return ErrorResponse(InvalidArgument("body: must be a JSON object"));
+                 }
+                 const json& b = *body;
+                 for (const auto& [k, v] : b.items()) {
+                   if (k != "role" && k != "name" && k != "expires_in") {
+                     return ErrorResponse(InvalidArgument(k + ": unknown field"));
+                   }
+                 }
+                 if (!b.contains("role") || !b["role"].is_string()) {
+                   return ErrorResponse(
+                       InvalidArgument("role: required (" + protocol::kRoleNames.List() + ")"));
+                 }
+                 auto role = ParseRole(b["role"].get<std::string>());
+                 if (!role) {
+                   return ErrorResponse(
+                       InvalidArgument("role: must be one of " + protocol::kRoleNames.List()));
+                 }
+                 if (!b.contains("name") || !b["name"].is_string()) {
+                   return ErrorResponse(InvalidArgument("name: required string"));
+                 }
+                 int64_t expires = 0;
+                 if (b.contains("expires_in")) {
+                   if (!b["expires_in"].is_string()) {
+                     return ErrorResponse(InvalidArgument("expires_in: must be a duration text"));
+                   }
+                   auto d = ParseDuration(b["expires_in"].get<std::string>());
+                   if (!d.ok()) return ErrorResponse(d.status().WithContext("expires_in"));
+                   if (*d < std::chrono::minutes(1) || *d > std::chrono::hours(24 * 3660)) {
+                     return ErrorResponse(
+                         InvalidArgument("expires_in: must be between 1m and 10 years"));
+                   }
+                   expires = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 (s->WallNow() + *d).time_since_epoch())
+                                 .count();
+                 }
+                 auto token = s->CreateToken(c.who, *role, b["name"].get<std::string>(), expires);
+                 if (!token.ok()) return ErrorResponse(token.status());
+                 json out{{"token", *token}, {"name", b["name"]}, {"role", RoleName(*role)}};
+                 out["expires_ms"] = expires == 0 ? json(nullptr) : json(expires);
+                 return JsonResponse(201, out);
+               }});
   router_.Add({"GET",
                "/tokens",
                kAdmins,

@@ -207,5 +207,17 @@ TEST_F(ApiTest, PolicyChangeIsDurableAndSurvivesRestart) {
   EXPECT_EQ(p["backfill"], true);
 }
 
+// A token request without a role, or with an unknown one, names every role the server knows.
+TEST_F(ApiTest, TokenRoleErrorsNameEveryRole) {
+  for (const std::string& body :
+       {std::string(R"({"name":"x"})"), std::string(R"({"role":"root","name":"x"})")}) {
+    ApiResponse r = Call("POST", "/api/v1/tokens", f_.admin_token, body);
+    EXPECT_EQ(r.status, 400) << r.body;
+    for (const auto& e : protocol::kRoleNames.entries()) {
+      EXPECT_NE(r.body.find(std::string(e.name)), std::string::npos) << e.name << ": " << r.body;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stoker::server

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -33,6 +34,17 @@ bool IsDns1123Name(const std::string& s) {
   });
 }
 
+// A token file's contents without the trailing newline; nullopt when it cannot be read.
+std::optional<std::string> ReadToken(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string t = ss.str();
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+  return t;
+}
+
 class KubeApiEvictor final : public PodEvictor {
  public:
   explicit KubeApiEvictor(KubeApiConfig c) : config_(std::move(c)) {}
@@ -50,7 +62,16 @@ class KubeApiEvictor final : public PodEvictor {
     client.set_read_timeout(secs);
     client.set_write_timeout(secs);
     httplib::Headers headers;
-    if (!config_.token.empty()) headers.emplace("Authorization", "Bearer " + config_.token);
+    std::string token = config_.token;
+    if (!config_.token_file.empty()) {
+      // Read again each time: evictions are rare, and the kubelet rotates the token.
+      if (std::optional<std::string> t = ReadToken(config_.token_file)) {
+        token = std::move(*t);
+      } else {
+        spdlog::warn("cannot read {}; using the token read before", config_.token_file);
+      }
+    }
+    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
     auto res =
         client.Post(EvictionPath(ns, pod), headers, EvictionBody(ns, pod), "application/json");
     if (!res) {
@@ -113,12 +134,10 @@ Result<KubeApiConfig> InClusterConfig(const std::string& sa_dir) {
   const std::string h = host;
   c.server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" +
              (port != nullptr && *port != '\0' ? port : "443");
-  std::ifstream token(sa_dir + "/token");
-  if (!token) return FailedPrecondition("cannot read " + sa_dir + "/token");
-  std::stringstream ss;
-  ss << token.rdbuf();
-  c.token = ss.str();
-  while (!c.token.empty() && (c.token.back() == '\n' || c.token.back() == '\r')) c.token.pop_back();
+  c.token_file = sa_dir + "/token";
+  std::optional<std::string> token = ReadToken(c.token_file);
+  if (!token) return FailedPrecondition("cannot read " + c.token_file);
+  c.token = std::move(*token);
   c.ca_file = sa_dir + "/ca.crt";
   return c;
 }

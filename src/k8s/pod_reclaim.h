@@ -52,6 +52,9 @@ struct KubeApiConfig {
   std::string token;    // a bearer token (the service account's)
   std::string ca_file;  // verifies the API server
   Duration timeout = std::chrono::seconds(10);
+  // When set, the token is read from this file at each eviction (the kubelet rotates projected
+  // service-account tokens); `token` is then only the fallback when the file cannot be read.
+  std::string token_file;
 };
 // In a pod: KUBERNETES_SERVICE_HOST/PORT and the service account's token and CA in `sa_dir`.
 Result<KubeApiConfig> InClusterConfig(

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -116,6 +117,23 @@ TEST(Eviction, TheRequestIsTheEvictionSubresourcePost) {
   // Nobody listening: Unavailable, not a crash.
   auto nowhere = NewKubeApiEvictor({"http://127.0.0.1:1", "", "", 1s});
   EXPECT_EQ(nowhere->Evict("ml", "x").code(), StatusCode::kUnavailable);
+}
+
+// The token file is read at each eviction: the kubelet rotates projected tokens.
+TEST(Eviction, TheTokenFileIsReadAgainAtEachEviction) {
+  FakeApiServer api;
+  const std::string file = ::testing::TempDir() + "/pod_reclaim_token";
+  std::ofstream(file) << "first\n";
+  KubeApiConfig c{api.url(), "", "", 5s};
+  c.token_file = file;
+  auto evictor = NewKubeApiEvictor(c);
+  EXPECT_TRUE(evictor->Evict("ml", "train-0").ok());
+  std::ofstream(file) << "rotated\n";
+  EXPECT_TRUE(evictor->Evict("ml", "train-0").ok());
+  const std::vector<Seen> seen = api.seen();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].authorization, "Bearer first");
+  EXPECT_EQ(seen[1].authorization, "Bearer rotated");
 }
 
 // Samples every 30 s for `minutes`: GPU 0 held by ml/idle and idle, GPU 1 held by ml/busy at 80 %,

@@ -930,8 +930,11 @@ Result<std::vector<NodeStatus>> Server::ListNodes(const Principal& who) const {
 }
 
 Result<NodeStatus> Server::GetNode(const Principal& who, const std::string& node) const {
-  if (who.role == Role::kScheduler) return Denied("the scheduler role reads no node");
-  if (who.role == Role::kAgent && who.name != node) return Denied("agents see only their node");
+  if (who.role == Role::kAgent) {
+    if (who.name != node) return Denied("agents see only their node");
+  } else if (!IsPerson(who)) {
+    return Denied("only users, admins and a node's own agent read a node");
+  }
   std::lock_guard lock(mu_);
   auto it = nodes_.find(node);
   if (it == nodes_.end()) return NotFound("node " + node);

@@ -59,6 +59,19 @@ TEST(Server, PlacesJobsAndHandsThemToTheNode) {
   EXPECT_EQ(f.server->GetJob(f.admin, j3->id)->state, JobState::kAssigned);
 }
 
+// Reading a node is allowed to people and to the node's own agent, and to no one else.
+TEST(Server, GetNodeIsForPeopleAndTheNodesOwnAgent) {
+  Fixture f("get_node_roles");
+  ASSERT_TRUE(f.server->RegisterNode(f.admin, f.Node("n1", 1)).ok());
+  ASSERT_TRUE(f.server->RegisterNode(f.admin, f.Node("n2", 1)).ok());
+  EXPECT_TRUE(f.server->GetNode(f.admin, "n1").ok());
+  EXPECT_TRUE(f.server->GetNode(f.alice, "n1").ok());
+  EXPECT_TRUE(f.server->GetNode(f.agent, "n1").ok());
+  EXPECT_EQ(f.server->GetNode(f.agent, "n2").status().code(), StatusCode::kPermissionDenied);
+  const Principal scheduler{"sched", Role::kScheduler};
+  EXPECT_EQ(f.server->GetNode(scheduler, "n1").status().code(), StatusCode::kPermissionDenied);
+}
+
 TEST(Server, StrictOrderWithoutBackfill) {
   ServerOptions o;
   o.backfill = false;

@@ -211,7 +211,7 @@ def main():
                                       text=True).stdout
             for arg in args[1:]:
                 flag = arg.split("=", 1)[0]
-                c.expect(re.search(re.escape(flag) + r"\b", helptext) is not None, where,
+                c.expect(re.search(re.escape(flag) + r"(?![\w-])", helptext) is not None, where,
                          f"`stoker {args[0]}` has no flag {flag}")
     return report(c, len(docs))
 

@@ -16,6 +16,8 @@ packages=(
   # Kubernetes: gRPC and protobuf for the device plugin and the kubelet's PodResources API;
   # kubectl (1.20, with kustomize) renders deploy/kubernetes in the tests.
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler kubernetes-client
+  # scripts/check-k8s-manifests.py reads the rendered manifests with PyYAML.
+  python3-yaml
 )
 missing=()
 for p in "${packages[@]}"; do

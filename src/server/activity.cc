@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "protocol/limits.h"
+
 namespace stoker::server {
 namespace {
 
@@ -22,7 +24,7 @@ void ActivityTracker::Record(const std::string& node, const std::vector<GpuSampl
   std::vector<Window>* windows = nullptr;
   for (const GpuSample& s : gpus) {
     const std::optional<int64_t> milli_pct = ActivityMilli(s, ActivityMetric::kAuto);
-    if (!milli_pct || s.id.index >= 64) continue;
+    if (!milli_pct || s.id.index > protocol::limits::kGpuIndexMax) continue;
     if (windows == nullptr) windows = &gpus_[node];
     if (windows->size() <= s.id.index) windows->resize(s.id.index + 1);
     const int64_t index = MsOf(now) / bucket_ms_;

@@ -369,7 +369,6 @@ struct DevicePlugin::Impl {
   Clock* clock = nullptr;
   PodResourcesSource* pods = nullptr;
   DevicePluginOptions options;
-  DevicePlugin* owner = nullptr;
 
   std::mutex mu;
   std::condition_variable changed;
@@ -563,7 +562,6 @@ DevicePlugin::DevicePlugin(GpuSource* source, Clock* clock, PodResourcesSource* 
   impl_->clock = clock;
   impl_->pods = pods;
   impl_->options = std::move(options);
-  impl_->owner = this;
 }
 
 DevicePlugin::~DevicePlugin() { Stop(); }

@@ -12,6 +12,8 @@ import sys
 # module -> the modules of ours it may include
 ALLOWED = {
     "core": set(),
+    # The document reader (JSON and YAML trees with positions, typed fields with their paths).
+    "doc": {"core"},
     "scheduler": {"core"},
     # The scheduling pass (src/scheduler/pass): placement, preemption and oversubscription over
     # a cluster view; the scheduler library (and its queue policies) below it, nothing else.

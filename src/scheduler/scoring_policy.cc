@@ -164,6 +164,32 @@ void ScoringPolicy::RebuildInvalidated(const ShapeIndex& idx, const ClusterState
   }
 }
 
+void ScoringPolicy::InvalidateNodes(const ClusterState& cluster,
+                                    const std::vector<int32_t>& nodes) {
+  const bool bounds = HasScoreBound();
+  following_.clear();
+  for (ShapeIndex& slot : slots_) {
+    if (slot.history == 0) continue;
+    if (slot.history != cluster.history_id() || slot.best.size() != cluster.num_nodes()) {
+      slot.history = 0;
+      continue;
+    }
+    following_.push_back(&slot);
+  }
+  // Node by node across the shapes, as MarkEveryShape (the node's data is computed once).
+  for (const int32_t node : nodes) {
+    for (ShapeIndex* slot : following_) {
+      Mark(*slot, cluster, node, bounds);
+      slot->best.Update(node);
+    }
+  }
+  if (bounds && cluster.num_nodes() >= kEagerMinNodes) {
+    for (ShapeIndex* slot : following_) {
+      ResolveTop(*slot, cluster, std::numeric_limits<uint64_t>::max());
+    }
+  }
+}
+
 uint64_t ScoringPolicy::ResolveTop(ShapeIndex& idx, const ClusterState& cluster, uint64_t budget) {
   uint64_t used = 0;
   for (int32_t node = idx.best.Best(); node >= 0 && idx.best.tag(node) != 0 && used < budget;

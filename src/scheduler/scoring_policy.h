@@ -81,6 +81,14 @@ class ScoringPolicy : public PlacementPolicy {
   void InvalidateCache() {
     for (ShapeIndex& slot : slots_) slot.history = 0;
   }
+  // Drops the cached scores of `nodes` only (call when the scoring function changed for those
+  // nodes alone, e.g. stoker's reserve weights of shapes only they have room for): every cached
+  // shape of this cluster history takes them again as it takes a change (a bound, or the score
+  // without one) and, on clusters of kEagerMinNodes+ with a score bound, scores its top exactly
+  // at once, as after InvalidateCache. The scores of the other nodes stay, exact ones included,
+  // so the decisions that follow do not rescore the whole cluster. Shapes cached for another
+  // cluster history are dropped whole.
+  void InvalidateNodes(const ClusterState& cluster, const std::vector<int32_t>& nodes);
   Rng& rng() { return rng_; }
 
  private:

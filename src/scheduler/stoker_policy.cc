@@ -73,10 +73,14 @@ class StokerPolicy final : public ScoringPolicy {
     TrackSupply(c);
     std::vector<ReserveClass> fresh = ReserveClasses(c);
     if (ReserveMoved(fresh)) {
+      // Only the nodes with a slot of a class whose weight changed score differently (a node
+      // without one has no reserve to lose, before or after any placement); the others keep
+      // their scores.
+      ChangedNodes(reserve_, fresh, c, &changed_nodes_);
       reserve_ = std::move(fresh);
       ++reserve_adoptions_;
-      InvalidateCache();
       before_.clear();
+      InvalidateNodes(c, changed_nodes_);
     }
   }
   int64_t reserve_adoptions() const { return reserve_adoptions_; }
@@ -109,8 +113,9 @@ class StokerPolicy final : public ScoringPolicy {
                                  b.gpu_free - static_cast<double>(r.TotalGpuMilli())) -
                         b.stranded;
     }
-    const int64_t growth = static_cast<int64_t>(std::floor(
-        (stranded_change - drop + ReserveLossBound(r, n, b.reserve) - 1.0) / kWasteQuantumMilli));
+    const int64_t growth = static_cast<int64_t>(
+        std::floor((stranded_change - drop + ReserveLossBound(r, n, node, b.reserve) - 1.0) /
+                   kWasteQuantumMilli));
     return Score(growth, n);
   }
   // A lower bound on the reserve the placement takes (reserve before minus after; see
@@ -118,21 +123,15 @@ class StokerPolicy final : public ScoringPolicy {
   // is exact; a share's GPU is not known here, so only its CPU counts (slots never grow when a
   // GPU's free milli shrinks). Without it the bounds of the nodes that hold reserve would
   // promise scores their exact scoring never gives, and every decision would score many of
-  // them.
-  double ReserveLossBound(const Request& r, const NodeState& n, double reserve_before) const {
+  // them. Computed from the node's slot units (BeforeOf), class by class in O(1).
+  double ReserveLossBound(const Request& r, const NodeState& n, int32_t node,
+                          double reserve_before) const {
     if (reserve_before <= 0 || r.IsMig()) return 0.0;
-    std::array<int16_t, kMaxGpusPerNode> left = n.gpu_free_milli;
-    if (!r.IsGpuShare()) {
-      int take = r.num_gpu;
-      for (int g = 0; g < n.num_gpus && take > 0; ++g) {
-        if (left[g] == kMilliPerGpu) {
-          left[g] = 0;
-          --take;
-        }
-      }
-    }
-    return std::max(0.0, reserve_before - Reserve(n.free_cpu_milli - r.cpu_milli, left.data(),
-                                                  n.num_gpus, n.gpu_model));
+    int removed = 0;
+    if (!r.IsGpuShare()) removed = std::min(r.num_gpu, before_[node].whole);
+    return std::max(0.0,
+                    reserve_before - ReserveFromUnits(n.free_cpu_milli - r.cpu_milli, UnitsOf(node),
+                                                      n.gpu_model, removed, 0, 0));
   }
   bool ScoreNode(const Request& r, const ClusterState& c, int32_t node, int64_t* score,
                  uint8_t* gpus) override {
@@ -151,7 +150,7 @@ class StokerPolicy final : public ScoringPolicy {
         bool seen = false;
         for (int h = 0; h < g && !seen; ++h) seen = n.gpu_free_milli[h] == n.gpu_free_milli[g];
         if (seen) continue;
-        const double waste = WasteOneChange(cpu_after, g, n.gpu_free_milli[g], r.gpu_milli, n);
+        const double waste = WasteOneChange(cpu_after, node, n.gpu_free_milli[g], r.gpu_milli, n);
         if (best_gpu < 0 || waste < best - 1e-9 ||
             (waste <= best + 1e-9 && n.gpu_free_milli[g] < n.gpu_free_milli[best_gpu])) {
           best = waste;
@@ -236,16 +235,14 @@ class StokerPolicy final : public ScoringPolicy {
     return frag + Stranded(cpu_free, gpu_free) - reserve;
   }
 
-  // Waste(cpu_free, left) for the state Prepare()d in variants_ with GPU `gpu` (free milli
-  // `from`) lowered by `take` (same terms and order as Waste, so the same value).
-  double WasteOneChange(int64_t cpu_free, int gpu, int32_t from, int32_t take,
+  // Waste(cpu_free, left) for the state Prepare()d in variants_ (node `node`) with a GPU of
+  // `from` free milli lowered by `take` (same terms and order as Waste, so the same value).
+  double WasteOneChange(int64_t cpu_free, int32_t node, int32_t from, int32_t take,
                         const NodeState& n) const {
     const double frag = variants_.WithChange(from, from - take);
     double reserve = 0;
     if (!reserve_.empty()) {
-      std::array<int16_t, kMaxGpusPerNode> left = n.gpu_free_milli;
-      left[gpu] = static_cast<int16_t>(from - take);
-      reserve = Reserve(cpu_free, left.data(), n.num_gpus, n.gpu_model);
+      reserve = ReserveFromUnits(cpu_free, UnitsOf(node), n.gpu_model, 0, from, from - take);
     }
     if (cpu_per_gpu_milli_ <= 0) return frag - reserve;
     double gpu_free = 0;
@@ -300,6 +297,45 @@ class StokerPolicy final : public ScoringPolicy {
       r += c.weight * static_cast<double>(Slots(c.shape, cpu_free, left, num_gpus, model));
     }
     return r;
+  }
+  // Slots() split in two: a class's GPU units on a node (whole GPUs for a class of whole GPUs,
+  // else the pods of its milli each GPU holds, summed; 0 where the model is not allowed), kept
+  // per node with its Before, and the slots those units and the free CPU give. Reserve() of the
+  // node with `removed` fully free GPUs taken and one GPU lowered from `from` to `to` milli, in
+  // the same terms and order (so the same value), in O(1) per class instead of a pass over the
+  // GPUs: the score bound of every changed node in every cached shape needs it.
+  static int32_t Units(const PodShape& p, const int16_t* left, int num_gpus, GpuModelId model) {
+    if (p.allowed_models != 0 && (p.allowed_models & GpuModelTable::Bit(model)) == 0) return 0;
+    int32_t units = 0;
+    if (p.gpu_milli >= kMilliPerGpu) {
+      for (int g = 0; g < num_gpus; ++g) units += left[g] >= kMilliPerGpu ? 1 : 0;
+    } else {
+      for (int g = 0; g < num_gpus; ++g) units += left[g] / std::max(1, p.gpu_milli);
+    }
+    return units;
+  }
+  static int32_t UnitsOfGpu(const PodShape& p, int32_t milli) {
+    return p.gpu_milli >= kMilliPerGpu ? (milli >= kMilliPerGpu ? 1 : 0)
+                                       : milli / std::max(1, p.gpu_milli);
+  }
+  double ReserveFromUnits(int64_t cpu_free, const int32_t* units, GpuModelId model, int removed,
+                          int32_t from, int32_t to) const {
+    double r = 0;
+    for (size_t i = 0; i < reserve_.size(); ++i) {
+      const PodShape& p = reserve_[i].shape;
+      int64_t slots = 0;
+      if (p.allowed_models == 0 || (p.allowed_models & GpuModelTable::Bit(model)) != 0) {
+        const int32_t u = units[i] - removed * UnitsOfGpu(p, kMilliPerGpu) + UnitsOfGpu(p, to) -
+                          UnitsOfGpu(p, from);
+        slots = p.gpu_milli >= kMilliPerGpu ? u / std::max(1, p.num_gpu) : u;
+        if (p.cpu_milli > 0) slots = std::min(slots, std::max<int64_t>(0, cpu_free) / p.cpu_milli);
+      }
+      r += reserve_[i].weight * static_cast<double>(slots);
+    }
+    return r;
+  }
+  const int32_t* UnitsOf(int32_t node) const {
+    return before_units_.data() + static_cast<size_t>(node) * reserve_.size();
   }
   // P(N >= s) for N ~ Poisson(lambda): summed exactly for small lambda, by the normal
   // approximation (continuity-corrected) beyond.
@@ -526,6 +562,35 @@ class StokerPolicy final : public ScoringPolicy {
     }
     return out;
   }
+  // The nodes whose score a change of the reserve from `from` to `to` can move: those with a
+  // slot of a class whose weight differs (or that is in one set only).
+  static void ChangedNodes(const std::vector<ReserveClass>& from,
+                           const std::vector<ReserveClass>& to, const ClusterState& c,
+                           std::vector<int32_t>* nodes) {
+    std::vector<const PodShape*> moved;
+    auto weight_in = [](const std::vector<ReserveClass>& set, const ReserveClass& k) {
+      for (const ReserveClass& other : set) {
+        if (other.shape == k.shape && other.pool == k.pool) return other.weight;
+      }
+      return -1.0;  // not in the set
+    };
+    for (const ReserveClass& k : from) {
+      if (weight_in(to, k) != k.weight) moved.push_back(&k.shape);
+    }
+    for (const ReserveClass& k : to) {
+      if (weight_in(from, k) != k.weight) moved.push_back(&k.shape);
+    }
+    nodes->clear();
+    for (int32_t node = 0; node < c.num_nodes(); ++node) {
+      const NodeState& n = c.node(node);
+      for (const PodShape* p : moved) {
+        if (Slots(*p, n.free_cpu_milli, n.gpu_free_milli.data(), n.num_gpus, n.gpu_model) > 0) {
+          nodes->push_back(node);
+          break;
+        }
+      }
+    }
+  }
   // Whether new reserve weights differ enough from those in use to rebuild every score.
   bool ReserveMoved(const std::vector<ReserveClass>& fresh) const {
     if (fresh.size() != reserve_.size()) return true;
@@ -548,9 +613,15 @@ class StokerPolicy final : public ScoringPolicy {
     double gpu_free = 0;
     double stranded = 0;
     double reserve = 0;
+    int whole = 0;  // fully free GPUs
   };
   const Before& BeforeOf(const ClusterState& c, int32_t node) {
     if (before_.size() != static_cast<size_t>(c.num_nodes())) before_.assign(c.num_nodes(), {});
+    const size_t m = reserve_.size();
+    if (before_units_.size() != static_cast<size_t>(c.num_nodes()) * m) {
+      before_units_.assign(static_cast<size_t>(c.num_nodes()) * m, 0);
+      for (Before& each : before_) each.version = 0;
+    }
     Before& b = before_[node];
     const NodeState& n = c.node(node);
     if (b.version != n.version) {
@@ -561,7 +632,13 @@ class StokerPolicy final : public ScoringPolicy {
       b.gpu_free = 0;
       for (int g = 0; g < n.num_gpus; ++g) b.gpu_free += n.gpu_free_milli[g];
       b.stranded = Stranded(n.free_cpu_milli, b.gpu_free);
-      b.reserve = Reserve(n.free_cpu_milli, n.gpu_free_milli.data(), n.num_gpus, n.gpu_model);
+      b.whole = 0;
+      for (int g = 0; g < n.num_gpus; ++g) b.whole += n.gpu_free_milli[g] >= kMilliPerGpu ? 1 : 0;
+      int32_t* units = before_units_.data() + static_cast<size_t>(node) * m;
+      for (size_t i = 0; i < m; ++i) {
+        units[i] = Units(reserve_[i].shape, n.gpu_free_milli.data(), n.num_gpus, n.gpu_model);
+      }
+      b.reserve = ReserveFromUnits(n.free_cpu_milli, units, n.gpu_model, 0, 0, 0);
       // stranded is 0 before any CPU:GPU ratio is known
       b.waste = cpu_per_gpu_milli_ <= 0 ? b.frag - b.reserve : b.frag + b.stranded - b.reserve;
     }
@@ -583,11 +660,13 @@ class StokerPolicy final : public ScoringPolicy {
   bool reserve_due_ = true;              // the candidates are rebuilt at the next decision
   std::set<GpuModelMask> pinned_masks_;  // model sets named by the requests seen
   std::vector<Candidate> candidates_;
-  std::vector<int32_t> node_slots_;  // per node, per candidate
+  std::vector<int32_t> node_slots_;     // per node, per candidate
+  std::vector<int32_t> changed_nodes_;  // ChangedNodes' result
   uint64_t supply_history_ = 0;
   uint64_t supply_journal_pos_ = 0;
   double cpu_per_gpu_milli_ = 0;
   std::vector<Before> before_;
+  std::vector<int32_t> before_units_;  // per node, per reserve class: see Units()
 };
 
 }  // namespace

@@ -293,6 +293,7 @@ TEST_P(EagerIndexTest, EqualsScanOnLargeCluster) {
     }
   }
   const int64_t adopted_before = StokerAdoptions(*indexed);
+  const int64_t reserve_before = StokerReserveAdoptions(*indexed);
   int placed = 0;
   for (int step = 0; step < 500; ++step) {
     const Request& r = shapes[rng.Uniform(shapes.size())];
@@ -325,6 +326,9 @@ TEST_P(EagerIndexTest, EqualsScanOnLargeCluster) {
   EXPECT_GT(placed, 300);
   if (learns) {
     EXPECT_EQ(StokerAdoptions(*indexed), adopted_before + 1);
+    // New reserve weights drop only the scores of the nodes with a slot of a class whose weight
+    // moved (ScoringPolicy::InvalidateNodes); the scan above checks every decision after them.
+    EXPECT_GT(StokerReserveAdoptions(*indexed), reserve_before);
   }
 }
 

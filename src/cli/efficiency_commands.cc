@@ -212,7 +212,7 @@ int RunAlerts(const CommonFlags& f, const std::string& alertmanager) {
   eff::RecordSet recs;
   if (int rc = Load(f, &cfg, &recs); rc != kExitOk) return rc;
   eff::LogNotifier log;
-  eff::HttplibPoster poster;
+  eff::WebhookPoster poster;
   std::unique_ptr<eff::AlertmanagerNotifier> am;
   std::vector<eff::Notifier*> notifiers;
   if (!alertmanager.empty()) {

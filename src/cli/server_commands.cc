@@ -164,7 +164,7 @@ struct RunningServer {
   // Efficiency engine: server observer + API extension; stopped before the clock goes.
   std::unique_ptr<efficiency::StoreLedgerStore> ledger;
   efficiency::LogNotifier log_notifier;
-  std::unique_ptr<efficiency::HttplibPoster> poster;
+  std::unique_ptr<efficiency::WebhookPoster> poster;
   std::unique_ptr<efficiency::AlertmanagerNotifier> alertmanager;
   std::unique_ptr<efficiency::EfficiencyService> efficiency;
   // The Kubernetes scheduler extender (observer + API extension), stopped with the server, and
@@ -225,7 +225,7 @@ Status StartEfficiency(RunningServer& rs, const ServerFlags& f,
   rs.efficiency->SetReportChartScript(web::ReportChartScript());
   rs.efficiency->AddNotifier(&rs.log_notifier);
   if (!f.alertmanager.empty()) {
-    rs.poster = std::make_unique<efficiency::HttplibPoster>();
+    rs.poster = std::make_unique<efficiency::WebhookPoster>();
     rs.alertmanager = std::make_unique<efficiency::AlertmanagerNotifier>(
         *rs.poster, f.alertmanager, cfg->alerting.repeat_interval + std::chrono::minutes(15));
     rs.efficiency->AddNotifier(rs.alertmanager.get());

@@ -1,6 +1,6 @@
 // The HTTP(S) server on Boost.Beast over Asio (epoll).
 //
-// Why not cpp-httplib's server (the client side still uses it): it ties every keep-alive
+// Why not cpp-httplib's server: it ties every keep-alive
 // connection to one pool thread for the connection's life, and Debian's build polls each idle
 // connection every 10 ms with a 1 ms sleep, so 1,000 agents on keep-alive connections cost
 // ~90,000 wake-ups per second before any request is served (measured: 164 % CPU serving 223

@@ -1,6 +1,7 @@
 #pragma once
 // The HTTP edge of the efficiency engine: posts notifier bodies (Alertmanager, owner webhooks)
-// with cpp-httplib. Kept out of stoker::efficiency so the engine stays a pure library.
+// through the client library (src/client). Kept out of stoker::efficiency so the engine stays a
+// pure library.
 
 #include <string>
 
@@ -9,9 +10,9 @@
 
 namespace stoker::efficiency {
 
-class HttplibPoster final : public HttpPoster {
+class WebhookPoster final : public HttpPoster {
  public:
-  explicit HttplibPoster(Duration timeout = std::chrono::seconds(5)) : timeout_(timeout) {}
+  explicit WebhookPoster(Duration timeout = std::chrono::seconds(5)) : timeout_(timeout) {}
   // `url` = "http://host:port/path". Non-2xx answers and connection failures are kUnavailable.
   Status Post(const std::string& url, const std::string& body,
               const std::string& content_type) override;

@@ -1,6 +1,5 @@
 #include "k8s/pod_reclaim.h"
 
-#include <httplib.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "client/api_client.h"
 #include "efficiency/activity.h"
 
 namespace stoker::k8s {
@@ -52,16 +52,6 @@ class KubeApiEvictor final : public PodEvictor {
   Status Evict(const std::string& ns, const std::string& pod) override {
     if (!IsDns1123Name(ns)) return InvalidArgument("not a Kubernetes namespace name: '" + ns + "'");
     if (!IsDns1123Name(pod)) return InvalidArgument("not a Kubernetes pod name: '" + pod + "'");
-    httplib::Client client(config_.server);
-    if (!config_.ca_file.empty()) {
-      client.set_ca_cert_path(config_.ca_file);
-      client.enable_server_certificate_verification(true);
-    }
-    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(config_.timeout).count();
-    client.set_connection_timeout(secs);
-    client.set_read_timeout(secs);
-    client.set_write_timeout(secs);
-    httplib::Headers headers;
     std::string token = config_.token;
     if (!config_.token_file.empty()) {
       // Read again each time: evictions are rare, and the kubelet rotates the token.
@@ -71,14 +61,14 @@ class KubeApiEvictor final : public PodEvictor {
         spdlog::warn("cannot read {}; using the token read before", config_.token_file);
       }
     }
-    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
-    auto res =
-        client.Post(EvictionPath(ns, pod), headers, EvictionBody(ns, pod), "application/json");
-    if (!res) {
-      return Unavailable("Kubernetes API " + config_.server + ": " +
-                         httplib::to_string(res.error()));
+    client::ApiClient api(config_.server, token,
+                          std::chrono::duration<double>(config_.timeout).count(), config_.ca_file);
+    Result<client::HttpResult> res =
+        api.Send("POST", EvictionPath(ns, pod), EvictionBody(ns, pod), "application/json");
+    if (!res.ok()) {
+      return Unavailable("Kubernetes API " + config_.server + ": " + res.status().message());
     }
-    return EvictionStatus(res->status, res->body);
+    return EvictionStatus(res->status, res->raw);
   }
 
  private:

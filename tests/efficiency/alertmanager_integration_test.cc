@@ -94,7 +94,7 @@ TEST(AlertmanagerIntegrationTest, FiredAlertArrivesAndResolutionIsDelivered) {
   AlertingConfig cfg;
   cfg.rules = BuiltinRules();
   AlertEngine engine(cfg, ActivityMetric::kAuto);
-  HttplibPoster poster;
+  WebhookPoster poster;
   AlertmanagerNotifier notifier(poster, am.url(), 4h + 15min);
   engine.AddNotifier(&notifier);
 
@@ -133,7 +133,7 @@ TEST(AlertmanagerIntegrationTest, FiredAlertArrivesAndResolutionIsDelivered) {
 }
 
 TEST(AlertmanagerIntegrationTest, UnreachableAlertmanagerIsAnErrorNotACrash) {
-  HttplibPoster poster(1s);
+  WebhookPoster poster(1s);
   AlertmanagerNotifier notifier(poster, "http://127.0.0.1:" + std::to_string(FreePort()), 1h);
   Alert a;
   a.labels = {{"alertname", "X"}};

@@ -60,7 +60,8 @@ for m in 20 30 40 50; do run "default+mgpu$m" default --multi-gpu "$m"; done
 refs=$out/.refs
 : >"$refs"
 while IFS= read -r dir; do
-  names=$(awk -F'\t' -v d="$dir" '$3 == 0 { f = $2; sub(/\/[^\/]*$/, "", f) } $3 == 0 && f == d { printf "%s ", $1 }' "$sources")
+  names=$(awk -F'\t' -v d="$dir" \
+    '$3 == 0 { f = $2; sub(/\/[^\/]*$/, "", f); if (f == d) printf "%s ", $1 }' "$sources")
   if [[ -f $dir/reference_results.csv ]]; then
     echo "published FGD figures: $dir/reference_results.csv (beside the pod lists of: ${names% })" >&2
     printf '%s\t%s\n' "$dir" "$dir/reference_results.csv" >>"$refs"

@@ -215,6 +215,14 @@ TEST_F(UpTest, JobsRunFinishFailAndGetCancelled) {
   EXPECT_EQ(Cli("drain " + nodes[0]["name"].get<std::string>() + " --token " + tok).exit_code, 5);
   EXPECT_EQ(Cli("drain " + nodes[0]["name"].get<std::string>()).exit_code, 0);
   EXPECT_EQ(Cli("undrain " + nodes[0]["name"].get<std::string>()).exit_code, 0);
+  // A revoked token (`token revoke`, a DELETE) is refused from then on.
+  std::string alice_id;
+  for (const json& t : json::parse(Cli("token list --json").out)) {
+    if (t["name"] == "alice") alice_id = t["id"].get<std::string>();
+  }
+  ASSERT_FALSE(alice_id.empty());
+  EXPECT_EQ(Cli("token revoke " + alice_id).exit_code, 0);
+  EXPECT_EQ(Cli("jobs --token " + tok).exit_code, 5);
 }
 
 // A job of `stoker up` runs beside the API's listener and connections, the store and the node's

@@ -270,13 +270,12 @@ int RunAgent(const AgentFlags& flags) {
     no.shim_argv = {SelfExecutable(), "_job-shim"};
     spdlog::info("stoker agent: {}", ApplyJobRunFlags(flags.jobs, &no));
     protocol::NodeInventory inv = node::BuildInventory(node_name, opened->source.get());
-    node_agent = std::make_unique<node::NodeAgent>(
-        no, &clock, inv, [&sampler, hostname]() -> nlohmann::json {
-          TelemetrySnapshot snap;
-          sampler.Snapshot(&snap);
-          nlohmann::json j = telemetry::SnapshotToJson(snap, hostname);
-          return j.contains("gpus") ? j["gpus"] : nlohmann::json::array();
-        });
+    node_agent =
+        std::make_unique<node::NodeAgent>(no, &clock, inv, node::GpuSamplesFeed{[&sampler] {
+                                            TelemetrySnapshot snap;
+                                            sampler.Snapshot(&snap);
+                                            return telemetry::ReportSamples(snap);
+                                          }});
     node_thread = std::thread([&] { node_agent->Run(&stop_node); });
     spdlog::info("stoker agent: node '{}' ({} GPUs{}) reporting to {}, jobs in {}", node_name,
                  inv.gpus.size(), inv.simulated ? ", SIMULATED" : "", no.server_url, no.state_dir);

@@ -411,14 +411,13 @@ Result<LocalGpus> OpenLocalGpus(const GpuFlags& f, Clock* clock, bool fall_back_
   return g;
 }
 
-std::function<json()> SamplesFrom(telemetry::Sampler* sampler, std::string host) {
-  if (!sampler) return [] { return json::array(); };
-  return [sampler, host] {
+node::GpuSamplesFeed SamplesFrom(telemetry::Sampler* sampler) {
+  if (!sampler) return {[] { return std::vector<GpuSample>(); }};
+  return {[sampler] {
     telemetry::TelemetrySnapshot snap;
     sampler->Snapshot(&snap);
-    json j = telemetry::SnapshotToJson(snap, host);
-    return j.contains("gpus") ? j["gpus"] : json::array();
-  };
+    return telemetry::ReportSamples(snap);
+  }};
 }
 
 std::string HostName() {
@@ -491,7 +490,7 @@ int RunUp(ServerFlags f, GpuFlags g, JobRunFlags jf, std::string node_name) {
   no.state_dir = f.data_dir + "/node/jobs";
   no.shim_argv = {SelfExe(), "_job-shim"};
   const std::string isolation = ApplyJobRunFlags(jf, &no);
-  node::NodeAgent agent(no, &server.clock, inv, SamplesFrom(gpus->sampler.get(), node_name));
+  node::NodeAgent agent(no, &server.clock, inv, SamplesFrom(gpus->sampler.get()));
 
   fmt::print("stoker up: server {} , data dir {}\n", url, f.data_dir);
   fmt::print("dashboard: {}/ (log in with the admin token in {}/admin.token)\n", url, f.data_dir);
@@ -535,7 +534,7 @@ int RunNode(ClientFlags c, GpuFlags g, JobRunFlags jf, std::string name, std::st
   no.shim_argv = {SelfExe(), "_job-shim"};
   const std::string isolation = ApplyJobRunFlags(jf, &no);
   node::NodeAgent agent(no, &clock, node::BuildInventory(name, gpus->source.get()),
-                        SamplesFrom(gpus->sampler.get(), name));
+                        SamplesFrom(gpus->sampler.get()));
   if (!gpus->note.empty()) fmt::print("{}\n", gpus->note);
   fmt::print("node '{}' reporting to {} (jobs in {})\n{}\n", name, no.server_url, state_dir,
              isolation);

@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <fstream>
 
+#include "protocol/limits.h"
+#include "protocol/samples.h"
+
 namespace stoker::node {
 using protocol::json;
 
@@ -79,9 +82,16 @@ NodeAgent::NodeAgent(NodeOptions options, Clock* clock, protocol::NodeInventory 
                                     .cgroups = options_.cgroups},
               clock),
       client_(options_.server_url, options_.token, 10, options_.ca_file) {
+  report_interval_ = options_.heartbeat_interval;
   client_.set_keep_alive(false);
   inventory_.isolation = options_.cgroups.Describe();
   if (!options_.address.empty()) inventory_.address = options_.address;
+}
+
+NodeAgent::NodeAgent(NodeOptions options, Clock* clock, protocol::NodeInventory inventory,
+                     GpuSamplesFeed samples)
+    : NodeAgent(std::move(options), clock, std::move(inventory), std::function<json()>()) {
+  feed_ = std::move(samples);
 }
 
 protocol::RunReport NodeAgent::ReportFor(const runner::JobStatus& st) {
@@ -105,17 +115,56 @@ protocol::RunReport NodeAgent::ReportFor(const runner::JobStatus& st) {
   return r;
 }
 
+void NodeAgent::Sample() {
+  if (!feed_.latest) return;
+  protocol::SampleTick t{clock_->WallNow(), feed_.latest()};
+  for (GpuSample& g : t.gpus) g.timestamp = t.at;
+  pending_.push_back(std::move(t));
+  // The server unreachable for long: the oldest seconds go first.
+  const auto max = static_cast<size_t>(protocol::limits::kReportTicksMax);
+  if (pending_.size() > max) pending_.erase(pending_.begin(), pending_.end() - max);
+}
+
+std::map<int64_t, std::string> NodeAgent::PhasesOf(
+    const std::vector<runner::JobStatus>& polled) const {
+  std::map<int64_t, std::string> out;
+  for (const runner::JobStatus& st : polled) {
+    if (st.job_id.empty() || st.job_id.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    out[std::stoll(st.job_id)] = runner::JobPhaseName(st.phase);
+  }
+  return out;
+}
+
 Status NodeAgent::RunOnce() {
+  Sample();
+  return Report(runner_.Poll());
+}
+
+Status NodeAgent::Tick() {
+  Sample();
+  std::vector<runner::JobStatus> polled = runner_.Poll();
+  const bool due = !feed_.latest || !registered_ || report_failed_ ||
+                   clock_->Now() >= next_report_ || !launch_errors_.empty() ||
+                   PhasesOf(polled) != reported_phases_;
+  if (!due) return Status::Ok();
+  return Report(polled);
+}
+
+Status NodeAgent::Report(const std::vector<runner::JobStatus>& polled) {
+  report_failed_ = true;  // until this report is answered
   if (!registered_) {
     STOKER_ASSIGN_OR_RETURN(
         client::HttpResult r,
         client_.Post("/api/v1/nodes/register", protocol::NodeInventoryToJson(inventory_)));
     STOKER_RETURN_IF_ERROR(client::StatusFromHttp(r).WithContext("register"));
     registered_ = true;
+    identity_sent_ = false;
     spdlog::info("node {} registered with {}", inventory_.name, options_.server_url);
   }
   protocol::Heartbeat hb;
-  for (const runner::JobStatus& st : runner_.Poll()) {
+  for (const runner::JobStatus& st : polled) {
     if (st.job_id.find_first_not_of("0123456789") != std::string::npos) continue;
     hb.jobs.push_back(ReportFor(st));
   }
@@ -130,7 +179,22 @@ Status NodeAgent::RunOnce() {
     r.logs_complete = true;
     hb.jobs.push_back(r);
   }
-  if (samples_) hb.samples_json = samples_().dump();
+  bool identity = false;
+  if (feed_.latest) {
+    // The GPUs' identity with the first report after registering, and whenever a GPU is not
+    // the one registered at its index (the server then refuses its samples, and says so).
+    identity = !identity_sent_;
+    for (const protocol::SampleTick& t : pending_) {
+      for (const GpuSample& g : t.gpus) {
+        auto r = std::find_if(inventory_.gpus.begin(), inventory_.gpus.end(),
+                              [&](const protocol::GpuInfo& x) { return x.index == g.id.index; });
+        if (r == inventory_.gpus.end() || r->uuid != g.id.uuid) identity = true;
+      }
+    }
+    hb.ticks_json = protocol::CompactTicksJson(pending_, identity);
+  } else if (samples_) {
+    hb.samples_json = samples_().dump();
+  }
   STOKER_ASSIGN_OR_RETURN(client::HttpResult res,
                           client_.PostBody("/api/v1/nodes/" + inventory_.name + "/heartbeat",
                                            protocol::HeartbeatBody(hb)));
@@ -140,6 +204,22 @@ Status NodeAgent::RunOnce() {
   }
   STOKER_RETURN_IF_ERROR(client::StatusFromHttp(res).WithContext("heartbeat"));
   STOKER_ASSIGN_OR_RETURN(protocol::HeartbeatReply reply, protocol::ParseHeartbeatReply(res.body));
+  report_failed_ = false;
+  ++reports_;
+  pending_.clear();
+  if (identity) identity_sent_ = true;
+  reported_phases_ = PhasesOf(polled);
+  const MonoTime now = clock_->Now();
+  next_report_ = now + report_interval_;
+  if (feed_.latest && reply.report_interval_ms > 0 &&
+      std::chrono::milliseconds(reply.report_interval_ms) != report_interval_) {
+    // A new interval: the next report comes at this node's phase within it (by its name), so
+    // the nodes of a cluster that all heard it at once spread over the interval.
+    report_interval_ = std::chrono::milliseconds(reply.report_interval_ms);
+    const auto ms = static_cast<uint64_t>(reply.report_interval_ms);
+    next_report_ = now + std::chrono::milliseconds(std::max<uint64_t>(
+                             1000, std::hash<std::string>{}(inventory_.name) % ms));
+  }
   // What the server now holds of each job's logs (it appended what we sent).
   for (const auto& [id, off] : reply.log_offsets) sent_[id] = off;
   for (int64_t id : reply.forget) {
@@ -190,7 +270,7 @@ void NodeAgent::Run(const std::atomic<bool>* stop) {
   MonoTime next = clock_->Now();
   bool was_down = false;
   while (!stop->load()) {
-    Status s = RunOnce();
+    Status s = Tick();
     if (!s.ok()) {
       if (!was_down)
         spdlog::warn("node {}: {} (jobs keep running; retrying)", inventory_.name, s.ToString());

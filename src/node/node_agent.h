@@ -1,8 +1,16 @@
 #pragma once
-// The node loop: register with the server (agent token), heartbeat every interval with the
-// latest GPU samples, the state of every job in the runner's state directory and new log bytes;
-// start / cancel / forget jobs as the reply says. All state that matters lives in the runner's
-// files, so an agent restart loses nothing: it reports what it finds and the server reconciles.
+// The node loop: register with the server (agent token), then every heartbeat_interval (1 s)
+// sample the GPUs and look at the jobs, and report to the server: the GPU samples, the state of
+// every job in the runner's state directory and new log bytes; start / cancel / forget jobs as
+// the reply says. All state that matters lives in the runner's files, so an agent restart loses
+// nothing: it reports what it finds and the server reconciles.
+//
+// Two ways to send samples. The compact form (GpuSamplesFeed): every second's samples are kept
+// and sent together every report interval, which the server directs in its reply (longer as the
+// cluster grows, so its request rate stays bounded); a node reports at once when one of its
+// jobs changes phase (starts, exits) or could not be launched, so job ends and starts are not
+// delayed by the interval. The full form (a JSON function, agents before the compact form):
+// the latest samples, every second.
 
 #include <atomic>
 #include <functional>
@@ -43,27 +51,57 @@ struct NodeOptions {
 // plus this host's CPUs and memory. `source` may be null (no GPUs).
 protocol::NodeInventory BuildInventory(const std::string& name, GpuSource* source);
 
+// The compact form's source: the latest sample of each GPU (telemetry::ReportSamples of the
+// Sampler's cache), with its index, health and readings.
+struct GpuSamplesFeed {
+  std::function<std::vector<GpuSample>()> latest;
+};
+
 class NodeAgent {
  public:
-  // `samples` returns the latest GPU samples as JSON (from the telemetry Sampler's cache).
+  // `samples` returns the latest GPU samples as JSON (from the telemetry Sampler's cache): the
+  // full form, a report every round.
   NodeAgent(NodeOptions options, Clock* clock, protocol::NodeInventory inventory,
             std::function<protocol::json()> samples);
+  // The compact form: every round's samples, reported every interval the server directs.
+  NodeAgent(NodeOptions options, Clock* clock, protocol::NodeInventory inventory,
+            GpuSamplesFeed samples);
 
-  // One round: register if needed, heartbeat, act on the reply. Unavailable when the server is
-  // unreachable (jobs keep running; the next round retries).
+  // One round that reports whatever is due: register if needed, sample, report, act on the
+  // reply. Unavailable when the server is unreachable (jobs keep running; the next round
+  // retries).
   Status RunOnce();
-  // Rounds every heartbeat_interval until *stop.
+  // One round of Run: sample (the compact form), look at the jobs, and report when due: the
+  // report interval passed, a job changed phase or failed to launch, or the last report failed.
+  Status Tick();
+  // Rounds (Tick) every heartbeat_interval until *stop.
   void Run(const std::atomic<bool>* stop);
+
+  // The report interval the server directed (the compact form; heartbeat_interval until told).
+  Duration report_interval() const { return report_interval_; }
+  // Reports sent (answered 2xx), for tests and logs.
+  int64_t reports() const { return reports_; }
 
   runner::Runner& runner() { return runner_; }
 
  private:
   protocol::RunReport ReportFor(const runner::JobStatus& st);
+  void Sample();
+  Status Report(const std::vector<runner::JobStatus>& polled);
+  std::map<int64_t, std::string> PhasesOf(const std::vector<runner::JobStatus>& polled) const;
 
   NodeOptions options_;
   Clock* clock_;
   protocol::NodeInventory inventory_;
   std::function<protocol::json()> samples_;
+  GpuSamplesFeed feed_;                        // set: the compact form
+  std::vector<protocol::SampleTick> pending_;  // seconds not yet reported, oldest first
+  bool identity_sent_ = false;                 // since the last registration
+  Duration report_interval_{};
+  MonoTime next_report_{};  // the compact form: when the next report is due
+  bool report_failed_ = false;
+  int64_t reports_ = 0;
+  std::map<int64_t, std::string> reported_phases_;  // job -> phase, as last reported
   runner::Runner runner_;
   client::ApiClient client_;
   bool registered_ = false;

@@ -47,6 +47,10 @@ std::span<const NamedLimit> Named() {
       {"signal_min", kSignalMin},
       {"signal_max", kSignalMax},
       {"log_chunk_bytes", kLogChunkBytes},
+      {"report_ticks_max", kReportTicksMax},
+      {"report_keys_max", kReportKeysMax},
+      {"report_interval_ms_min", kReportIntervalMsMin},
+      {"report_interval_ms_max", kReportIntervalMsMax},
   };
   return kNamed;
 }

@@ -63,6 +63,14 @@ inline constexpr int64_t kExitCodeMax = 255;
 inline constexpr int64_t kSignalMin = 1;
 inline constexpr int64_t kSignalMax = 128;
 inline constexpr int64_t kLogChunkBytes = int64_t{1} << 20;
+// Heartbeats' samples in the compact form: seconds (ticks) in one report, and the report
+// interval a server directs (its reply's report_interval_ms). A node keeps at most
+// kReportTicksMax seconds while its server is unreachable, the oldest dropped first.
+inline constexpr int64_t kReportTicksMax = 120;
+inline constexpr int64_t kReportKeysMax = 160;  // GPU field keys ("keys"): room for new fields
+inline constexpr int64_t kReportIntervalMsMin = 1000;
+inline constexpr int64_t kReportIntervalMsMax = 15000;
+static_assert(kReportTicksMax * 1000 >= 2 * kReportIntervalMsMax);
 
 struct NamedLimit {
   std::string_view name;  // as the OpenAPI document writes it, without the '$'

@@ -553,6 +553,14 @@ json NodeStatusToJson(const NodeStatus& n) {
     // Kept as the agent sent it (validated when it arrived); parsed only when someone asks.
     j["samples"] = json::parse(*n.samples_json, nullptr, false);
     if (j["samples"].is_discarded()) j["samples"] = json::array();
+  } else if (n.samples) {
+    json samples = json::array();
+    for (const GpuSample& g : *n.samples) {
+      json one = GpuSampleToJson(g, g.id.index, /*fresh=*/true);
+      one["health"] = GpuHealthName(g.health);
+      samples.push_back(std::move(one));
+    }
+    j["samples"] = std::move(samples);
   }
   return j;
 }
@@ -684,6 +692,17 @@ Result<Heartbeat> ParseHeartbeat(std::string_view body) {
     if (jobs.get_array().get(reports)) return FieldError("jobs", "must be an array");
     STOKER_ASSIGN_OR_RETURN(h.jobs, ParseRunReports(reports));
   }
+  simdjson::dom::element ticks;
+  if (!root["ticks"].get(ticks) && !ticks.is_null()) {
+    simdjson::dom::array keys;
+    simdjson::dom::array all;
+    if (root["keys"].get_array().get(keys)) return FieldError("keys", "must be an array");
+    if (ticks.get_array().get(all)) return FieldError("ticks", "must be an array");
+    STOKER_ASSIGN_OR_RETURN(h.ticks, ParseCompactTicks(keys, all));
+    h.compact = true;
+    h.samples_json.clear();
+    return h;
+  }
   simdjson::dom::element samples;
   if (!root["samples"].get(samples) && !samples.is_null()) {
     simdjson::dom::array gpus;
@@ -733,6 +752,10 @@ std::string HeartbeatBody(const Heartbeat& h) {
     jobs.push_back(std::move(j));
   }
   // The samples are already JSON text: spliced in, not re-serialized.
+  if (!h.ticks_json.empty()) {
+    return "{\"format\":2,\"jobs\":" + jobs.dump() + ",\"keys\":" + CompactKeysJson() +
+           ",\"ticks\":" + h.ticks_json + "}";
+  }
   return "{\"jobs\":" + jobs.dump() +
          ",\"samples\":" + (h.samples_json.empty() ? "[]" : h.samples_json) + "}";
 }
@@ -757,6 +780,7 @@ json HeartbeatReplyToJson(const HeartbeatReply& r) {
     offsets[std::to_string(id)] = {off.first, off.second};
   }
   json out{{"start", start}, {"cancel", r.cancel}, {"forget", r.forget}, {"log_offsets", offsets}};
+  if (r.report_interval_ms > 0) out["report_interval_ms"] = r.report_interval_ms;
   if (!r.cancel_grace_ms.empty()) {
     json grace = json::object();
     for (const auto& [id, ms] : r.cancel_grace_ms) grace[std::to_string(id)] = ms;
@@ -791,6 +815,15 @@ Result<HeartbeatReply> ParseHeartbeatReply(const json& j) {
         if (ms < 0) return InvalidArgument("heartbeat reply: cancel_grace_ms." + k + ": negative");
         r.cancel_grace_ms[std::stoll(k)] = ms;
       }
+    }
+    if (auto i = j.find("report_interval_ms"); i != j.end()) {  // absent from older servers
+      const int64_t ms = i->get<int64_t>();
+      if (ms < limits::kReportIntervalMsMin || ms > limits::kReportIntervalMsMax) {
+        return InvalidArgument("heartbeat reply: report_interval_ms: not in " +
+                               std::to_string(limits::kReportIntervalMsMin) + ".." +
+                               std::to_string(limits::kReportIntervalMsMax));
+      }
+      r.report_interval_ms = ms;
     }
     for (const auto& [k, v] : j.at("log_offsets").items()) {
       r.log_offsets[std::stoll(k)] = {v.at(0).get<int64_t>(), v.at(1).get<int64_t>()};

@@ -257,8 +257,11 @@ struct NodeStatus {
   int64_t last_heartbeat_ms = 0;
   int64_t registered_ms = 0;
   int64_t active_jobs = 0;  // assigned, running or cancelling here
-  // The agent's latest samples as it sent them (a JSON array), or null: not asked for.
+  // The agent's latest samples as it sent them (a JSON array, the heartbeat's full form), or
+  // null: not asked for, or ...
   std::shared_ptr<const std::string> samples_json;
+  // ... its latest second of the compact form, written in the full form when asked for.
+  std::shared_ptr<const std::vector<GpuSample>> samples;
 };
 json NodeStatusToJson(const NodeStatus& n);
 
@@ -312,19 +315,35 @@ struct RunReport {
   bool logs_complete = false;  // the job exited and every byte was sent
 };
 
+// One second of a node: every GPU's sample, taken at `at` (the compact heartbeat form's "ticks",
+// protocol/samples.h).
+struct SampleTick {
+  WallTime at{};
+  std::vector<GpuSample> gpus;
+};
+
+// A heartbeat comes in two forms. The full form (agents before the compact one): "samples", the
+// node's latest sample of each GPU as full field objects. The compact form (protocol/samples.h):
+// "format": 2, "keys" and "ticks", every second's samples since the node's previous report.
 struct Heartbeat {
   std::vector<RunReport> jobs;
-  // The agent's latest GPU samples as JSON text (an array of telemetry's SampleToJson objects):
-  // kept as text for GET /nodes/{name}, which is rare, ...
+  // The full form: the agent's latest GPU samples as JSON text (an array of telemetry's
+  // SampleToJson objects), kept as text for GET /nodes/{name}, which is rare, ...
   std::string samples_json = "[]";
   // ... and read once into the typed readings the observers (efficiency engine) use.
   std::vector<GpuSample> gpus;
+  // The compact form: true when the body had "ticks", read into `ticks` (oldest first).
+  bool compact = false;
+  std::vector<SampleTick> ticks;
+  // Sending the compact form: the "ticks" array as JSON text (CompactTicksJson); empty sends the
+  // full form with samples_json.
+  std::string ticks_json;
 };
-// Parses a heartbeat request body. The samples are read with simdjson straight into `gpus`
-// (no JSON tree: at 1,000 nodes a second the nlohmann tree of 20 KB per heartbeat cost more CPU
-// than everything else the server does).
+// Parses a heartbeat request body, either form. The samples are read with simdjson straight into
+// `gpus` or `ticks` (no JSON tree: at 1,000 nodes a second the nlohmann tree of 20 KB per
+// heartbeat cost more CPU than everything else the server does).
 Result<Heartbeat> ParseHeartbeat(std::string_view body);
-// The request body an agent sends.
+// The request body an agent sends: the compact form when ticks_json is set, else the full form.
 std::string HeartbeatBody(const Heartbeat& h);
 // The elements of a samples array (JSON text) whose `keep` entry is true, as JSON text.
 std::string SelectSamples(std::string_view samples_json, const std::vector<bool>& keep);
@@ -351,6 +370,9 @@ struct HeartbeatReply {
   std::map<int64_t, int64_t> cancel_grace_ms;
   std::vector<int64_t> forget;  // exited jobs the server recorded (with all their logs)
   std::map<int64_t, std::pair<int64_t, int64_t>> log_offsets;  // id -> (stdout, stderr) bytes held
+  // How often the node should report (the compact form; it still samples every second), within
+  // limits::kReportIntervalMsMin..kReportIntervalMsMax. 0: not said (an older server): 1 s.
+  int64_t report_interval_ms = 0;
 };
 json HeartbeatReplyToJson(const HeartbeatReply& r);
 Result<HeartbeatReply> ParseHeartbeatReply(const json& j);

@@ -1,8 +1,11 @@
 #include "protocol/samples.h"
 
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <string>
+
+#include "protocol/limits.h"
 
 namespace stoker::protocol {
 namespace {
@@ -11,6 +14,8 @@ using nlohmann::json;
 json OptionalId(uint32_t id) { return id == UINT32_MAX ? json() : json(id); }
 
 double UnixSeconds(WallTime t) { return ToSeconds(t.time_since_epoch()); }
+
+std::optional<FieldView> ReadValue(simdjson::dom::element value);
 
 // One field object back into a view: {"state": ..., "value": ..., "error_code": ...}. Anything
 // else reads as "unset", as a missing field would, and so does a null value (a NaN reading is
@@ -35,7 +40,15 @@ std::optional<FieldView> ReadField(simdjson::dom::element e) {
   }
   if (state != "value") return v;
   simdjson::dom::element value;
-  if (f["value"].get(value) || value.is_null()) return v;
+  if (f["value"].get(value)) return v;
+  return ReadValue(value);
+}
+
+// A plain reading (the compact form, and a field object's "value"): a number or a boolean is a
+// value, null is no reading (unset), anything else is nullopt.
+std::optional<FieldView> ReadValue(simdjson::dom::element value) {
+  FieldView v;
+  if (value.is_null()) return v;
   bool b = false;
   uint64_t u = 0;
   double d = 0;
@@ -56,13 +69,14 @@ std::optional<FieldView> ReadField(simdjson::dom::element e) {
 }
 
 // Reads the field `key` of `o` through `assign` (a field's AssignFrom); a value that does not
-// fit it is an error naming where it is: "<where>.<key>.value: must be ...".
+// fit it is an error naming where it is: "<where>.<key>.value: must be ..." (a field object),
+// "<where>.<key>: must be ..." (`plain`: the compact form's bare reading).
 template <typename Assign>
 Status ReadChecked(simdjson::dom::object o, std::string_view key, const std::string& where,
-                   Assign assign) {
+                   Assign assign, bool plain = false) {
   simdjson::dom::element e;
   if (o[key].get(e)) return Status::Ok();
-  std::optional<FieldView> view = ReadField(e);
+  std::optional<FieldView> view = plain ? ReadValue(e) : ReadField(e);
   if (!view) {
     // No number or boolean (a string, an array): a view no field takes (a boolean of 2) gets
     // the field's own rule back.
@@ -70,13 +84,15 @@ Status ReadChecked(simdjson::dom::object o, std::string_view key, const std::str
   }
   const std::string_view rule = assign(*view);
   if (rule.empty()) return Status::Ok();
-  return InvalidArgument(where + "." + std::string(key) + ".value: " + std::string(rule));
+  return InvalidArgument(where + "." + std::string(key) + (plain ? ": " : ".value: ") +
+                         std::string(rule));
 }
 
 template <typename T>
 Status ReadTyped(simdjson::dom::object o, std::string_view key, const std::string& where,
-                 Field<T>* out) {
-  return ReadChecked(o, key, where, [out](const FieldView& v) { return AssignFrom(v, out); });
+                 Field<T>* out, bool plain = false) {
+  return ReadChecked(
+      o, key, where, [out](const FieldView& v) { return AssignFrom(v, out); }, plain);
 }
 
 std::optional<JobRef::Kind> ParseJobKind(std::string_view s) {
@@ -85,6 +101,128 @@ std::optional<JobRef::Kind> ParseJobKind(std::string_view s) {
     if (s == JobKindName(k)) return k;
   }
   return std::nullopt;
+}
+
+// The parts of a GPU's object beyond its scalar fields: MIG instances ("mig_instances", or
+// "mig" in the compact form), processes and claims. `plain`: readings are bare numbers.
+Status ReadParts(simdjson::dom::object g, const std::string& where, bool plain, GpuSample* out) {
+  GpuSample& s = *out;
+  std::string_view text;
+  const std::string_view mig_key = plain ? "mig" : "mig_instances";
+  simdjson::dom::array migs;
+  if (!g[mig_key].get_array().get(migs)) {
+    size_t k = 0;
+    for (simdjson::dom::element me : migs) {
+      const std::string at = where + "." + std::string(mig_key) + "[" + std::to_string(k++) + "]";
+      simdjson::dom::object m;
+      if (me.get_object().get(m)) continue;
+      if (s.mig_instances.size() >= static_cast<size_t>(limits::kMigInstancesPerGpu)) {
+        return InvalidArgument(at + ": more than " + std::to_string(limits::kMigInstancesPerGpu) +
+                               " MIG instances");
+      }
+      MigInstance mi;
+      if (!m["uuid"].get_string().get(text)) mi.uuid = text;
+      if (!m["profile"].get_string().get(text)) mi.profile = text;
+      uint64_t v = 0;
+      if (!m["slices"].get_uint64().get(v) && v <= 7) mi.slices = static_cast<uint32_t>(v);
+      STOKER_RETURN_IF_ERROR(ReadTyped(m, "memory_total_bytes", at, &mi.memory_total_bytes, plain));
+      STOKER_RETURN_IF_ERROR(ReadTyped(m, "memory_used_bytes", at, &mi.memory_used_bytes, plain));
+      STOKER_RETURN_IF_ERROR(ReadTyped(m, "sm_active_ratio", at, &mi.gpm.sm_active, plain));
+      STOKER_RETURN_IF_ERROR(ReadTyped(m, "tensor_active_ratio", at, &mi.gpm.tensor_active, plain));
+      s.mig_instances.push_back(std::move(mi));
+    }
+  }
+  simdjson::dom::array procs;
+  if (!g["processes"].get_array().get(procs)) {
+    size_t k = 0;
+    for (simdjson::dom::element pe : procs) {
+      const std::string at = where + ".processes[" + std::to_string(k++) + "]";
+      simdjson::dom::object p;
+      if (pe.get_object().get(p)) continue;
+      GpuProcess proc;
+      uint64_t pid = 0;
+      if (!p["pid"].get_uint64().get(pid) && pid <= UINT32_MAX) {
+        proc.pid = static_cast<uint32_t>(pid);
+      }
+      STOKER_RETURN_IF_ERROR(ReadTyped(p, "used_memory_bytes", at, &proc.used_memory_bytes, plain));
+      if (!p["job"]["id"].get_string().get(text)) {
+        proc.job.id = text;
+        std::string_view kind;
+        proc.job.kind = !p["job"]["kind"].get_string().get(kind)
+                            ? ParseJobKind(kind).value_or(JobRef::Kind::kStoker)
+                            : JobRef::Kind::kStoker;
+        if (!p["job"]["container"].get_string().get(text)) proc.job.container = text;
+        if (!p["job"]["step"].get_string().get(text)) proc.job.step = text;
+      }
+      if (!p["user"].get_string().get(text)) proc.job.user = text;
+      s.processes.push_back(std::move(proc));
+    }
+  }
+  simdjson::dom::array claims;
+  if (!g["claims"].get_array().get(claims)) {
+    size_t k = 0;
+    for (simdjson::dom::element ce : claims) {
+      const std::string at = where + ".claims[" + std::to_string(k++) + "]";
+      simdjson::dom::object c;
+      if (ce.get_object().get(c)) return InvalidArgument(at + ": must be an object");
+      GpuClaim claim;
+      std::string_view kind;
+      if (c["job"]["id"].get_string().get(text) || c["job"]["kind"].get_string().get(kind)) {
+        return InvalidArgument(at + ".job: needs kind and id");
+      }
+      claim.job.id = text;
+      auto parsed = ParseJobKind(kind);
+      if (!parsed) return InvalidArgument(at + ".job.kind: unknown '" + std::string(kind) + "'");
+      claim.job.kind = *parsed;
+      if (!c["job"]["container"].get_string().get(text)) claim.job.container = text;
+      bool whole = false;
+      if (!c["whole"].get_bool().get(whole)) claim.whole = whole;
+      int64_t milli = 0;
+      if (!c["gpu_milli"].get_int64().get(milli)) {
+        if (milli < 0 || milli > 1000) return InvalidArgument(at + ".gpu_milli: not in 0..1000");
+        claim.gpu_milli = static_cast<int32_t>(milli);
+      }
+      if (!c["mig_uuid"].get_string().get(text)) claim.mig_uuid = text;
+      s.claims.push_back(std::move(claim));
+    }
+  }
+  return Status::Ok();
+}
+
+json JobJson(const JobRef& job) {
+  json j{{"kind", JobKindName(job.kind)}, {"id", job.id}, {"container", job.container}};
+  if (!job.step.empty()) j["step"] = job.step;
+  return j;
+}
+
+json ClaimsJson(const std::vector<GpuClaim>& claims) {
+  json out = json::array();
+  for (const GpuClaim& c : claims) {
+    json job{{"kind", JobKindName(c.job.kind)}, {"id", c.job.id}, {"container", c.job.container}};
+    out.push_back({{"job", std::move(job)},
+                   {"whole", c.whole},
+                   {"gpu_milli", c.gpu_milli},
+                   {"mig_uuid", c.mig_uuid.empty() ? json() : json(c.mig_uuid)}});
+  }
+  return out;
+}
+
+// A reading as the compact form writes it: the bare value, or null.
+json PlainJson(const FieldView& v) {
+  if (v.state != FieldState::kValue) return json();
+  switch (v.kind) {
+    case FieldView::Kind::kUint:
+      return json(v.u);
+    case FieldView::Kind::kDouble:
+      return std::isfinite(v.d) ? json(v.d) : json();
+    case FieldView::Kind::kBool:
+      return json(v.u != 0);
+  }
+  return json();
+}
+template <typename T>
+json PlainJson(const Field<T>& f) {
+  return PlainJson(ViewOf(f));
 }
 
 }  // namespace
@@ -139,10 +277,7 @@ json GpuSampleToJson(const GpuSample& s, uint32_t index, bool fresh) {
     }
     for (const GpuProcess& p : s.processes) {
       json job;
-      if (p.job.known()) {
-        job = {{"kind", JobKindName(p.job.kind)}, {"id", p.job.id}, {"container", p.job.container}};
-        if (!p.job.step.empty()) job["step"] = p.job.step;
-      }
+      if (p.job.known()) job = JobJson(p.job);
       procs.push_back({{"pid", p.pid},
                        {"name", p.name},
                        {"user", p.job.user.empty() ? json() : json(p.job.user)},
@@ -156,17 +291,7 @@ json GpuSampleToJson(const GpuSample& s, uint32_t index, bool fresh) {
   }
   j["mig_instances"] = std::move(migs);
   j["processes"] = std::move(procs);
-  if (!s.claims.empty()) {
-    json claims = json::array();
-    for (const GpuClaim& c : s.claims) {
-      json job{{"kind", JobKindName(c.job.kind)}, {"id", c.job.id}, {"container", c.job.container}};
-      claims.push_back({{"job", std::move(job)},
-                        {"whole", c.whole},
-                        {"gpu_milli", c.gpu_milli},
-                        {"mig_uuid", c.mig_uuid.empty() ? json() : json(c.mig_uuid)}});
-    }
-    j["claims"] = std::move(claims);
-  }
+  if (!s.claims.empty()) j["claims"] = ClaimsJson(s.claims);
   return j;
 }
 
@@ -210,79 +335,7 @@ Result<std::vector<GpuSample>> ParseGpuSamples(simdjson::dom::array gpus) {
             ReadChecked(fields, d.key, at, [&](const FieldView& v) { return d.set(s, v); }));
       }
     }
-    simdjson::dom::array migs;
-    if (!g["mig_instances"].get_array().get(migs)) {
-      size_t k = 0;
-      for (simdjson::dom::element me : migs) {
-        const std::string at = where + ".mig_instances[" + std::to_string(k++) + "]";
-        simdjson::dom::object m;
-        if (me.get_object().get(m)) continue;
-        MigInstance mi;
-        if (!m["uuid"].get_string().get(text)) mi.uuid = text;
-        if (!m["profile"].get_string().get(text)) mi.profile = text;
-        uint64_t v = 0;
-        if (!m["slices"].get_uint64().get(v) && v <= 7) mi.slices = static_cast<uint32_t>(v);
-        STOKER_RETURN_IF_ERROR(ReadTyped(m, "memory_total_bytes", at, &mi.memory_total_bytes));
-        STOKER_RETURN_IF_ERROR(ReadTyped(m, "memory_used_bytes", at, &mi.memory_used_bytes));
-        STOKER_RETURN_IF_ERROR(ReadTyped(m, "sm_active_ratio", at, &mi.gpm.sm_active));
-        STOKER_RETURN_IF_ERROR(ReadTyped(m, "tensor_active_ratio", at, &mi.gpm.tensor_active));
-        s.mig_instances.push_back(std::move(mi));
-      }
-    }
-    simdjson::dom::array procs;
-    if (!g["processes"].get_array().get(procs)) {
-      size_t k = 0;
-      for (simdjson::dom::element pe : procs) {
-        const std::string at = where + ".processes[" + std::to_string(k++) + "]";
-        simdjson::dom::object p;
-        if (pe.get_object().get(p)) continue;
-        GpuProcess proc;
-        uint64_t pid = 0;
-        if (!p["pid"].get_uint64().get(pid) && pid <= UINT32_MAX) {
-          proc.pid = static_cast<uint32_t>(pid);
-        }
-        STOKER_RETURN_IF_ERROR(ReadTyped(p, "used_memory_bytes", at, &proc.used_memory_bytes));
-        if (!p["job"]["id"].get_string().get(text)) {
-          proc.job.id = text;
-          std::string_view kind;
-          proc.job.kind = !p["job"]["kind"].get_string().get(kind)
-                              ? ParseJobKind(kind).value_or(JobRef::Kind::kStoker)
-                              : JobRef::Kind::kStoker;
-          if (!p["job"]["container"].get_string().get(text)) proc.job.container = text;
-          if (!p["job"]["step"].get_string().get(text)) proc.job.step = text;
-        }
-        if (!p["user"].get_string().get(text)) proc.job.user = text;
-        s.processes.push_back(std::move(proc));
-      }
-    }
-    simdjson::dom::array claims;
-    if (!g["claims"].get_array().get(claims)) {
-      size_t k = 0;
-      for (simdjson::dom::element ce : claims) {
-        const std::string at = where + ".claims[" + std::to_string(k++) + "]";
-        simdjson::dom::object c;
-        if (ce.get_object().get(c)) return InvalidArgument(at + ": must be an object");
-        GpuClaim claim;
-        std::string_view kind;
-        if (c["job"]["id"].get_string().get(text) || c["job"]["kind"].get_string().get(kind)) {
-          return InvalidArgument(at + ".job: needs kind and id");
-        }
-        claim.job.id = text;
-        auto parsed = ParseJobKind(kind);
-        if (!parsed) return InvalidArgument(at + ".job.kind: unknown '" + std::string(kind) + "'");
-        claim.job.kind = *parsed;
-        if (!c["job"]["container"].get_string().get(text)) claim.job.container = text;
-        bool whole = false;
-        if (!c["whole"].get_bool().get(whole)) claim.whole = whole;
-        int64_t milli = 0;
-        if (!c["gpu_milli"].get_int64().get(milli)) {
-          if (milli < 0 || milli > 1000) return InvalidArgument(at + ".gpu_milli: not in 0..1000");
-          claim.gpu_milli = static_cast<int32_t>(milli);
-        }
-        if (!c["mig_uuid"].get_string().get(text)) claim.mig_uuid = text;
-        s.claims.push_back(std::move(claim));
-      }
-    }
+    STOKER_RETURN_IF_ERROR(ReadParts(g, where, /*plain=*/false, &s));
     out.push_back(std::move(s));
   }
   return out;
@@ -305,6 +358,225 @@ Result<AgentSnapshot> ParseAgentSnapshot(std::string_view body) {
   auto parsed = ParseGpuSamples(gpus);
   if (!parsed.ok()) return parsed.status().WithContext("snapshot");
   out.gpus = std::move(parsed).value();
+  return out;
+}
+
+const std::string& CompactKeysJson() {
+  static const std::string keys = [] {
+    json a = json::array();
+    for (const ScalarFieldDef& d : GpuScalarFields()) a.push_back(std::string(d.key));
+    return a.dump();
+  }();
+  return keys;
+}
+
+std::string CompactGpusJson(const std::vector<GpuSample>& gpus, bool identity) {
+  const auto defs = GpuScalarFields();
+  json out = json::array();
+  for (const GpuSample& s : gpus) {
+    json g;
+    g["i"] = s.id.index;
+    if (identity) {
+      g["uuid"] = s.id.uuid;
+      g["pci_bus_id"] = s.id.pci_bus_id;
+      g["name"] = s.id.name;
+      g["minor"] = PlainJson(s.id.minor);
+      g["architecture"] = PlainJson(s.id.architecture);
+    }
+    json values = json::array();
+    json unsupported = json::array();
+    json errors = json::array();
+    for (size_t k = 0; k < defs.size(); ++k) {
+      const FieldView v = defs[k].get(s);
+      values.push_back(PlainJson(v));
+      if (v.state == FieldState::kUnsupported) unsupported.push_back(k);
+      if (v.state == FieldState::kError) errors.push_back({k, v.error_code});
+    }
+    g["v"] = std::move(values);
+    if (!unsupported.empty()) g["unsupported"] = std::move(unsupported);
+    if (!errors.empty()) g["errors"] = std::move(errors);
+    if (s.health != GpuHealth::kOk) g["health"] = GpuHealthName(s.health);
+    if (!s.mig_instances.empty()) {
+      json migs = json::array();
+      for (const MigInstance& m : s.mig_instances) {
+        migs.push_back({{"uuid", m.uuid},
+                        {"profile", m.profile},
+                        {"slices", m.slices},
+                        {"memory_total_bytes", PlainJson(m.memory_total_bytes)},
+                        {"memory_used_bytes", PlainJson(m.memory_used_bytes)},
+                        {"sm_active_ratio", PlainJson(m.gpm.sm_active)},
+                        {"tensor_active_ratio", PlainJson(m.gpm.tensor_active)}});
+      }
+      g["mig"] = std::move(migs);
+    }
+    if (!s.processes.empty()) {
+      json procs = json::array();
+      for (const GpuProcess& p : s.processes) {
+        json proc{{"pid", p.pid}, {"used_memory_bytes", PlainJson(p.used_memory_bytes)}};
+        if (!p.job.user.empty()) proc["user"] = p.job.user;
+        if (p.job.known()) proc["job"] = JobJson(p.job);
+        procs.push_back(std::move(proc));
+      }
+      g["processes"] = std::move(procs);
+    }
+    if (!s.claims.empty()) g["claims"] = ClaimsJson(s.claims);
+    out.push_back(std::move(g));
+  }
+  return out.dump();
+}
+
+std::string CompactTickJson(WallTime at, std::string_view gpus_json) {
+  std::string out = "{\"t\":";
+  out += json(UnixSeconds(at)).dump();
+  out += ",\"gpus\":";
+  out += gpus_json;
+  out += '}';
+  return out;
+}
+
+std::string CompactTicksJson(const std::vector<SampleTick>& ticks, bool identity) {
+  std::string out = "[";
+  for (const SampleTick& t : ticks) {
+    if (out.size() > 1) out += ',';
+    out += CompactTickJson(t.at, CompactGpusJson(t.gpus, identity));
+  }
+  out += ']';
+  return out;
+}
+
+Result<std::vector<SampleTick>> ParseCompactTicks(simdjson::dom::array keys,
+                                                  simdjson::dom::array ticks) {
+  // Each key's field, by its position in "keys"; a key this build does not know is skipped.
+  const auto defs = GpuScalarFields();
+  std::vector<const ScalarFieldDef*> field;
+  if (keys.size() > static_cast<size_t>(limits::kReportKeysMax)) {
+    return InvalidArgument("keys: more than " + std::to_string(limits::kReportKeysMax) + " keys");
+  }
+  size_t pos = 0;
+  for (simdjson::dom::element k : keys) {
+    std::string_view key;
+    if (k.get_string().get(key)) {
+      return InvalidArgument("keys[" + std::to_string(pos) + "]: must be a string");
+    }
+    const ScalarFieldDef* def = nullptr;
+    for (const ScalarFieldDef& d : defs) {
+      if (d.key == key) def = &d;
+    }
+    field.push_back(def);
+    ++pos;
+  }
+  if (ticks.size() > static_cast<size_t>(limits::kReportTicksMax)) {
+    return InvalidArgument("ticks: more than " + std::to_string(limits::kReportTicksMax) +
+                           " ticks");
+  }
+  std::vector<SampleTick> out;
+  out.reserve(ticks.size());
+  size_t t = 0;
+  for (simdjson::dom::element te : ticks) {
+    const std::string where = "ticks[" + std::to_string(t++) + "]";
+    simdjson::dom::object tick;
+    if (te.get_object().get(tick)) return InvalidArgument(where + ": must be an object");
+    SampleTick st;
+    double secs = 0;
+    if (tick["t"].get_double().get(secs) || !(secs >= 0 && secs <= 4e9)) {
+      return InvalidArgument(where + ".t: must be a Unix time in seconds");
+    }
+    st.at = WallTime(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(secs)));
+    simdjson::dom::array gpus;
+    if (tick["gpus"].get_array().get(gpus))
+      return InvalidArgument(where + ".gpus: must be an array");
+    if (gpus.size() > static_cast<size_t>(limits::kGpusPerNode)) {
+      return InvalidArgument(where + ".gpus: more than " + std::to_string(limits::kGpusPerNode) +
+                             " GPUs");
+    }
+    size_t i = 0;
+    for (simdjson::dom::element ge : gpus) {
+      const std::string at = where + ".gpus[" + std::to_string(i++) + "]";
+      simdjson::dom::object g;
+      if (ge.get_object().get(g)) return InvalidArgument(at + ": must be an object");
+      GpuSample s;
+      s.timestamp = st.at;
+      uint64_t index = 0;
+      if (g["i"].get_uint64().get(index) || index > static_cast<uint64_t>(limits::kGpuIndexMax)) {
+        return InvalidArgument(at + ".i: must be a GPU index in 0.." +
+                               std::to_string(limits::kGpuIndexMax));
+      }
+      s.id.index = static_cast<uint32_t>(index);
+      std::string_view text;
+      if (!g["uuid"].get_string().get(text)) s.id.uuid = text;
+      if (!g["pci_bus_id"].get_string().get(text)) s.id.pci_bus_id = text;
+      if (!g["name"].get_string().get(text)) s.id.name = text;
+      STOKER_RETURN_IF_ERROR(ReadTyped(g, "minor", at, &s.id.minor, /*plain=*/true));
+      STOKER_RETURN_IF_ERROR(ReadTyped(g, "architecture", at, &s.id.architecture, true));
+      if (!g["health"].get_string().get(text)) {
+        s.health = text == "lost" ? GpuHealth::kLost
+                   : text == "ok" ? GpuHealth::kOk
+                                  : GpuHealth::kUnreachable;
+      }
+      simdjson::dom::array values;
+      if (!g["v"].get_array().get(values)) {
+        if (values.size() > field.size()) {
+          return InvalidArgument(at + ".v: " + std::to_string(values.size()) + " readings for " +
+                                 std::to_string(field.size()) + " keys");
+        }
+        size_t k = 0;
+        for (simdjson::dom::element ve : values) {
+          const ScalarFieldDef* def = field[k];
+          if (def != nullptr) {
+            std::optional<FieldView> view = ReadValue(ve);
+            if (!view) {
+              view = FieldView{.state = FieldState::kValue, .kind = FieldView::Kind::kBool, .u = 2};
+            }
+            const std::string_view rule = def->set(s, *view);
+            if (!rule.empty()) {
+              return InvalidArgument(at + ".v[" + std::to_string(k) + "] (" +
+                                     std::string(def->key) + "): " + std::string(rule));
+            }
+          }
+          ++k;
+        }
+      }
+      // Readings that are not a value: by their key's position.
+      auto position = [&](simdjson::dom::element e, const std::string& in) -> Result<size_t> {
+        uint64_t k = 0;
+        if (e.get_uint64().get(k) || k >= field.size()) {
+          return InvalidArgument(in + ": must be a position in keys (0.." +
+                                 std::to_string(field.size()) + ")");
+        }
+        return static_cast<size_t>(k);
+      };
+      simdjson::dom::array unsupported;
+      if (!g["unsupported"].get_array().get(unsupported)) {
+        size_t n = 0;
+        for (simdjson::dom::element ue : unsupported) {
+          STOKER_ASSIGN_OR_RETURN(size_t k,
+                                  position(ue, at + ".unsupported[" + std::to_string(n++) + "]"));
+          if (field[k] != nullptr) field[k]->set(s, FieldView{.state = FieldState::kUnsupported});
+        }
+      }
+      simdjson::dom::array errors;
+      if (!g["errors"].get_array().get(errors)) {
+        size_t n = 0;
+        for (simdjson::dom::element ee : errors) {
+          const std::string in = at + ".errors[" + std::to_string(n++) + "]";
+          simdjson::dom::array pair;
+          int64_t code = 0;
+          if (ee.get_array().get(pair) || pair.size() != 2 || pair.at(1).get_int64().get(code) ||
+              code < INT32_MIN || code > INT32_MAX) {
+            return InvalidArgument(in + ": must be [key position, NVML error code]");
+          }
+          STOKER_ASSIGN_OR_RETURN(size_t k, position(pair.at(0).value_unsafe(), in + "[0]"));
+          if (field[k] != nullptr) {
+            field[k]->set(s, FieldView{.state = FieldState::kError,
+                                       .error_code = static_cast<int32_t>(code)});
+          }
+        }
+      }
+      STOKER_RETURN_IF_ERROR(ReadParts(g, at, /*plain=*/true, &s));
+      st.gpus.push_back(std::move(s));
+    }
+    out.push_back(std::move(st));
+  }
   return out;
 }
 

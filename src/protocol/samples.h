@@ -7,6 +7,11 @@
 // A field is {"value": <raw reading or null>, "state": "value" | "unsupported" | "error" |
 // "unset"} (plus "error_code" for errors), in the raw units its key names (_pct, _mw, _mj, _mhz,
 // _bytes), so a consumer can tell "0" from "unknown".
+//
+// The compact form (a heartbeat's "keys" and "ticks", docs/api.md): what a node sends its server,
+// every second's samples of every GPU batched into one report. Readings are plain numbers in the
+// order of "keys" (written once per report), the few that are not a value listed apart, and the
+// GPU's identity only where the server cannot know it from the node's registration.
 
 #include <simdjson.h>
 
@@ -18,6 +23,7 @@
 #include "core/gpu.h"
 #include "core/status.h"
 #include "protocol/gpu_fields.h"
+#include "protocol/model.h"
 
 namespace stoker::protocol {
 
@@ -46,5 +52,26 @@ struct AgentSnapshot {
   std::vector<GpuSample> gpus;
 };
 Result<AgentSnapshot> ParseAgentSnapshot(std::string_view body);
+
+// The "keys" of a compact report: every scalar field's key in the field table's order, as a
+// JSON array.
+const std::string& CompactKeysJson();
+// The "gpus" array of one tick: per GPU {"i": index, "v": [readings in key order, null where
+// there is none], "unsupported": [key positions], "errors": [[key position, NVML code]],
+// "health" (when not ok), "mig", "processes", "claims" (when any)}. `identity`: also "uuid",
+// "pci_bus_id", "name", "minor", "architecture" (the first report after registering, or a GPU
+// whose UUID differs from the registered one).
+std::string CompactGpusJson(const std::vector<GpuSample>& gpus, bool identity);
+// One tick's object, {"t": <Unix seconds>, "gpus": <gpus_json>}.
+std::string CompactTickJson(WallTime at, std::string_view gpus_json);
+// A "ticks" array of the given ticks.
+std::string CompactTicksJson(const std::vector<SampleTick>& ticks, bool identity);
+
+// Reads a compact report's "keys" and "ticks" into ticks whose samples carry their tick's time.
+// A GPU's identity is what the report says (UUID empty where it says none: the receiver takes it
+// from the registration). Errors name the element, e.g. "ticks[2].gpus[0].v[5] (power_mw)".
+// At most limits::kReportTicksMax ticks of at most limits::kGpusPerNode GPUs.
+Result<std::vector<SampleTick>> ParseCompactTicks(simdjson::dom::array keys,
+                                                  simdjson::dom::array ticks);
 
 }  // namespace stoker::protocol

@@ -4,10 +4,12 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <utility>
 
+#include "protocol/limits.h"
 #include "scheduler/queue/job_queue.h"
 #include "scheduler/registry.h"
 
@@ -678,12 +680,20 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
   // the GPUs it registered, taken around now. The rest is refused and counted.
   std::vector<bool> logs_ok(hb.jobs.size(), false);
   std::vector<int32_t> log_rank(hb.jobs.size(), 0);  // the part of a gang this node runs
-  std::vector<bool> keep(hb.gpus.size(), true);
+  // Every second of samples: the compact form's ticks, or the full form's latest samples as
+  // one tick taken now (its time set below, as the observers are told).
+  if (!hb.compact) hb.ticks.push_back(SampleTick{WallTime{}, std::move(hb.gpus)});
+  size_t total = 0;
+  for (const SampleTick& t : hb.ticks) total += t.gpus.size();
+  std::vector<std::vector<bool>> keep;
+  keep.reserve(hb.ticks.size());
   size_t refused = 0;
+  size_t nodes = 0;
   {
     std::lock_guard lock(mu_);
     auto nit = nodes_.find(node);
     if (nit == nodes_.end()) return NotFound("node " + node + " is not registered");
+    nodes = nodes_.size();
     for (size_t i = 0; i < hb.jobs.size(); ++i) {
       auto it = jobs_.find(hb.jobs[i].id);
       logs_ok[i] = it != jobs_.end() && CurrentRun(it->second, node, hb.jobs[i]);
@@ -694,24 +704,40 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
     }
     const NodeInventory& inv = nit->second.inv;
     const WallTime now = clock_->WallNow();
-    for (size_t i = 0; i < hb.gpus.size(); ++i) {
-      const GpuSample& g = hb.gpus[i];
-      auto gpu = std::find_if(inv.gpus.begin(), inv.gpus.end(),
-                              [&](const GpuInfo& x) { return x.uuid == g.id.uuid; });
-      const char* why = nullptr;
-      if (gpu == inv.gpus.end()) {
-        why = "unknown_gpu";
-      } else if (gpu->index != g.id.index) {
-        why = "index_mismatch";
-      } else if (g.timestamp != WallTime{} &&  // unstamped: the heartbeat's time applies
-                 (g.timestamp < now - options_.sample_time_window ||
-                  g.timestamp > now + options_.sample_time_window)) {
-        why = "clock";
+    for (SampleTick& t : hb.ticks) {
+      keep.emplace_back(t.gpus.size(), true);
+      for (size_t i = 0; i < t.gpus.size(); ++i) {
+        GpuSample& g = t.gpus[i];
+        const char* why = nullptr;
+        if (hb.compact && g.id.uuid.empty()) {
+          // The compact form names a GPU by index alone when it is the registered one.
+          auto gpu = std::find_if(inv.gpus.begin(), inv.gpus.end(),
+                                  [&](const GpuInfo& x) { return x.index == g.id.index; });
+          if (gpu == inv.gpus.end()) {
+            why = "unknown_gpu";
+          } else {
+            g.id.uuid = gpu->uuid;
+            g.id.name = gpu->model;
+          }
+        } else {
+          auto gpu = std::find_if(inv.gpus.begin(), inv.gpus.end(),
+                                  [&](const GpuInfo& x) { return x.uuid == g.id.uuid; });
+          if (gpu == inv.gpus.end()) {
+            why = "unknown_gpu";
+          } else if (gpu->index != g.id.index) {
+            why = "index_mismatch";
+          }
+        }
+        if (why == nullptr && g.timestamp != WallTime{} &&  // unstamped: the heartbeat's time
+            (g.timestamp < now - options_.sample_time_window ||
+             g.timestamp > now + options_.sample_time_window)) {
+          why = "clock";
+        }
+        if (why == nullptr) continue;
+        keep.back()[i] = false;
+        ++refused;
+        totals_.samples_refused[why]++;
       }
-      if (why == nullptr) continue;
-      keep[i] = false;
-      ++refused;
-      totals_.samples_refused[why]++;
     }
   }
   if (refused > 0) {
@@ -720,14 +746,16 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
       spdlog::warn(
           "node {}: {} of {} GPU samples refused (not its registered GPUs, or taken "
           "outside {:.0f} s of the server's clock)",
-          node, refused, hb.gpus.size(), ToSeconds(options_.sample_time_window));
+          node, refused, total, ToSeconds(options_.sample_time_window));
     }
-    std::vector<GpuSample> kept;
-    for (size_t i = 0; i < hb.gpus.size(); ++i) {
-      if (keep[i]) kept.push_back(std::move(hb.gpus[i]));
+    for (size_t t = 0; t < hb.ticks.size(); ++t) {
+      std::vector<GpuSample> kept;
+      for (size_t i = 0; i < hb.ticks[t].gpus.size(); ++i) {
+        if (keep[t][i]) kept.push_back(std::move(hb.ticks[t].gpus[i]));
+      }
+      hb.ticks[t].gpus = std::move(kept);
     }
-    hb.gpus = std::move(kept);
-    hb.samples_json = SelectSamples(hb.samples_json, keep);
+    if (!hb.compact) hb.samples_json = SelectSamples(hb.samples_json, keep.front());
   }
   // Log bytes before the state change they may end with (outside the state lock; appends are
   // idempotent).
@@ -744,9 +772,16 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
   std::vector<Job> changed;
   std::shared_future<Status> done;
   bool persist = false;
-  auto samples = std::make_shared<const std::string>(std::move(hb.samples_json));
+  std::shared_ptr<const std::string> samples;
+  std::shared_ptr<const std::vector<GpuSample>> latest;
+  if (!hb.compact) {
+    samples = std::make_shared<const std::string>(std::move(hb.samples_json));
+  } else if (!hb.ticks.empty()) {
+    latest = std::make_shared<const std::vector<GpuSample>>(hb.ticks.back().gpus);
+  }
   // The node's previous samples are freed after the lock is released, not under it.
   std::shared_ptr<const std::string> previous;
+  std::shared_ptr<const std::vector<GpuSample>> previous_latest;
   {
     std::lock_guard lock(mu_);
     auto nit = nodes_.find(node);
@@ -760,7 +795,11 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
     }
     n.last_heartbeat = clock_->Now();
     n.last_heartbeat_ms = NowMs();
-    previous = std::exchange(n.samples, samples);
+    if (samples || latest) {  // a compact report without ticks keeps the latest
+      previous = std::exchange(n.samples, samples);
+      previous_latest = std::exchange(n.latest, latest);
+    }
+    reply.report_interval_ms = ReportIntervalMs(nodes);
 
     std::set<int64_t> reported;
     for (const RunReport& r : hb.jobs) {
@@ -883,11 +922,32 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
     if (persist) done = store_->ApplyAsync(std::move(b));
   }
   if (persist) STOKER_RETURN_IF_ERROR(Wait(done));
-  activity_.Record(node, hb.gpus, clock_->WallNow());
-  for (ServerObserver* o : *Observers()) o->OnHeartbeat(node, hb.gpus, clock_->WallNow());
+  // Every second to the observers, in order, each with its own time: zones and alerts keep 1 s
+  // resolution whatever the node's report interval.
+  const WallTime now = clock_->WallNow();
+  const auto observers = Observers();
+  for (const SampleTick& t : hb.ticks) {
+    const WallTime at = t.at == WallTime{} ? now : t.at;
+    activity_.Record(node, t.gpus, at);
+    for (ServerObserver* o : *observers) o->OnHeartbeat(node, t.gpus, at);
+  }
   Notify(changed);
   if (!changed.empty()) Kick();
   return reply;
+}
+
+int64_t Server::ReportIntervalMs(size_t nodes) const {
+  using std::chrono::duration_cast;
+  using std::chrono::milliseconds;
+  int64_t lo = std::max<int64_t>(duration_cast<milliseconds>(options_.report_interval_min).count(),
+                                 protocol::limits::kReportIntervalMsMin);
+  int64_t hi = std::min<int64_t>(duration_cast<milliseconds>(options_.report_interval_max).count(),
+                                 protocol::limits::kReportIntervalMsMax);
+  hi = std::min<int64_t>(hi, duration_cast<milliseconds>(options_.node_timeout).count() / 3);
+  hi = std::max(hi, lo);
+  const double rate = options_.heartbeat_rate > 0 ? options_.heartbeat_rate : 1000;
+  const auto ms = static_cast<int64_t>(std::ceil(static_cast<double>(nodes) * 1000.0 / rate));
+  return std::clamp(ms, lo, hi);
 }
 
 Status Server::SetDrained(const Principal& who, const std::string& node, bool drained) {
@@ -916,7 +976,10 @@ NodeStatus Server::StatusOf(const NodeEntry& n, bool with_samples) const {
   st.registered_ms = n.registered_ms;
   auto active = node_jobs_.find(n.inv.name);
   st.active_jobs = active == node_jobs_.end() ? 0 : static_cast<int64_t>(active->second.size());
-  if (with_samples) st.samples_json = n.samples;
+  if (with_samples) {
+    st.samples_json = n.samples;
+    if (!n.samples) st.samples = n.latest ? n.latest : std::make_shared<std::vector<GpuSample>>();
+  }
   return st;
 }
 

@@ -74,6 +74,7 @@ using protocol::PolicySettings;
 using protocol::QueueEntry;
 using protocol::RoleName;
 using protocol::RunReport;
+using protocol::SampleTick;
 using protocol::SelectSamples;
 
 struct ServerOptions {
@@ -97,6 +98,14 @@ struct ServerOptions {
   Duration preemption_grace = std::chrono::minutes(2);
   // GPU samples taken further than this from the server's clock (either way) are refused.
   Duration sample_time_window = std::chrono::minutes(5);
+  // How often nodes sending the compact heartbeat form report (the reply's report_interval_ms;
+  // they still sample every second and send every second's samples): the number of registered
+  // nodes divided by heartbeat_rate, so the server receives about that many reports a second,
+  // kept within report_interval_min..max (and protocol::limits' bounds, and a third of
+  // node_timeout so a node is not taken for lost between two reports).
+  double heartbeat_rate = 1000;
+  Duration report_interval_min = std::chrono::seconds(1);
+  Duration report_interval_max = std::chrono::seconds(10);
   // MASTER_PORT of a gang: the lowest port from gang_port_base (PyTorch's default) up that no
   // other active gang with rank 0 on the same node uses, among gang_ports ports.
   int32_t gang_port_base = 29500;
@@ -271,6 +280,8 @@ class Server final : public JobActions {
     int64_t registered_ms = 0;
     // Shared, immutable: a heartbeat swaps the pointer under mu_ (no deep copy of ~20 KB of JSON).
     std::shared_ptr<const std::string> samples = std::make_shared<const std::string>("[]");
+    // Or, from the compact form, the latest second's samples (samples is then null).
+    std::shared_ptr<const std::vector<GpuSample>> latest;
     // Raised by every registration: a pass's decision about this node is applied only if the
     // inventory it was computed on is still the node's.
     uint64_t generation = 0;
@@ -279,6 +290,8 @@ class Server final : public JobActions {
   Server(store::Store* store, Clock* clock, ServerOptions options);
   Status Load();
   int64_t NowMs() const;
+  // The report interval the compact form's nodes are told, for `nodes` registered nodes.
+  int64_t ReportIntervalMs(size_t nodes) const;
   NodeStatus StatusOf(const NodeEntry& n, bool with_samples = true) const;
   store::JobRow Row(const Job& j) const;
   store::NodeRow Row(const NodeEntry& n) const;

@@ -23,6 +23,24 @@ const char* HealthOf(const GpuState& g) {
 
 }  // namespace
 
+std::vector<GpuSample> ReportSamples(const TelemetrySnapshot& snap) {
+  std::vector<GpuSample> out;
+  out.reserve(snap.gpus.size());
+  for (size_t i = 0; i < snap.gpus.size(); ++i) {
+    const GpuState& g = snap.gpus[i];
+    if (Fresh(g)) {
+      out.push_back(g.sample);
+    } else {
+      GpuSample s;
+      s.id = g.sample.id;
+      s.health = GpuHealth::kUnreachable;
+      out.push_back(std::move(s));
+    }
+    out.back().id.index = static_cast<uint32_t>(i);
+  }
+  return out;
+}
+
 json SnapshotToJson(const TelemetrySnapshot& snap, const std::string& hostname) {
   json root;
   root["hostname"] = hostname;

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "telemetry/snapshot.h"
 
@@ -15,5 +16,10 @@ nlohmann::json SnapshotToJson(const TelemetrySnapshot& snapshot, const std::stri
 // {"status": "ok" | "degraded", "nvml_available", "simulated", "gpus": [{index, uuid, health}]}:
 // degraded when NVML is missing or any GPU is not healthy.
 nlohmann::json HealthToJson(const TelemetrySnapshot& snapshot);
+
+// The samples a node reports in the heartbeat's compact form: each GPU's latest sample with its
+// index; a GPU whose newest read failed (or that was never read) as unreachable without readings,
+// as the JSON form writes it.
+std::vector<GpuSample> ReportSamples(const TelemetrySnapshot& snapshot);
 
 }  // namespace stoker::telemetry

@@ -36,14 +36,15 @@ struct World {
                                                    telemetry::SamplerOptions{});
     for (uint32_t i = 0; i < sampler->gpu_count(); ++i) sampler->SampleOnce(i);
 
+    // The compact heartbeat form, as `stoker agent` sends it (the gang and measured-use tests
+    // keep the full form of agents before it).
     agent = std::make_unique<NodeAgent>(srv.Agent("sim-node", grace, allow_root), &clock,
-                                        BuildInventory("sim-node", source.get()), [this] {
+                                        BuildInventory("sim-node", source.get()),
+                                        GpuSamplesFeed{[this] {
                                           telemetry::TelemetrySnapshot snap;
                                           sampler->Snapshot(&snap);
-                                          server::json j =
-                                              telemetry::SnapshotToJson(snap, "sim-node");
-                                          return j["gpus"];
-                                        });
+                                          return telemetry::ReportSamples(snap);
+                                        }});
   }
   // Scheduling pass + node round until `done` holds (or ~30 s pass: the test fails).
   bool RunUntil(const std::function<bool()>& done) {

@@ -438,3 +438,188 @@ TEST(NodeInventory, AddressIsAHostNameOrAnIpAddress) {
 
 }  // namespace
 }  // namespace stoker::protocol
+
+namespace stoker::protocol {
+namespace {
+
+// A sample with every kind of reading: values of each type, an unsupported field, an error, no
+// reading, MIG instances, processes with and without a job, a claim, a health that is not ok.
+GpuSample RichSample(uint32_t index, WallTime at) {
+  GpuSample s;
+  s.id.index = index;
+  s.id.uuid = "GPU-" + std::to_string(index);
+  s.id.pci_bus_id = "00000000:18:00.0";
+  s.id.name = "NVIDIA H100";
+  s.id.minor = Field<uint32_t>::Of(index);
+  s.id.architecture = Field<uint32_t>::Of(9);
+  s.timestamp = at;
+  s.util_gpu_pct = Field<uint32_t>::Of(42 + index);
+  s.memory_used_bytes = Field<uint64_t>::Of(3'000'000'000ULL);
+  s.temperature_c = Field<uint32_t>::Error(3);
+  s.gpm.sm_active = Field<double>::Unsupported();
+  s.gpm.tensor_active = Field<double>::Of(0.25);
+  s.mig_enabled = Field<bool>::Of(true);
+  MigInstance m;
+  m.uuid = "MIG-1";
+  m.profile = "3g.40gb";
+  m.slices = 3;
+  m.memory_used_bytes = Field<uint64_t>::Of(1 << 20);
+  m.gpm.sm_active = Field<double>::Of(0.5);
+  s.mig_instances.push_back(m);
+  GpuProcess p;
+  p.pid = 77;
+  p.job = JobRef{.kind = JobRef::Kind::kSlurm, .id = "5", .step = "0"};
+  p.job.user = "alice";
+  p.used_memory_bytes = Field<uint64_t>::Of(123);
+  s.processes.push_back(p);
+  s.processes.push_back(GpuProcess{.pid = 78});
+  GpuClaim c;
+  c.job = JobRef{.kind = JobRef::Kind::kKubernetes, .id = "ns/pod", .container = "main"};
+  c.gpu_milli = 500;
+  s.claims.push_back(c);
+  s.health = index == 1 ? GpuHealth::kLost : GpuHealth::kOk;
+  return s;
+}
+
+Result<Heartbeat> ParseCompact(const std::vector<SampleTick>& ticks, bool identity) {
+  Heartbeat h;
+  h.ticks_json = CompactTicksJson(ticks, identity);
+  return ParseHeartbeat(HeartbeatBody(h));
+}
+
+// Every second of a compact report comes back as its own tick with its own time, and every
+// reading, state, MIG instance, process and claim as the full form would carry it.
+TEST(CompactHeartbeat, EverySecondRoundTripsWithItsTime) {
+  const WallTime t0 = WallTime(std::chrono::seconds(1'767'225'600));
+  std::vector<SampleTick> ticks;
+  for (int t = 0; t < 10; ++t) {
+    const WallTime at = t0 + std::chrono::seconds(t);
+    ticks.push_back({at, {RichSample(0, at), RichSample(1, at)}});
+  }
+  auto hb = ParseCompact(ticks, /*identity=*/true);
+  ASSERT_TRUE(hb.ok()) << hb.status().ToString();
+  EXPECT_TRUE(hb->compact);
+  ASSERT_EQ(hb->ticks.size(), 10u);
+  for (size_t t = 0; t < 10; ++t) {
+    EXPECT_EQ(hb->ticks[t].at, ticks[t].at);
+    ASSERT_EQ(hb->ticks[t].gpus.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      const GpuSample& want = ticks[t].gpus[i];
+      const GpuSample& got = hb->ticks[t].gpus[i];
+      EXPECT_EQ(got.timestamp, want.timestamp);
+      EXPECT_EQ(got.health, want.health);
+      // The full form of both is the same: every field, MIG instance, process and claim the
+      // compact form carries (processes' names and per-process utilization it does not).
+      json a = GpuSampleToJson(got, got.id.index, true);
+      json b = GpuSampleToJson(want, want.id.index, true);
+      for (json* j : {&a, &b}) {
+        for (json& p : (*j)["processes"]) p.erase("name");
+        for (json& m : (*j)["mig_instances"]) {
+          m.erase("sm_occupancy_ratio");
+          m.erase("dram_active_ratio");
+        }
+      }
+      EXPECT_EQ(a, b) << "tick " << t << " gpu " << i;
+    }
+  }
+  EXPECT_EQ(hb->ticks[3].gpus[0].temperature_c.error_code(), 3);
+  EXPECT_EQ(hb->ticks[3].gpus[1].util_gpu_pct, Field<uint32_t>::Of(43));
+}
+
+// Without identity a GPU is its index alone (the server takes the rest from the registration),
+// and the compact body is a fraction of the full one.
+TEST(CompactHeartbeat, IdentityOnlyWhenAskedAndSmallerThanTheFullForm) {
+  const WallTime at = WallTime(std::chrono::seconds(1'767'225'600));
+  std::vector<GpuSample> gpus;
+  for (uint32_t i = 0; i < 8; ++i) gpus.push_back(RichSample(i, at));
+  auto hb = ParseCompact({{at, gpus}}, /*identity=*/false);
+  ASSERT_TRUE(hb.ok()) << hb.status().ToString();
+  EXPECT_EQ(hb->ticks[0].gpus[5].id.index, 5u);
+  EXPECT_EQ(hb->ticks[0].gpus[5].id.uuid, "");
+  EXPECT_FALSE(hb->ticks[0].gpus[5].id.minor.has_value());
+  json full = json::array();
+  for (const GpuSample& g : gpus) full.push_back(GpuSampleToJson(g, g.id.index, true));
+  const size_t compact = CompactGpusJson(gpus, false).size();
+  EXPECT_LT(compact * 2, full.dump().size()) << compact << " vs " << full.dump().size();
+}
+
+// Keys name the readings: a report whose keys are in another order, or that has a key this
+// build does not know, still reads each reading into its own field.
+TEST(CompactHeartbeat, ReadingsFollowTheKeysNotTheBuildsOrder) {
+  auto hb = ParseHeartbeat(
+      R"({"format":2,"keys":["power_mw","some_future_key","util_gpu_pct"],)"
+      R"("ticks":[{"t":1767225600,"gpus":[{"i":2,"v":[250000,"x",7],"unsupported":[1]}]}]})");
+  ASSERT_TRUE(hb.ok()) << hb.status().ToString();
+  const GpuSample& g = hb->ticks[0].gpus[0];
+  EXPECT_EQ(g.power_mw, Field<uint32_t>::Of(250000));
+  EXPECT_EQ(g.util_gpu_pct, Field<uint32_t>::Of(7));
+}
+
+TEST(CompactHeartbeat, BadReportsNameWhatIsWrong) {
+  const std::string keys = R"({"format":2,"keys":["util_gpu_pct","power_mw"],"ticks":)";
+  for (const auto& [ticks, want] : std::vector<std::pair<std::string, std::string>>{
+           {R"([{"gpus":[]}])", "ticks[0].t: must be a Unix time"},
+           {R"([{"t":-1,"gpus":[]}])", "ticks[0].t: must be a Unix time"},
+           {R"([{"t":1,"gpus":{}}])", "ticks[0].gpus: must be an array"},
+           {R"([{"t":1,"gpus":[{"v":[]}]}])", "ticks[0].gpus[0].i: must be a GPU index in 0..63"},
+           {R"([{"t":1,"gpus":[{"i":64}]}])", "ticks[0].gpus[0].i: must be a GPU index in 0..63"},
+           {R"([{"t":1,"gpus":[{"i":0,"v":[1,-5]}]}])",
+            "ticks[0].gpus[0].v[1] (power_mw): must be an integer in 0..4294967295"},
+           {R"([{"t":1,"gpus":[{"i":0,"v":[1,2,3]}]}])",
+            "ticks[0].gpus[0].v: 3 readings for 2 keys"},
+           {R"([{"t":1,"gpus":[{"i":0,"unsupported":[2]}]}])",
+            "ticks[0].gpus[0].unsupported[0]: must be a position in keys"},
+           {R"([{"t":1,"gpus":[{"i":0,"errors":[[0]]}]}])",
+            "ticks[0].gpus[0].errors[0]: must be [key position, NVML error code]"},
+           {R"([{"t":1,"gpus":[{"i":0,"mig":[{"memory_used_bytes":"x"}]}]}])",
+            "ticks[0].gpus[0].mig[0].memory_used_bytes: must be"},
+       }) {
+    auto r = ParseHeartbeat(keys + ticks + "}");
+    ASSERT_FALSE(r.ok()) << ticks;
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
+  }
+  EXPECT_NE(ParseHeartbeat(R"({"ticks":[]})").status().message().find("keys"), std::string::npos);
+}
+
+// The bounds of protocol/limits.h: ticks per report and GPUs per tick, at the bound and past it.
+TEST(CompactHeartbeat, TicksAndGpusBoundedAtTheLimit) {
+  auto body = [](int64_t ticks, int64_t gpus) {
+    std::string g = "[";
+    for (int64_t i = 0; i < gpus; ++i) g += (i ? ",{\"i\":" : "{\"i\":") + std::to_string(i) + "}";
+    g += "]";
+    std::string t = "[";
+    for (int64_t i = 0; i < ticks; ++i) {
+      t += (i ? "," : "") + CompactTickJson(WallTime(std::chrono::seconds(1000 + i)), g);
+    }
+    return R"({"format":2,"keys":[],"ticks":)" + t + "]}";
+  };
+  EXPECT_TRUE(ParseHeartbeat(body(limits::kReportTicksMax, limits::kGpusPerNode)).ok());
+  EXPECT_NE(ParseHeartbeat(body(limits::kReportTicksMax + 1, 1))
+                .status()
+                .message()
+                .find("ticks: more than " + std::to_string(limits::kReportTicksMax)),
+            std::string::npos);
+  EXPECT_NE(ParseHeartbeat(body(1, limits::kGpusPerNode + 1))
+                .status()
+                .message()
+                .find("ticks[0].gpus: more than " + std::to_string(limits::kGpusPerNode)),
+            std::string::npos);
+}
+
+TEST(HeartbeatReplyJson, ReportIntervalRoundTripsWithinItsBounds) {
+  HeartbeatReply r;
+  r.report_interval_ms = limits::kReportIntervalMsMax;
+  auto back = ParseHeartbeatReply(HeartbeatReplyToJson(r));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->report_interval_ms, limits::kReportIntervalMsMax);
+  json j = HeartbeatReplyToJson(r);
+  j["report_interval_ms"] = limits::kReportIntervalMsMax + 1;
+  EXPECT_FALSE(ParseHeartbeatReply(j).ok());
+  j["report_interval_ms"] = limits::kReportIntervalMsMin - 1;
+  EXPECT_FALSE(ParseHeartbeatReply(j).ok());
+  j.erase("report_interval_ms");  // an older server
+  EXPECT_EQ(ParseHeartbeatReply(j)->report_interval_ms, 0);
+}
+
+}  // namespace
+}  // namespace stoker::protocol

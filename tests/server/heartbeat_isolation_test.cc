@@ -6,6 +6,8 @@
 
 #include <fstream>
 
+#include "protocol/limits.h"
+#include "protocol/samples.h"
 #include "server/api.h"
 #include "server/server.h"
 #include "test_util.h"
@@ -162,6 +164,92 @@ TEST_F(HeartbeatIsolation, SamplesMustBeOfTheNodesOwnGpusAndTakenAroundNow) {
   hb.samples_json = R"([{"uuid":"GPU-1"}])";
   ASSERT_TRUE(f_.server->Heartbeat(f_.agent, "n1", hb).ok());
   EXPECT_EQ(seen.uuids.back(), "n1:GPU-1");
+}
+
+// The compact form: a report of N seconds reaches the observers as N calls, oldest first, each
+// with its own time, so zones and alerts keep 1 s resolution whatever the report interval. A GPU
+// named by index alone is the registered one (its UUID filled in); an index the node did not
+// register is refused like a foreign UUID.
+TEST_F(HeartbeatIsolation, ACompactReportReachesObserversOncePerSecondWithItsTime) {
+  struct Seen : ServerObserver {
+    void OnHeartbeat(const std::string& node, const std::vector<GpuSample>& gpus,
+                     WallTime at) override {
+      std::string one = node + "@" + std::to_string(ToSeconds(at.time_since_epoch()));
+      for (const GpuSample& g : gpus) {
+        one += " " + g.id.uuid + "=" + std::to_string(g.util_gpu_pct.value_or(999));
+        EXPECT_EQ(g.timestamp, at);
+      }
+      calls.push_back(one);
+    }
+    std::vector<std::string> calls;
+  } seen;
+  f_.server->AddObserver(&seen);
+  const WallTime now = f_.clock.WallNow();
+  const double t0 = ToSeconds(now.time_since_epoch()) - 9;
+  Heartbeat hb;
+  std::vector<std::string> want;
+  for (int t = 0; t < 10; ++t) {
+    const WallTime at = now - std::chrono::seconds(9 - t);
+    GpuSample a = Sample("", 0, at);
+    a.util_gpu_pct = Field<uint32_t>::Of(t);
+    GpuSample b = Sample("", 1, at);
+    b.util_gpu_pct = Field<uint32_t>::Of(100 - t);
+    GpuSample foreign = Sample("", 7, at);  // n1 registered GPUs 0 and 1
+    hb.ticks.push_back({at, {a, b, foreign}});
+    want.push_back("n1@" + std::to_string(t0 + t) + " GPU-0=" + std::to_string(t) +
+                   " GPU-1=" + std::to_string(100 - t));
+  }
+  // Through the wire: the body the agent writes, read as the server reads it.
+  hb.ticks_json = protocol::CompactTicksJson(hb.ticks, /*identity=*/false);
+  auto parsed = ParseHeartbeat(HeartbeatBody(hb));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  auto reply = f_.server->Heartbeat(f_.agent, "n1", std::move(*parsed));
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(seen.calls, want);
+  EXPECT_EQ(Metric("stoker_server_heartbeat_samples_refused_total{reason=\"unknown_gpu\"}"), 10);
+  // GET /nodes/n1 shows the newest second in the full form.
+  const json samples =
+      protocol::NodeStatusToJson(*f_.server->GetNode(f_.admin, "n1")).at("samples");
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_EQ(samples[1]["uuid"], "GPU-1");
+  EXPECT_EQ(samples[1]["fields"]["util_gpu_pct"]["value"], 91);
+  EXPECT_EQ(samples[1]["health"], "ok");
+  // Two nodes, the default rate: the shortest interval.
+  EXPECT_EQ(reply->report_interval_ms, protocol::limits::kReportIntervalMsMin);
+}
+
+// The report interval grows with the number of nodes (nodes / heartbeat_rate), within its
+// bounds and a third of the node timeout.
+TEST(ReportInterval, GrowsWithTheClusterWithinItsBounds) {
+  ServerOptions o;
+  o.heartbeat_rate = 2;  // reports a second
+  o.report_interval_max = std::chrono::seconds(4);
+  Fixture f("report_interval", o);
+  auto interval = [&] { return f.server->Heartbeat(f.agent, "n1", {}).value().report_interval_ms; };
+  ASSERT_TRUE(f.server->RegisterNode(f.agent, f.Node("n1", 1)).ok());
+  EXPECT_EQ(interval(), 1000);  // 1 node / 2 a second: 0.5 s, the minimum is 1 s
+  for (int i = 2; i <= 5; ++i) {
+    const std::string name = "n" + std::to_string(i);
+    ASSERT_TRUE(f.server->CreateToken(f.admin, Role::kAgent, name).ok());
+    NodeInventory inv = f.Node(name, 1);
+    for (auto& g : inv.gpus) g.uuid = "GPU-" + name;
+    ASSERT_TRUE(f.server->RegisterNode(Principal{name, Role::kAgent}, inv).ok());
+  }
+  EXPECT_EQ(interval(), 2500);  // 5 nodes / 2 a second
+  for (int i = 6; i <= 20; ++i) {
+    const std::string name = "n" + std::to_string(i);
+    ASSERT_TRUE(f.server->CreateToken(f.admin, Role::kAgent, name).ok());
+    NodeInventory inv = f.Node(name, 1);
+    for (auto& g : inv.gpus) g.uuid = "GPU-" + name;
+    ASSERT_TRUE(f.server->RegisterNode(Principal{name, Role::kAgent}, inv).ok());
+  }
+  EXPECT_EQ(interval(), 4000);  // 10 s by the rate; report_interval_max is 4 s
+  o.report_interval_max = std::chrono::seconds(60);
+  o.node_timeout = std::chrono::seconds(9);
+  f.options = o;
+  f.options.data_dir = f.dir;
+  f.Open();
+  EXPECT_EQ(interval(), 3000);  // a third of the node timeout
 }
 
 TEST(NodeRegistration, WronglyTypedOrDuplicatedFieldsAreRefused) {

@@ -276,7 +276,14 @@ TEST(OpenApi, EveryDocumentedBoundIsTheParsersAtTheBoundAndPastIt) {
   targets.back().answers = {"state", "samples"};
   targets.push_back(
       Target{"Heartbeat",
-             json{{"jobs", {{{"id", 1}, {"phase", "running"}}}}, {"samples", json::array()}},
+             json{{"jobs", {{{"id", 1}, {"phase", "running"}}}},
+                  {"samples", json::array()},
+                  // The compact form's samples (with them, "samples" is not read).
+                  {"format", 2},
+                  {"keys", {"util_gpu_pct"}},
+                  {"ticks",
+                   {{{"t", 1767225600},
+                     {"gpus", {{{"i", 0}, {"v", {1}}, {"mig", {{{"uuid", "MIG-1"}}}}}}}}}}},
              [](const json& b) { return protocol::ParseHeartbeat(b.dump()).status(); },
              {}});
   targets.push_back(Target{"HeartbeatReply",
@@ -284,7 +291,8 @@ TEST(OpenApi, EveryDocumentedBoundIsTheParsersAtTheBoundAndPastIt) {
                                 {"cancel", json::array()},
                                 {"forget", json::array()},
                                 {"log_offsets", json::object()},
-                                {"cancel_grace_ms", {{"5", 1000}}}},
+                                {"cancel_grace_ms", {{"5", 1000}}},
+                                {"report_interval_ms", 5000}},
                            [](const json& b) { return protocol::ParseHeartbeatReply(b).status(); },
                            {}});
 

@@ -1,9 +1,12 @@
 // stoker-loadgen: an HTTP load generator for the Stoker server on loopback.
 //
 // Mode `agents`: registers N simulated nodes (an agent token each, 8 GPUs each), then every
-// node heartbeats once per period on its own keep-alive connection with a real agent sample
-// payload (the "gpus" array of `stoker smi --json`), while a few user connections list jobs and
-// submit jobs at a fixed rate. Reports p50/p95/p99/max latency per request kind.
+// node reports on its own keep-alive connection with a real agent's samples (the "gpus" of
+// `stoker smi --json`), while a few user connections list jobs and submit jobs at a fixed rate.
+// In the compact form (the default) a node reports every interval its server's reply directs,
+// with one tick of samples for every second since its previous report, as `stoker agent` does;
+// in the full form (agents before it) it sends its latest samples every --period. Reports
+// p50/p95/p99/max latency per request kind.
 // Mode `submit`: C keep-alive connections submit jobs back to back (closed loop); reports the
 // rate of acknowledged (201, durable) submissions and their latency.
 //
@@ -23,17 +26,22 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <deque>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <queue>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "protocol/model.h"
+#include "protocol/samples.h"
 
 namespace {
 
@@ -49,6 +57,7 @@ struct Options {
   std::string samples_file;
   int agents = 1000;
   double period_s = 1.0;
+  std::string form = "compact";
   double duration_s = 60;
   double warmup_s = 10;
   int user_conns = 4;
@@ -412,12 +421,37 @@ double WarmUpThenMeasure(Loop& loop, TimePoint start, const Options& o, bool* me
 int RunAgents(const Options& o) {
   std::ifstream in(o.samples_file);
   if (!in) Die("--samples: cannot read " + o.samples_file);
-  json snap = json::parse(in, nullptr, false);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  json snap = json::parse(text, nullptr, false);
   if (snap.is_discarded() || !snap.contains("gpus")) {
     Die("--samples " + o.samples_file +
         ": expected `stoker smi --json` output with a \"gpus\" array");
   }
+  const bool compact = o.form == "compact";
   const std::string hb_body = json{{"jobs", json::array()}, {"samples", snap["gpus"]}}.dump();
+  // The compact form: one second of the 8 GPUs, written by the agent's codec, without identity
+  // (the registered GPUs are the node's; the server fills their UUIDs in from the registration).
+  auto parsed = stoker::protocol::ParseAgentSnapshot(text);
+  if (!parsed.ok()) Die("--samples " + o.samples_file + ": " + parsed.status().ToString());
+  const std::string tick_gpus = stoker::protocol::CompactGpusJson(parsed->gpus, false);
+  // A report of `ticks` seconds ending now.
+  auto compact_body = [&](int64_t ticks) {
+    const auto now =
+        std::chrono::time_point_cast<stoker::Duration>(std::chrono::system_clock::now());
+    stoker::protocol::Heartbeat h;
+    h.ticks_json = "[";
+    for (int64_t k = ticks - 1; k >= 0; --k) {
+      if (h.ticks_json.size() > 1) h.ticks_json += ',';
+      h.ticks_json += stoker::protocol::CompactTickJson(
+          stoker::WallTime(now.time_since_epoch() - std::chrono::seconds(k)), tick_gpus);
+    }
+    h.ticks_json += ']';
+    return stoker::protocol::HeartbeatBody(h);
+  };
+  if (compact) {
+    std::printf("compact form: %zu bytes a second of 8 GPUs (the full form's latest: %zu)\n",
+                compact_body(1).size(), hb_body.size());
+  }
 
   Loop loop(o.host, o.port);
   const size_t setup = loop.NewConn();
@@ -452,17 +486,47 @@ int RunAgents(const Options& o) {
       std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(o.period_s));
   const TimePoint t0 = SteadyClock::now();
   // Agents: spread evenly over the period, each on its own connection, on an absolute schedule.
+  // The compact form: each node's next report is due one interval (its last reply's
+  // report_interval_ms) after this one, with a second of samples for each second between.
   std::vector<size_t> agent_conn(o.agents);
+  std::vector<SteadyClock::duration> interval(o.agents, period);
+  // When the interval changes, a node's next report moves by its share of the new interval, so
+  // the nodes spread over it as `stoker agent` does (NodeAgent's phase by node name).
+  std::vector<SteadyClock::duration> shift(o.agents, SteadyClock::duration::zero());
+  int64_t ticks_sent = 0;
+  std::map<int64_t, int64_t> intervals_told;  // ms -> replies
   std::function<void(int, TimePoint)> beat = [&](int a, TimePoint due) {
     const size_t c = agent_conn[a];
-    loop.At(due + period, [&, a, due] { beat(a, due + period); });
+    const SteadyClock::duration every = interval[a] + std::exchange(shift[a], {});
+    loop.At(due + every, [&, a, due, every] { beat(a, due + every); });
     if (loop.conn(c).busy) {  // the previous heartbeat has not been answered: one is skipped
       if (measuring) ++late;
       return;
     }
+    std::string body = hb_body;
+    if (compact) {
+      const auto ticks =
+          std::max<int64_t>(1, std::llround(std::chrono::duration<double>(every).count()));
+      body = compact_body(ticks);
+      if (measuring) ticks_sent += ticks;
+    }
     loop.Send(
-        c, "POST", "/api/v1/nodes/" + names[a] + "/heartbeat", tokens[a], hb_body, due,
-        [&](const Response& r, double ms) { record("heartbeat", r, ms); },
+        c, "POST", "/api/v1/nodes/" + names[a] + "/heartbeat", tokens[a], body, due,
+        [&, a](const Response& r, double ms) {
+          record("heartbeat", r, ms);
+          if (!compact) return;
+          // The reply's report_interval_ms (the server's direction), read without a JSON tree.
+          const size_t at = r.body.find("\"report_interval_ms\":");
+          if (at == std::string::npos) return;
+          const int64_t told = std::atoll(r.body.c_str() + at + 21);
+          if (told <= 0) return;
+          if (measuring) intervals_told[told]++;
+          const SteadyClock::duration now_told = std::chrono::milliseconds(told);
+          if (now_told != interval[a]) {
+            shift[a] = now_told * a / std::max(1, o.agents);
+            interval[a] = now_told;
+          }
+        },
         [&] { error("heartbeat"); });
   };
   for (int a = 0; a < o.agents; ++a) {
@@ -498,11 +562,22 @@ int RunAgents(const Options& o) {
     const TimePoint first = t0 + user_gap * u / std::max(1, o.user_conns);
     loop.At(first, [&, u, first] { user(u, first, u); });
   }
-  std::printf("warm-up %.0f s, then measuring %.0f s: %d agents every %.2f s, users %.0f req/s\n",
-              o.warmup_s, o.duration_s, o.agents, o.period_s, o.user_rate);
+  std::printf(
+      "warm-up %.0f s, then measuring %.0f s: %d agents (%s form) every %.2f s%s, users %.0f "
+      "req/s\n",
+      o.warmup_s, o.duration_s, o.agents, o.form.c_str(), o.period_s,
+      compact ? " until the server directs otherwise" : "", o.user_rate);
   std::fflush(stdout);
   const double secs = WarmUpThenMeasure(loop, t0, o, &measuring);
-  Report("agents=" + std::to_string(o.agents) + " skipped_heartbeats=" + std::to_string(late),
+  std::string told;
+  for (const auto& [ms, n] : intervals_told) {
+    told += " " + std::to_string(ms) + "ms:" + std::to_string(n);
+  }
+  Report("agents=" + std::to_string(o.agents) + " form=" + o.form +
+             " skipped_heartbeats=" + std::to_string(late) +
+             (compact ? " seconds_of_samples=" + std::to_string(ticks_sent) +
+                            " report_interval_told=" + (told.empty() ? " none" : told)
+                      : ""),
          series, secs, o.json_out);
   return 0;
 }
@@ -561,8 +636,14 @@ int main(int argc, char** argv) {
   app.add_option("--agents", o.agents, "agents: simulated nodes")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--period", o.period_s, "agents: heartbeat period in seconds")
+  app.add_option("--period", o.period_s,
+                 "agents: heartbeat period in seconds (compact: until the server's first reply)")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--form", o.form,
+                 "agents: compact (every second's samples, at the interval the server directs) "
+                 "or full (the latest samples as full field objects, every --period)")
+      ->check(CLI::IsMember({"compact", "full"}))
       ->capture_default_str();
   app.add_option("--user-conns", o.user_conns, "agents: user connections")
       ->check(CLI::PositiveNumber)

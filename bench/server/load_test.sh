@@ -8,7 +8,8 @@ bin=$build/bin/stoker
 gen=$build/bench/server/stoker-loadgen
 data=$(mktemp -d /tmp/stoker-load.XXXXXX)
 port=${STOKER_LOAD_PORT:-18470}
-ulimit -n 8192 2>/dev/null || true
+# One connection per simulated agent on each side: as many descriptors as the hard limit allows.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || ulimit -n 8192 2>/dev/null || true
 "$bin" smi --simulate h100-mig-node --json > "$data/samples.json"
 "$bin" server --data-dir "$data/server" --listen 127.0.0.1:$port ${STOKER_SERVER_ARGS:-} \
   > "$data/server.log" 2>&1 &

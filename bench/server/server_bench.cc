@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "protocol/samples.h"
 #include "server/api.h"
 #include "server/server.h"
 #include "store/store.h"
@@ -200,12 +201,54 @@ std::string HeartbeatBenchBody(size_t procs) {
   return HeartbeatBody(hb);
 }
 
+// The compact form of the same samples: `ticks` seconds of the 8 GPUs (what a node sends
+// every report interval), through the agent's codec.
+std::string CompactBenchBody(size_t procs, int64_t ticks) {
+  std::vector<GpuSample> gpus;
+  for (uint32_t i = 0; i < 8; ++i) gpus.push_back(stoker::testing::MakeH100Sample(i, procs));
+  stoker::testing::FakeGpuSource source(gpus);
+  ManualClock clock;
+  telemetry::Sampler sampler(&source, &clock, nullptr, telemetry::SamplerOptions{});
+  for (uint32_t i = 0; i < 8; ++i) sampler.SampleOnce(i);
+  telemetry::TelemetrySnapshot snap;
+  sampler.Snapshot(&snap);
+  std::vector<protocol::SampleTick> all;
+  const WallTime t0 = WallTime(std::chrono::seconds(1'767'225'600));
+  for (int64_t t = 0; t < ticks; ++t) {
+    all.push_back({t0 + std::chrono::seconds(t), telemetry::ReportSamples(snap)});
+  }
+  Heartbeat hb;
+  hb.ticks_json = protocol::CompactTicksJson(all, /*identity=*/false);
+  return HeartbeatBody(hb);
+}
+
+// Reading a compact report of range(1) seconds (range(0) processes per GPU): compare its time
+// per second of samples (us_per_second) with BM_HeartbeatParse's time for one second.
+void BM_HeartbeatParseCompact(benchmark::State& state) {
+  const int64_t ticks = state.range(1);
+  const std::string body = CompactBenchBody(static_cast<size_t>(state.range(0)), ticks);
+  for (auto _ : state) {
+    auto hb = ParseHeartbeat(body);
+    if (!hb.ok() || hb->ticks.size() != static_cast<size_t>(ticks)) {
+      state.SkipWithError("compact body did not parse");
+      break;
+    }
+    benchmark::DoNotOptimize(hb);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
+  state.SetItemsProcessed(state.iterations() * ticks);  // seconds of 8 GPUs
+  state.counters["body_bytes"] = static_cast<double>(body.size());
+  state.counters["bytes_per_second_of_samples"] = static_cast<double>(body.size()) / ticks;
+}
+BENCHMARK(BM_HeartbeatParseCompact)->Args({1, 1})->Args({1, 10})->Args({25, 1})->Args({25, 10});
+
 void BM_HeartbeatParse(benchmark::State& state) {
   const std::string body = HeartbeatBenchBody(static_cast<size_t>(state.range(0)));
   for (auto _ : state) {
     auto hb = ParseHeartbeat(body);
     benchmark::DoNotOptimize(hb);
   }
+  state.SetItemsProcessed(state.iterations());  // seconds of 8 GPUs
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
   state.counters["body_bytes"] = static_cast<double>(body.size());
 }

@@ -82,9 +82,6 @@ inline constexpr int kMaxDepth = 256;
 // The text of a file of at most `max_bytes`: NotFound "PATH: cannot open", or InvalidArgument
 // "PATH: larger than N MiB" (only max_bytes + 1 bytes are ever read).
 Result<std::string> ReadText(const std::string& path, size_t max_bytes = kMaxDocumentBytes);
-// Reads a file: JSON when its name ends in .json, else YAML (errors as ReadText's and the
-// parsers', named by the path).
-Result<Value> ReadFile(const std::string& path, size_t max_bytes = kMaxDocumentBytes);
 // "larger than 1 MiB" / "larger than 4096 bytes": how a bound on a document's size is said.
 std::string SizeText(size_t max_bytes);
 

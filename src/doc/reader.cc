@@ -67,7 +67,7 @@ Status Reader::ExpectMap() const {
   return Status::Ok();
 }
 
-Status Reader::Keys(std::initializer_list<std::string_view> allowed) const {
+Status Reader::Keys(const std::vector<std::string_view>& allowed) const {
   STOKER_RETURN_IF_ERROR(ExpectMap());
   for (const Member& m : v_->members()) {
     bool ok = false;

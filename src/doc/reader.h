@@ -73,7 +73,7 @@ class Reader {
   // ---- structure ----
   Status ExpectMap() const;
   // Refuses keys outside `allowed`: "path.key: unknown field (allowed: a, b)".
-  Status Keys(std::initializer_list<std::string_view> allowed) const;
+  Status Keys(const std::vector<std::string_view>& allowed) const;
   // A field of this map; nullopt when absent or null (or when this is not a map).
   std::optional<Reader> Field(std::string_view key) const;
   // A field that must be there: "path.key: required field is missing" otherwise.

@@ -1,15 +1,12 @@
 #include "efficiency/config.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
-#include <cctype>
 #include <cmath>
-#include <fstream>
 #include <set>
 #include <sstream>
 
-#include "efficiency/config_yaml.h"
+#include "doc/document.h"
+#include "efficiency/config_reader.h"
 
 namespace stoker::efficiency {
 namespace {
@@ -20,13 +17,6 @@ using std::chrono::seconds;
 
 // Durations and times are int64 nanoseconds; bounding them keeps every conversion defined.
 constexpr double kMaxUnixSeconds = 4e9;
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 }  // namespace
 
@@ -158,170 +148,92 @@ std::vector<AlertRule> BuiltinRules() {
   return r;
 }
 
-namespace yaml {
-
-// yaml-cpp throws; every access goes through these helpers so errors carry the field path.
-Result<std::string> Scalar(const YAML::Node& n, const std::string& path) {
-  if (!n.IsScalar()) return InvalidArgument(path + ": expected a scalar");
-  return n.Scalar();
-}
-
-Result<double> Number(const YAML::Node& n, const std::string& path) {
-  STOKER_ASSIGN_OR_RETURN(std::string s, Scalar(n, path));
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v)) {
-    return InvalidArgument(path + ": expected a number, got '" + s + "'");
-  }
-  return v;
-}
-
-Result<bool> Bool(const YAML::Node& n, const std::string& path) {
-  STOKER_ASSIGN_OR_RETURN(std::string s, Scalar(n, path));
-  const std::string l = Lower(s);
-  if (l == "true" || l == "yes" || l == "on") return true;
-  if (l == "false" || l == "no" || l == "off") return false;
-  return InvalidArgument(path + ": expected true or false, got '" + s + "'");
-}
-
-Result<Duration> Dur(const YAML::Node& n, const std::string& path) {
-  STOKER_ASSIGN_OR_RETURN(std::string s, Scalar(n, path));
-  auto d = ParseDuration(s);
-  if (!d.ok()) return d.status().WithContext(path);
-  return d;
-}
-
-Result<std::vector<std::string>> StringList(const YAML::Node& n, const std::string& path) {
-  if (!n.IsSequence()) return InvalidArgument(path + ": expected a list");
-  std::vector<std::string> out;
-  for (size_t i = 0; i < n.size(); ++i) {
-    STOKER_ASSIGN_OR_RETURN(std::string s, Scalar(n[i], path + "[" + std::to_string(i) + "]"));
-    out.push_back(std::move(s));
-  }
-  return out;
-}
-
-Status CheckKeys(const YAML::Node& n, const std::string& path, std::set<std::string> allowed) {
-  if (!n.IsMap()) return InvalidArgument(path + ": expected a mapping");
-  for (const auto& kv : n) {
-    const std::string key = kv.first.as<std::string>();
-    if (!allowed.count(key)) return InvalidArgument(path + "." + key + ": unknown field");
-  }
-  return Status::Ok();
-}
-
-Status LoadIdleReclaim(const YAML::Node& n, const std::string& path, IdleReclaimPolicy& p,
-                       const std::set<std::string>& extra_keys) {
-  std::set<std::string> keys = {"enabled",
-                                "dry_run",
-                                "warn_after",
-                                "act_after",
-                                "action",
-                                "idle_threshold",
-                                "min_idle_gpu_fraction",
-                                "max_sample_gap",
-                                "exempt_users",
-                                "exempt_classes",
-                                "exempt_interactive",
-                                "owner_webhook"};
-  keys.insert(extra_keys.begin(), extra_keys.end());
-  STOKER_RETURN_IF_ERROR(CheckKeys(n, path, std::move(keys)));
-  if (n["enabled"]) {
-    STOKER_ASSIGN_OR_RETURN(p.enabled, Bool(n["enabled"], path + ".enabled"));
-  }
-  if (n["dry_run"]) {
-    STOKER_ASSIGN_OR_RETURN(p.dry_run, Bool(n["dry_run"], path + ".dry_run"));
-  }
-  if (n["warn_after"]) {
-    STOKER_ASSIGN_OR_RETURN(p.warn_after, Dur(n["warn_after"], path + ".warn_after"));
-  }
-  if (n["act_after"]) {
-    STOKER_ASSIGN_OR_RETURN(p.act_after, Dur(n["act_after"], path + ".act_after"));
-  }
-  if (n["max_sample_gap"]) {
-    STOKER_ASSIGN_OR_RETURN(p.max_sample_gap, Dur(n["max_sample_gap"], path + ".max_sample_gap"));
-  }
-  if (n["action"]) {
-    STOKER_ASSIGN_OR_RETURN(std::string a, Scalar(n["action"], path + ".action"));
-    if (a == "requeue")
+Status LoadIdleReclaim(const doc::Reader& n, IdleReclaimPolicy& p,
+                       std::initializer_list<std::string_view> extra_keys) {
+  std::vector<std::string_view> keys = {"enabled",
+                                        "dry_run",
+                                        "warn_after",
+                                        "act_after",
+                                        "action",
+                                        "idle_threshold",
+                                        "min_idle_gpu_fraction",
+                                        "max_sample_gap",
+                                        "exempt_users",
+                                        "exempt_classes",
+                                        "exempt_interactive",
+                                        "owner_webhook"};
+  keys.insert(keys.end(), extra_keys.begin(), extra_keys.end());
+  STOKER_RETURN_IF_ERROR(n.Keys(keys));
+  STOKER_RETURN_IF_ERROR(n.Get("enabled", &p.enabled));
+  STOKER_RETURN_IF_ERROR(n.Get("dry_run", &p.dry_run));
+  STOKER_RETURN_IF_ERROR(n.Get("warn_after", &p.warn_after));
+  STOKER_RETURN_IF_ERROR(n.Get("act_after", &p.act_after));
+  STOKER_RETURN_IF_ERROR(n.Get("max_sample_gap", &p.max_sample_gap));
+  if (auto a = n.Field("action")) {
+    STOKER_ASSIGN_OR_RETURN(std::string action, a->String());
+    if (action == "requeue") {
       p.action = IdleReclaimPolicy::Action::kRequeue;
-    else if (a == "cancel")
+    } else if (action == "cancel") {
       p.action = IdleReclaimPolicy::Action::kCancel;
-    else
-      return InvalidArgument(path + ".action: unknown action '" + a + "' (requeue, cancel)");
-  }
-  if (n["idle_threshold"]) {
-    STOKER_ASSIGN_OR_RETURN(double v, Number(n["idle_threshold"], path + ".idle_threshold"));
-    if (v < 0 || v > 100) return InvalidArgument(path + ".idle_threshold: must be in 0..100 %");
-    p.idle_threshold = std::llround(v * 1000);
-  }
-  if (n["min_idle_gpu_fraction"]) {
-    STOKER_ASSIGN_OR_RETURN(p.min_idle_gpu_fraction,
-                            Number(n["min_idle_gpu_fraction"], path + ".min_idle_gpu_fraction"));
-    if (p.min_idle_gpu_fraction <= 0 || p.min_idle_gpu_fraction > 1) {
-      return InvalidArgument(path + ".min_idle_gpu_fraction: must be in (0, 1]");
+    } else {
+      return a->Error("unknown action '" + action.substr(0, 64) + "' (requeue, cancel)");
     }
   }
-  if (n["exempt_users"]) {
-    STOKER_ASSIGN_OR_RETURN(p.exempt_users, StringList(n["exempt_users"], path + ".exempt_users"));
+  if (auto t = n.Field("idle_threshold")) {
+    STOKER_ASSIGN_OR_RETURN(double v, t->Double());
+    if (v < 0 || v > 100) return t->Error("must be in 0..100 %");
+    p.idle_threshold = std::llround(v * 1000);
   }
-  if (n["exempt_classes"]) {
-    STOKER_ASSIGN_OR_RETURN(p.exempt_classes,
-                            StringList(n["exempt_classes"], path + ".exempt_classes"));
+  if (auto f = n.Field("min_idle_gpu_fraction")) {
+    STOKER_ASSIGN_OR_RETURN(p.min_idle_gpu_fraction, f->Double());
+    if (p.min_idle_gpu_fraction <= 0 || p.min_idle_gpu_fraction > 1) {
+      return f->Error("must be in (0, 1]");
+    }
   }
-  if (n["exempt_interactive"]) {
-    STOKER_ASSIGN_OR_RETURN(p.exempt_interactive,
-                            Bool(n["exempt_interactive"], path + ".exempt_interactive"));
-  }
-  if (n["owner_webhook"]) {
-    STOKER_ASSIGN_OR_RETURN(p.owner_webhook, Scalar(n["owner_webhook"], path + ".owner_webhook"));
-  }
+  STOKER_RETURN_IF_ERROR(n.Get("exempt_users", &p.exempt_users));
+  STOKER_RETURN_IF_ERROR(n.Get("exempt_classes", &p.exempt_classes));
+  STOKER_RETURN_IF_ERROR(n.Get("exempt_interactive", &p.exempt_interactive));
+  STOKER_RETURN_IF_ERROR(n.Get("owner_webhook", &p.owner_webhook));
   if (p.act_after < p.warn_after) {
-    return InvalidArgument(path + ".act_after: must not be shorter than warn_after");
+    return n.FieldError("act_after", "must not be shorter than warn_after");
   }
   return Status::Ok();
 }
-
-}  // namespace yaml
 
 namespace {
 
-using namespace yaml;
+// Every value is read through the document reader: errors carry the file, line, column and
+// field path ("eff.yaml:4:13: zones.window: duration ..."); checks across fields name theirs.
 
-Result<std::map<std::string, int64_t>> IntMap(const YAML::Node& n, const std::string& path) {
-  if (!n.IsMap()) return InvalidArgument(path + ": expected a mapping");
-  std::map<std::string, int64_t> out;
-  for (const auto& kv : n) {
-    const std::string key = kv.first.as<std::string>();
-    STOKER_ASSIGN_OR_RETURN(double v, Number(kv.second, path + "." + key));
-    if (v < 0) return InvalidArgument(path + "." + key + ": negative value");
-    if (v > 1e12) return InvalidArgument(path + "." + key + ": above 1e12");
-    out[key] = static_cast<int64_t>(std::llround(v * 1e6));
+// A map of name -> amount (prices per GPU hour, budgets) in micro-units.
+Status GetIntMap(const doc::Reader& r, std::string_view key, std::map<std::string, int64_t>* out) {
+  auto f = r.Field(key);
+  if (!f) return Status::Ok();
+  STOKER_ASSIGN_OR_RETURN(auto members, f->Members());
+  out->clear();
+  for (const auto& [name, v] : members) {
+    STOKER_ASSIGN_OR_RETURN(double d, v.Double());
+    if (d < 0) return v.Error("negative value");
+    if (d > 1e12) return v.Error("above 1e12");
+    (*out)[name] = static_cast<int64_t>(std::llround(d * 1e6));
   }
-  return out;
+  return Status::Ok();
 }
 
-Status LoadZones(const YAML::Node& n, ZoneConfig& z) {
+Status LoadZones(const doc::Reader& n, ZoneConfig& z) {
   STOKER_RETURN_IF_ERROR(
-      CheckKeys(n, "zones", {"metric", "window", "min_coverage", "bands", "apply_consolidation"}));
-  if (n["apply_consolidation"]) {
-    STOKER_ASSIGN_OR_RETURN(z.apply_consolidation,
-                            Bool(n["apply_consolidation"], "zones.apply_consolidation"));
-  }
-  if (n["metric"]) {
-    STOKER_ASSIGN_OR_RETURN(std::string m, Scalar(n["metric"], "zones.metric"));
-    auto metric = ParseActivityMetric(m);
-    if (!metric.ok()) return metric.status().WithContext("zones.metric");
+      n.Keys({"metric", "window", "min_coverage", "bands", "apply_consolidation"}));
+  STOKER_RETURN_IF_ERROR(n.Get("apply_consolidation", &z.apply_consolidation));
+  if (auto m = n.Field("metric")) {
+    STOKER_ASSIGN_OR_RETURN(std::string name, m->String());
+    auto metric = ParseActivityMetric(name);
+    if (!metric.ok()) return m->Error(metric.status().message());
     z.metric = *metric;
   }
-  if (n["window"]) {
-    STOKER_ASSIGN_OR_RETURN(z.window, Dur(n["window"], "zones.window"));
-  }
-  if (n["min_coverage"]) {
-    STOKER_ASSIGN_OR_RETURN(z.min_coverage, Dur(n["min_coverage"], "zones.min_coverage"));
-  }
-  if (const YAML::Node bands = n["bands"]) {
-    STOKER_RETURN_IF_ERROR(CheckKeys(bands, "zones.bands", {"bronze", "silver", "gold", "hot"}));
+  STOKER_RETURN_IF_ERROR(n.Get("window", &z.window));
+  STOKER_RETURN_IF_ERROR(n.Get("min_coverage", &z.min_coverage));
+  if (auto bands = n.Field("bands")) {
+    STOKER_RETURN_IF_ERROR(bands->Keys({"bronze", "silver", "gold", "hot"}));
     // Each band is {min, max} in percent; read all, then check they tile 0..100.
     struct Band {
       std::string name;
@@ -329,25 +241,25 @@ Status LoadZones(const YAML::Node& n, ZoneConfig& z) {
     };
     std::vector<Band> seen;
     for (const char* name : {"bronze", "silver", "gold", "hot"}) {
-      const YAML::Node b = bands[name];
+      auto b = bands->Field(name);
       if (!b) continue;
-      const std::string p = std::string("zones.bands.") + name;
-      STOKER_RETURN_IF_ERROR(CheckKeys(b, p, {"min", "max"}));
-      if (!b["min"] || !b["max"]) return InvalidArgument(p + ": needs min and max");
-      STOKER_ASSIGN_OR_RETURN(double lo, Number(b["min"], p + ".min"));
-      STOKER_ASSIGN_OR_RETURN(double hi, Number(b["max"], p + ".max"));
-      if (lo < 0 || hi > 100 || lo >= hi) {
-        return InvalidArgument(p + ": min/max must satisfy 0 <= min < max <= 100");
+      STOKER_RETURN_IF_ERROR(b->Keys({"min", "max"}));
+      if (!b->Field("min") || !b->Field("max")) return b->Error("needs min and max");
+      Band band{name, 0, 0};
+      STOKER_RETURN_IF_ERROR(b->Get("min", &band.lo));
+      STOKER_RETURN_IF_ERROR(b->Get("max", &band.hi));
+      if (band.lo < 0 || band.hi > 100 || band.lo >= band.hi) {
+        return b->Error("min/max must satisfy 0 <= min < max <= 100");
       }
-      seen.push_back({name, lo, hi});
+      seen.push_back(band);
     }
     for (size_t i = 0; i < seen.size(); ++i) {
       for (size_t j = i + 1; j < seen.size(); ++j) {
         if (seen[i].lo < seen[j].hi && seen[j].lo < seen[i].hi) {
           std::ostringstream m;
-          m << "zones.bands." << seen[j].name << ": overlaps " << seen[i].name << " (" << seen[j].lo
-            << "-" << seen[j].hi << " vs " << seen[i].lo << "-" << seen[i].hi << ")";
-          return InvalidArgument(m.str());
+          m << "overlaps " << seen[i].name << " (" << seen[j].lo << "-" << seen[j].hi << " vs "
+            << seen[i].lo << "-" << seen[i].hi << ")";
+          return bands->FieldError(seen[j].name, m.str());
         }
       }
     }
@@ -367,223 +279,213 @@ Status LoadZones(const YAML::Node& n, ZoneConfig& z) {
     }
     if (const Band* b = find("hot")) z.gold_max = std::llround(b->lo * 1000);
     if (const Band* b = find("bronze"); b && std::llround(b->hi * 1000) != z.bronze_max) {
-      return InvalidArgument("zones.bands.bronze: leaves a gap below silver");
+      return bands->FieldError("bronze", "leaves a gap below silver");
     }
     if (const Band* b = find("silver"); b && std::llround(b->hi * 1000) != z.silver_max) {
-      return InvalidArgument("zones.bands.silver: leaves a gap below gold");
+      return bands->FieldError("silver", "leaves a gap below gold");
     }
     if (const Band* b = find("gold"); b && std::llround(b->hi * 1000) != z.gold_max) {
-      return InvalidArgument("zones.bands.gold: leaves a gap below hot");
+      return bands->FieldError("gold", "leaves a gap below hot");
     }
   }
-  return ValidateZones(z);
+  return n.Annotate(ValidateZones(z));
 }
 
-Status LoadOversub(const YAML::Node& n, OversubscriptionPolicy& p) {
-  STOKER_RETURN_IF_ERROR(
-      CheckKeys(n, "oversubscription", {"max_ratio", "grace", "use_reclaimed_capacity"}));
-  if (n["max_ratio"]) {
-    STOKER_ASSIGN_OR_RETURN(double r, Number(n["max_ratio"], "oversubscription.max_ratio"));
+Status LoadOversub(const doc::Reader& n, OversubscriptionPolicy& p) {
+  STOKER_RETURN_IF_ERROR(n.Keys({"max_ratio", "grace", "use_reclaimed_capacity"}));
+  if (auto m = n.Field("max_ratio")) {
+    STOKER_ASSIGN_OR_RETURN(double r, m->Double());
     // Rounded only when representable; anything else stays out of range for the check below.
     p.max_ratio_milli = r >= 0 && r <= 1e6 ? std::llround(r * 1000) : -1;
   }
-  if (n["grace"]) {
-    STOKER_ASSIGN_OR_RETURN(p.grace, Dur(n["grace"], "oversubscription.grace"));
-  }
-  if (n["use_reclaimed_capacity"]) {
-    STOKER_ASSIGN_OR_RETURN(
-        p.use_reclaimed_capacity,
-        Bool(n["use_reclaimed_capacity"], "oversubscription.use_reclaimed_capacity"));
-  }
-  return ValidateOversubscription(p);
+  STOKER_RETURN_IF_ERROR(n.Get("grace", &p.grace));
+  STOKER_RETURN_IF_ERROR(n.Get("use_reclaimed_capacity", &p.use_reclaimed_capacity));
+  return n.Annotate(ValidateOversubscription(p));
 }
 
-Result<AlertRule> LoadRule(const YAML::Node& n, size_t index) {
-  std::string who = "alerts.rules[" + std::to_string(index) + "]";
-  if (n.IsMap() && n["name"] && n["name"].IsScalar()) who = "rule '" + n["name"].Scalar() + "'";
-  if (!n.IsMap()) return InvalidArgument(who + ": expected a mapping");
-  for (const auto& kv : n) {
-    const std::string key = kv.first.as<std::string>();
+// A rule's errors name it by name where it has one ("rule 'BadFor': for: ..."), after the
+// position of the value at fault.
+Result<AlertRule> LoadRule(const doc::Reader& n) {
+  std::string who = n.path();
+  if (n.value().is_map()) {
+    std::string name;
+    if (n.Get("name", &name).ok() && !name.empty()) who = "rule '" + name.substr(0, 64) + "'";
+  }
+  auto fail = [&who](const doc::Reader& at, const std::string& field, const std::string& what) {
+    const std::string pos = at.Position();
+    return InvalidArgument((pos.empty() ? "" : pos + ": ") + who + ": " + field + ": " + what);
+  };
+  if (!n.value().is_map()) return fail(n, "(rule)", "expected a mapping");
+  for (const doc::Member& m : n.value().members()) {
     static const std::set<std::string> kAllowed = {"name", "grade",  "scope",  "when",
                                                    "for",  "labels", "summary"};
-    if (!kAllowed.count(key)) return InvalidArgument(who + ": " + key + ": unknown field");
+    if (!kAllowed.count(m.key)) return fail(n, m.key.substr(0, 64), "unknown field");
   }
+  // A string field, or an error naming the rule.
+  auto text = [&](const char* key, std::string* out) -> Status {
+    auto f = n.Field(key);
+    if (!f) return Status::Ok();
+    auto s = f->String();
+    if (!s.ok()) return fail(*f, key, "expected a string");
+    *out = *s;
+    return Status::Ok();
+  };
   AlertRule rule;
-  if (!n["name"]) return InvalidArgument(who + ": name: missing");
-  STOKER_ASSIGN_OR_RETURN(rule.name, Scalar(n["name"], who + ": name"));
-  if (n["grade"]) {
-    STOKER_ASSIGN_OR_RETURN(std::string g, Scalar(n["grade"], who + ": grade"));
-    auto grade = ParseGrade(g);
-    if (!grade.ok()) return grade.status().WithContext(who + ": grade");
+  if (!n.Field("name")) return fail(n, "name", "missing");
+  STOKER_RETURN_IF_ERROR(text("name", &rule.name));
+  std::string s;
+  if (auto f = n.Field("grade")) {
+    STOKER_RETURN_IF_ERROR(text("grade", &s));
+    auto grade = ParseGrade(s);
+    if (!grade.ok()) return fail(*f, "grade", grade.status().message());
     rule.grade = *grade;
   }
-  if (n["scope"]) {
-    STOKER_ASSIGN_OR_RETURN(std::string s, Scalar(n["scope"], who + ": scope"));
+  if (auto f = n.Field("scope")) {
+    STOKER_RETURN_IF_ERROR(text("scope", &s));
     auto scope = kRuleScopeNames.Parse(s);
-    if (!scope.ok()) return scope.status().WithContext(who + ": scope");
+    if (!scope.ok()) return fail(*f, "scope", scope.status().message());
     rule.scope = *scope;
   }
-  if (n["for"]) {
-    STOKER_ASSIGN_OR_RETURN(std::string f, Scalar(n["for"], who + ": for"));
-    auto d = ParseDuration(f);
-    if (!d.ok()) return d.status().WithContext(who + ": for");
+  if (auto f = n.Field("for")) {
+    STOKER_RETURN_IF_ERROR(text("for", &s));
+    auto d = ParseDuration(s);
+    if (!d.ok()) return fail(*f, "for", d.status().message());
     rule.for_duration = *d;
   }
-  if (n["summary"]) {
-    STOKER_ASSIGN_OR_RETURN(rule.summary, Scalar(n["summary"], who + ": summary"));
-  }
-  if (const YAML::Node labels = n["labels"]) {
-    if (!labels.IsMap()) return InvalidArgument(who + ": labels: expected a mapping");
-    for (const auto& kv : labels) {
-      STOKER_ASSIGN_OR_RETURN(rule.labels[kv.first.as<std::string>()],
-                              Scalar(kv.second, who + ": labels"));
+  STOKER_RETURN_IF_ERROR(text("summary", &rule.summary));
+  if (auto labels = n.Field("labels")) {
+    auto members = labels->Members();
+    if (!members.ok()) return fail(*labels, "labels", "expected a mapping");
+    for (const auto& [k, v] : *members) {
+      auto value = v.String();
+      if (!value.ok()) return fail(v, "labels", "expected a string");
+      rule.labels[k] = *value;
     }
   }
-  const YAML::Node when = n["when"];
-  if (!when || !when.IsSequence())
-    return InvalidArgument(who + ": when: expected a list of conditions");
-  for (size_t i = 0; i < when.size(); ++i) {
-    const std::string p = who + ": when[" + std::to_string(i) + "]";
-    const YAML::Node c = when[i];
-    if (!c.IsMap() || !c["metric"] || !c["op"] || !c["value"]) {
-      return InvalidArgument(p + ": needs metric, op and value");
+  auto when = n.Field("when");
+  if (!when || !when->value().is_list()) {
+    return fail(when ? *when : n, "when", "expected a list of conditions");
+  }
+  STOKER_ASSIGN_OR_RETURN(const std::vector<doc::Reader> conditions, when->Items());
+  for (size_t i = 0; i < conditions.size(); ++i) {
+    const doc::Reader& c = conditions[i];
+    const std::string p = "when[" + std::to_string(i) + "]";
+    if (!c.value().is_map() || !c.Field("metric") || !c.Field("op") || !c.Field("value")) {
+      return fail(c, p, "needs metric, op and value");
     }
     Condition cond;
-    STOKER_ASSIGN_OR_RETURN(cond.metric, Scalar(c["metric"], p + ".metric"));
-    STOKER_ASSIGN_OR_RETURN(std::string op, Scalar(c["op"], p + ".op"));
-    auto parsed = ParseCompareOp(op);
-    if (!parsed.ok()) return parsed.status().WithContext(p + ".op");
+    auto metric = c.Field("metric")->String();
+    if (!metric.ok()) return fail(*c.Field("metric"), p + ".metric", "expected a string");
+    cond.metric = *metric;
+    auto op = c.Field("op")->String();
+    if (!op.ok()) return fail(*c.Field("op"), p + ".op", "expected a string");
+    auto parsed = ParseCompareOp(*op);
+    if (!parsed.ok()) return fail(*c.Field("op"), p + ".op", parsed.status().message());
     cond.op = *parsed;
-    STOKER_ASSIGN_OR_RETURN(cond.value, Number(c["value"], p + ".value"));
+    auto value = c.Field("value")->Double();
+    if (!value.ok()) return fail(*c.Field("value"), p + ".value", "expected a finite number");
+    cond.value = *value;
     rule.when.push_back(cond);
   }
-  STOKER_RETURN_IF_ERROR(ValidateRule(rule));
+  STOKER_RETURN_IF_ERROR(n.Annotate(ValidateRule(rule)));
   return rule;
 }
 
-Status LoadAlerts(const YAML::Node& n, AlertingConfig& a, std::vector<Status>& rule_errors) {
+// Unix seconds of a silence.
+Status UnixTime(const doc::Reader& s, const char* key, WallTime* out) {
+  auto f = s.Field(key);
+  if (!f) return Status::Ok();
+  STOKER_ASSIGN_OR_RETURN(double t, f->Double());
+  if (t < 0 || t > kMaxUnixSeconds) return f->Error("not a Unix time");
+  *out = WallTime(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)));
+  return Status::Ok();
+}
+
+Status LoadAlerts(const doc::Reader& n, AlertingConfig& a, std::vector<Status>& rule_errors) {
   STOKER_RETURN_IF_ERROR(
-      CheckKeys(n, "alerts",
-                {"builtin_rules", "rules", "silences", "group_by", "repeat_interval", "xid_hold"}));
-  if (n["builtin_rules"]) {
-    STOKER_ASSIGN_OR_RETURN(a.builtin_rules, Bool(n["builtin_rules"], "alerts.builtin_rules"));
-  }
-  if (n["group_by"]) {
-    STOKER_ASSIGN_OR_RETURN(a.group_by, StringList(n["group_by"], "alerts.group_by"));
-  }
-  if (n["repeat_interval"]) {
-    STOKER_ASSIGN_OR_RETURN(a.repeat_interval, Dur(n["repeat_interval"], "alerts.repeat_interval"));
-  }
-  if (n["xid_hold"]) {
-    STOKER_ASSIGN_OR_RETURN(a.xid_hold, Dur(n["xid_hold"], "alerts.xid_hold"));
-  }
-  if (const YAML::Node rules = n["rules"]) {
-    if (!rules.IsSequence()) return InvalidArgument("alerts.rules: expected a list");
-    for (size_t i = 0; i < rules.size(); ++i) {
-      auto rule = LoadRule(rules[i], i);
-      if (rule.ok())
+      n.Keys({"builtin_rules", "rules", "silences", "group_by", "repeat_interval", "xid_hold"}));
+  STOKER_RETURN_IF_ERROR(n.Get("builtin_rules", &a.builtin_rules));
+  STOKER_RETURN_IF_ERROR(n.Get("group_by", &a.group_by));
+  STOKER_RETURN_IF_ERROR(n.Get("repeat_interval", &a.repeat_interval));
+  STOKER_RETURN_IF_ERROR(n.Get("xid_hold", &a.xid_hold));
+  if (auto rules = n.Field("rules")) {
+    STOKER_ASSIGN_OR_RETURN(const std::vector<doc::Reader> items, rules->Items());
+    for (const doc::Reader& r : items) {
+      auto rule = LoadRule(r);
+      if (rule.ok()) {
         a.rules.push_back(std::move(rule).value());
-      else
+      } else {
         rule_errors.push_back(rule.status());  // one bad rule never stops the engine
+      }
     }
   }
-  if (const YAML::Node silences = n["silences"]) {
-    if (!silences.IsSequence()) return InvalidArgument("alerts.silences: expected a list");
-    for (size_t i = 0; i < silences.size(); ++i) {
-      const std::string p = "alerts.silences[" + std::to_string(i) + "]";
-      const YAML::Node s = silences[i];
-      STOKER_RETURN_IF_ERROR(CheckKeys(s, p, {"matchers", "starts_at", "ends_at", "comment"}));
+  if (auto silences = n.Field("silences")) {
+    STOKER_ASSIGN_OR_RETURN(const std::vector<doc::Reader> items, silences->Items());
+    for (const doc::Reader& s : items) {
+      STOKER_RETURN_IF_ERROR(s.Keys({"matchers", "starts_at", "ends_at", "comment"}));
       Silence silence;
-      if (!s["matchers"] || !s["matchers"].IsMap() || s["matchers"].size() == 0) {
-        return InvalidArgument(p + ".matchers: needs at least one label: value");
+      auto matchers = s.Field("matchers");
+      if (!matchers || !matchers->value().is_map() || matchers->value().members().empty()) {
+        return s.FieldError("matchers", "needs at least one label: value");
       }
-      for (const auto& kv : s["matchers"]) {
-        STOKER_ASSIGN_OR_RETURN(silence.matchers[kv.first.as<std::string>()],
-                                Scalar(kv.second, p + ".matchers"));
+      STOKER_ASSIGN_OR_RETURN(const auto members, matchers->Members());
+      for (const auto& [k, v] : members) {
+        STOKER_ASSIGN_OR_RETURN(silence.matchers[k], v.String());
       }
       // Times are Unix seconds; a silence without ends_at lasts until removed.
       silence.ends_at = WallTime::max();
-      if (s["starts_at"]) {
-        STOKER_ASSIGN_OR_RETURN(double t, Number(s["starts_at"], p + ".starts_at"));
-        if (t < 0 || t > kMaxUnixSeconds) return InvalidArgument(p + ".starts_at: not a Unix time");
-        silence.starts_at =
-            WallTime(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)));
+      STOKER_RETURN_IF_ERROR(UnixTime(s, "starts_at", &silence.starts_at));
+      STOKER_RETURN_IF_ERROR(UnixTime(s, "ends_at", &silence.ends_at));
+      if (silence.ends_at <= silence.starts_at) {
+        return s.FieldError("ends_at", "not after starts_at");
       }
-      if (s["ends_at"]) {
-        STOKER_ASSIGN_OR_RETURN(double t, Number(s["ends_at"], p + ".ends_at"));
-        if (t < 0 || t > kMaxUnixSeconds) return InvalidArgument(p + ".ends_at: not a Unix time");
-        silence.ends_at =
-            WallTime(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(t)));
-      }
-      if (silence.ends_at <= silence.starts_at)
-        return InvalidArgument(p + ".ends_at: not after starts_at");
-      if (s["comment"]) {
-        STOKER_ASSIGN_OR_RETURN(silence.comment, Scalar(s["comment"], p + ".comment"));
-      }
+      STOKER_RETURN_IF_ERROR(s.Get("comment", &silence.comment));
       a.silences.push_back(std::move(silence));
     }
   }
   return Status::Ok();
 }
 
-Status LoadMarket(const YAML::Node& n, MarketConfig& m) {
-  STOKER_RETURN_IF_ERROR(
-      CheckKeys(n, "market",
-                {"guaranteed_price", "preemptible_price", "reclaimed_discount_pct", "budgets",
-                 "teams", "charge_interval"}));
-  if (n["teams"]) {
-    if (!n["teams"].IsMap()) return InvalidArgument("market.teams: expected a mapping user: team");
-    for (const auto& kv : n["teams"]) {
-      const std::string user = kv.first.as<std::string>();
-      STOKER_ASSIGN_OR_RETURN(m.teams[user], Scalar(kv.second, "market.teams." + user));
+Status LoadMarket(const doc::Reader& n, MarketConfig& m) {
+  STOKER_RETURN_IF_ERROR(n.Keys({"guaranteed_price", "preemptible_price", "reclaimed_discount_pct",
+                                 "budgets", "teams", "charge_interval"}));
+  if (auto teams = n.Field("teams")) {
+    if (!teams->value().is_map()) return teams->Error("expected a mapping user: team");
+    STOKER_ASSIGN_OR_RETURN(const auto members, teams->Members());
+    for (const auto& [user, team] : members) {
+      STOKER_ASSIGN_OR_RETURN(m.teams[user], team.String());
     }
   }
-  if (n["charge_interval"]) {
-    STOKER_ASSIGN_OR_RETURN(std::string t, Scalar(n["charge_interval"], "market.charge_interval"));
-    auto d = ParseDuration(t);
-    if (!d.ok()) return d.status().WithContext("market.charge_interval");
-    if (*d < std::chrono::seconds(1))
-      return InvalidArgument("market.charge_interval: must be at least 1s");
-    m.charge_interval = *d;
+  if (auto f = n.Field("charge_interval")) {
+    STOKER_ASSIGN_OR_RETURN(Duration d, f->DurationValue());
+    if (d < std::chrono::seconds(1)) return f->Error("must be at least 1s");
+    m.charge_interval = d;
   }
-  if (n["guaranteed_price"]) {
-    STOKER_ASSIGN_OR_RETURN(m.guaranteed_price,
-                            IntMap(n["guaranteed_price"], "market.guaranteed_price"));
-  }
-  if (n["preemptible_price"]) {
-    STOKER_ASSIGN_OR_RETURN(m.preemptible_price,
-                            IntMap(n["preemptible_price"], "market.preemptible_price"));
-  }
-  if (n["budgets"]) {
-    STOKER_ASSIGN_OR_RETURN(m.budgets, IntMap(n["budgets"], "market.budgets"));
-  }
-  if (n["reclaimed_discount_pct"]) {
-    STOKER_ASSIGN_OR_RETURN(double d,
-                            Number(n["reclaimed_discount_pct"], "market.reclaimed_discount_pct"));
-    if (d < 0 || d > 100)
-      return InvalidArgument("market.reclaimed_discount_pct: must be in 0..100");
+  STOKER_RETURN_IF_ERROR(GetIntMap(n, "guaranteed_price", &m.guaranteed_price));
+  STOKER_RETURN_IF_ERROR(GetIntMap(n, "preemptible_price", &m.preemptible_price));
+  STOKER_RETURN_IF_ERROR(GetIntMap(n, "budgets", &m.budgets));
+  if (auto f = n.Field("reclaimed_discount_pct")) {
+    STOKER_ASSIGN_OR_RETURN(double d, f->Double());
+    if (d < 0 || d > 100) return f->Error("must be in 0..100");
     m.reclaimed_discount_pct = std::llround(d);
   }
   return Status::Ok();
 }
 
-Result<EfficiencyConfig> LoadFromNode(const YAML::Node& root) {
+Result<EfficiencyConfig> LoadFromDocument(const doc::Reader& root) {
   EfficiencyConfig cfg;
-  if (root.IsNull()) {
+  if (root.value().is_null()) {
     cfg.alerting.rules = BuiltinRules();
     return cfg;
   }
-  STOKER_RETURN_IF_ERROR(CheckKeys(root, "<root>",
-                                   {"zones", "idle_reclaim", "oversubscription", "alerts", "market",
+  STOKER_RETURN_IF_ERROR(root.Keys({"zones", "idle_reclaim", "oversubscription", "alerts", "market",
                                     "price_per_gpu_hour", "service"}));
-  if (root["zones"]) STOKER_RETURN_IF_ERROR(LoadZones(root["zones"], cfg.zones));
-  if (root["idle_reclaim"])
-    STOKER_RETURN_IF_ERROR(LoadIdleReclaim(root["idle_reclaim"], "idle_reclaim", cfg.idle));
-  if (root["oversubscription"])
-    STOKER_RETURN_IF_ERROR(LoadOversub(root["oversubscription"], cfg.oversub));
-  std::vector<AlertRule> user_rules;
-  if (root["alerts"])
-    STOKER_RETURN_IF_ERROR(LoadAlerts(root["alerts"], cfg.alerting, cfg.rule_errors));
+  if (auto z = root.Field("zones")) STOKER_RETURN_IF_ERROR(LoadZones(*z, cfg.zones));
+  if (auto i = root.Field("idle_reclaim")) STOKER_RETURN_IF_ERROR(LoadIdleReclaim(*i, cfg.idle));
+  if (auto o = root.Field("oversubscription")) STOKER_RETURN_IF_ERROR(LoadOversub(*o, cfg.oversub));
+  if (auto a = root.Field("alerts")) {
+    STOKER_RETURN_IF_ERROR(LoadAlerts(*a, cfg.alerting, cfg.rule_errors));
+  }
   if (cfg.alerting.builtin_rules) {
     std::vector<AlertRule> all = BuiltinRules();
     // A user rule with a built-in's name replaces it.
@@ -597,63 +499,33 @@ Result<EfficiencyConfig> LoadFromNode(const YAML::Node& root) {
     }
     cfg.alerting.rules = std::move(all);
   }
-  if (root["market"]) STOKER_RETURN_IF_ERROR(LoadMarket(root["market"], cfg.market));
-  if (const YAML::Node sv = root["service"]) {
-    STOKER_RETURN_IF_ERROR(CheckKeys(sv, "service", {"evaluate_every", "keep_samples"}));
-    if (sv["evaluate_every"]) {
-      STOKER_ASSIGN_OR_RETURN(std::string t,
-                              Scalar(sv["evaluate_every"], "service.evaluate_every"));
-      auto d = ParseDuration(t);
-      if (!d.ok()) return d.status().WithContext("service.evaluate_every");
-      if (*d < std::chrono::milliseconds(100))
-        return InvalidArgument("service.evaluate_every: must be at least 100ms");
-      cfg.service.evaluate_every = *d;
+  if (auto m = root.Field("market")) STOKER_RETURN_IF_ERROR(LoadMarket(*m, cfg.market));
+  if (auto sv = root.Field("service")) {
+    STOKER_RETURN_IF_ERROR(sv->Keys({"evaluate_every", "keep_samples"}));
+    if (auto f = sv->Field("evaluate_every")) {
+      STOKER_ASSIGN_OR_RETURN(Duration d, f->DurationValue());
+      if (d < std::chrono::milliseconds(100)) return f->Error("must be at least 100ms");
+      cfg.service.evaluate_every = d;
     }
-    if (sv["keep_samples"]) {
-      STOKER_ASSIGN_OR_RETURN(double v, Number(sv["keep_samples"], "service.keep_samples"));
-      if (v < 0 || v > 1e8) return InvalidArgument("service.keep_samples: must be in 0..1e8");
+    if (auto f = sv->Field("keep_samples")) {
+      STOKER_ASSIGN_OR_RETURN(double v, f->Double());
+      if (v < 0 || v > 1e8) return f->Error("must be in 0..1e8");
       cfg.service.keep_samples = static_cast<size_t>(v);
     }
   }
-  if (root["price_per_gpu_hour"]) {
-    STOKER_ASSIGN_OR_RETURN(cfg.price_per_gpu_hour_micro,
-                            IntMap(root["price_per_gpu_hour"], "price_per_gpu_hour"));
-  }
+  STOKER_RETURN_IF_ERROR(GetIntMap(root, "price_per_gpu_hour", &cfg.price_per_gpu_hour_micro));
   return cfg;
 }
 
 }  // namespace
 
 Result<EfficiencyConfig> LoadConfigYaml(std::string_view text, std::string_view origin) {
-  try {
-    const YAML::Node root = YAML::Load(std::string(text));
-    auto cfg = LoadFromNode(root);
-    if (!cfg.ok()) return cfg.status().WithContext(origin);
-    return cfg;
-  } catch (const YAML::Exception& e) {
-    return InvalidArgument(std::string(origin) + ":" + std::to_string(e.mark.line + 1) + ": " +
-                           e.msg);
-  }
+  STOKER_ASSIGN_OR_RETURN(doc::Value root, doc::ParseYaml(text, origin));
+  return LoadFromDocument(doc::Reader(root, std::string(origin)));
 }
-
-namespace yaml {
-
-Result<std::string> ReadConfigFile(const std::string& path) {
-  constexpr size_t kMaxBytes = size_t{1} << 20;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(path + ": cannot open");
-  // Read at most one byte past the bound: a huge file (or /dev/zero) is refused, not loaded.
-  std::string text(kMaxBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxBytes) return InvalidArgument(path + ": larger than 1 MiB");
-  return text;
-}
-
-}  // namespace yaml
 
 Result<EfficiencyConfig> LoadConfigFile(const std::string& path) {
-  STOKER_ASSIGN_OR_RETURN(std::string text, yaml::ReadConfigFile(path));
+  STOKER_ASSIGN_OR_RETURN(std::string text, doc::ReadText(path, kMaxConfigBytes));
   return LoadConfigYaml(text, path);
 }
 

@@ -4,7 +4,11 @@
 #include <cmath>
 #include <fstream>
 #include <istream>
+#include <limits>
 #include <nlohmann/json.hpp>
+
+#include "doc/document.h"
+#include "doc/reader.h"
 
 namespace stoker::efficiency {
 namespace {
@@ -16,99 +20,87 @@ WallTime FromUnix(double s) {
 }
 double ToUnix(WallTime t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 
-// Field readers: absent is fine, a wrong type or range is an error naming the field.
-Status Str(const json& j, const char* key, std::string& out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::Ok();
-  if (!it->is_string()) return InvalidArgument(std::string(key) + ": expected a string");
-  out = it->get<std::string>();
+// Optional measurements: absent (or null) is "not reported"; a wrong type or range is an error
+// naming the field with its line and column.
+Status Num(const doc::Reader& r, const char* key, std::optional<double>& out, double lo,
+           double hi) {
+  auto f = r.Field(key);
+  if (!f) return Status::Ok();
+  STOKER_ASSIGN_OR_RETURN(out, f->Double(lo, hi));
   return Status::Ok();
 }
 
-Status Bool(const json& j, const char* key, bool& out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::Ok();
-  if (!it->is_boolean()) return InvalidArgument(std::string(key) + ": expected true or false");
-  out = it->get<bool>();
+Status U64(const doc::Reader& r, const char* key, std::optional<uint64_t>& out) {
+  auto f = r.Field(key);
+  if (!f) return Status::Ok();
+  STOKER_ASSIGN_OR_RETURN(out, f->Uint());
   return Status::Ok();
 }
 
-Status Num(const json& j, const char* key, std::optional<double>& out, double lo, double hi) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::Ok();
-  if (!it->is_number()) return InvalidArgument(std::string(key) + ": expected a number");
-  const double v = it->get<double>();
-  if (!std::isfinite(v) || v < lo || v > hi) {
-    return InvalidArgument(std::string(key) + ": " + std::to_string(v) + " out of range [" +
-                           std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  }
-  out = v;
-  return Status::Ok();
-}
-
-Status U64(const json& j, const char* key, std::optional<uint64_t>& out) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return Status::Ok();
-  if (!it->is_number_unsigned() && !(it->is_number_integer() && it->get<int64_t>() >= 0)) {
-    return InvalidArgument(std::string(key) + ": expected a non-negative integer");
-  }
-  out = it->get<uint64_t>();
-  return Status::Ok();
-}
-
-Status Time(const json& j, const char* key, WallTime& out, bool required) {
+Status Time(const doc::Reader& r, const char* key, WallTime& out, bool required) {
   std::optional<double> v;
-  STOKER_RETURN_IF_ERROR(Num(j, key, v, 0, 4e9));  // nanoseconds in int64 reach year 2262
-  if (!v) return required ? InvalidArgument(std::string(key) + ": missing") : Status::Ok();
+  STOKER_RETURN_IF_ERROR(Num(r, key, v, 0, 4e9));  // nanoseconds in int64 reach year 2262
+  if (!v) return required ? r.FieldError(key, "missing") : Status::Ok();
   out = FromUnix(*v);
   return Status::Ok();
 }
 
-Status ParseJob(const json& j, JobRecord& r) {
-  STOKER_RETURN_IF_ERROR(Str(j, "id", r.info.id));
-  if (r.info.id.empty()) return InvalidArgument("id: missing");
-  STOKER_RETURN_IF_ERROR(Str(j, "user", r.info.user));
-  STOKER_RETURN_IF_ERROR(Str(j, "team", r.info.team));
-  STOKER_RETURN_IF_ERROR(Str(j, "class", r.info.job_class));
-  STOKER_RETURN_IF_ERROR(Str(j, "gpu_model", r.info.gpu_model));
-  STOKER_RETURN_IF_ERROR(Bool(j, "interactive", r.info.interactive));
-  STOKER_RETURN_IF_ERROR(Bool(j, "preemptible", r.info.preemptible));
-  STOKER_RETURN_IF_ERROR(Bool(j, "movable", r.info.movable));
-  STOKER_RETURN_IF_ERROR(Bool(j, "memory_bound", r.info.memory_bound));
-  STOKER_RETURN_IF_ERROR(Time(j, "start", r.info.start, true));
-  STOKER_RETURN_IF_ERROR(Time(j, "submit", r.submit, false));
-  STOKER_RETURN_IF_ERROR(Time(j, "end", r.end, false));
-  if (r.submit == WallTime{}) r.submit = r.info.start;
-  if (r.end != WallTime{} && r.end < r.info.start) return InvalidArgument("end: before start");
-  if (auto it = j.find("gpus"); it != j.end()) {
-    if (!it->is_array()) return InvalidArgument("gpus: expected a list of GPU UUIDs");
-    for (size_t i = 0; i < it->size(); ++i) {
-      if (!(*it)[i].is_string())
-        return InvalidArgument("gpus[" + std::to_string(i) + "]: expected a string");
-      r.info.gpus.push_back((*it)[i].get<std::string>());
-    }
-  }
-  if (r.info.user.empty()) r.info.user = "unknown";
-  if (r.info.team.empty()) r.info.team = r.info.user;
+Status ParseJob(const doc::Reader& r, JobRecord& rec) {
+  JobInfo& i = rec.info;
+  STOKER_RETURN_IF_ERROR(r.Get("id", &i.id));
+  if (i.id.empty()) return r.FieldError("id", "missing");
+  STOKER_RETURN_IF_ERROR(r.Get("user", &i.user));
+  STOKER_RETURN_IF_ERROR(r.Get("team", &i.team));
+  STOKER_RETURN_IF_ERROR(r.Get("class", &i.job_class));
+  STOKER_RETURN_IF_ERROR(r.Get("gpu_model", &i.gpu_model));
+  STOKER_RETURN_IF_ERROR(r.Get("interactive", &i.interactive));
+  STOKER_RETURN_IF_ERROR(r.Get("preemptible", &i.preemptible));
+  STOKER_RETURN_IF_ERROR(r.Get("movable", &i.movable));
+  STOKER_RETURN_IF_ERROR(r.Get("memory_bound", &i.memory_bound));
+  STOKER_RETURN_IF_ERROR(Time(r, "start", i.start, true));
+  STOKER_RETURN_IF_ERROR(Time(r, "submit", rec.submit, false));
+  STOKER_RETURN_IF_ERROR(Time(r, "end", rec.end, false));
+  if (rec.submit == WallTime{}) rec.submit = i.start;
+  if (rec.end != WallTime{} && rec.end < i.start) return r.FieldError("end", "before start");
+  STOKER_RETURN_IF_ERROR(r.Get("gpus", &i.gpus));  // a list of GPU UUIDs
+  if (i.user.empty()) i.user = "unknown";
+  if (i.team.empty()) i.team = i.user;
   return Status::Ok();
 }
 
-Status ParseSample(const json& j, RecordedSample& s) {
-  STOKER_RETURN_IF_ERROR(Time(j, "t", s.t, true));
-  STOKER_RETURN_IF_ERROR(Str(j, "gpu", s.gpu));
-  if (s.gpu.empty()) return InvalidArgument("gpu: missing");
-  STOKER_RETURN_IF_ERROR(Str(j, "node", s.node));
-  STOKER_RETURN_IF_ERROR(Str(j, "model", s.model));
-  STOKER_RETURN_IF_ERROR(Str(j, "job", s.job));
-  STOKER_RETURN_IF_ERROR(Num(j, "util", s.util_pct, 0, 100));
-  STOKER_RETURN_IF_ERROR(Num(j, "sm_active", s.sm_active, 0, 1));
-  STOKER_RETURN_IF_ERROR(Num(j, "tensor_active", s.tensor_active, 0, 1));
-  STOKER_RETURN_IF_ERROR(Num(j, "dram_bw", s.dram_bw, 0, 1));
-  STOKER_RETURN_IF_ERROR(U64(j, "mem_used", s.mem_used));
-  STOKER_RETURN_IF_ERROR(U64(j, "mem_total", s.mem_total));
-  STOKER_RETURN_IF_ERROR(Num(j, "power_w", s.power_w, 0, 1e5));
-  STOKER_RETURN_IF_ERROR(Num(j, "temp_c", s.temp_c, -50, 200));
+Status ParseSample(const doc::Reader& r, RecordedSample& s) {
+  STOKER_RETURN_IF_ERROR(Time(r, "t", s.t, true));
+  STOKER_RETURN_IF_ERROR(r.Get("gpu", &s.gpu));
+  if (s.gpu.empty()) return r.FieldError("gpu", "missing");
+  STOKER_RETURN_IF_ERROR(r.Get("node", &s.node));
+  STOKER_RETURN_IF_ERROR(r.Get("model", &s.model));
+  STOKER_RETURN_IF_ERROR(r.Get("job", &s.job));
+  STOKER_RETURN_IF_ERROR(Num(r, "util", s.util_pct, 0, 100));
+  STOKER_RETURN_IF_ERROR(Num(r, "sm_active", s.sm_active, 0, 1));
+  STOKER_RETURN_IF_ERROR(Num(r, "tensor_active", s.tensor_active, 0, 1));
+  STOKER_RETURN_IF_ERROR(Num(r, "dram_bw", s.dram_bw, 0, 1));
+  STOKER_RETURN_IF_ERROR(U64(r, "mem_used", s.mem_used));
+  STOKER_RETURN_IF_ERROR(U64(r, "mem_total", s.mem_total));
+  STOKER_RETURN_IF_ERROR(Num(r, "power_w", s.power_w, 0, 1e5));
+  STOKER_RETURN_IF_ERROR(Num(r, "temp_c", s.temp_c, -50, 200));
   return Status::Ok();
+}
+
+// The next line (without its newline) into `line`; false at the end of the input. A line longer
+// than `max` stops there with *too_long set, so one endless line is never held whole.
+bool ReadLine(std::istream& in, std::string& line, size_t max, bool* too_long) {
+  line.clear();
+  std::streambuf* sb = in.rdbuf();
+  for (;;) {
+    const int c = sb->sbumpc();
+    if (c == std::char_traits<char>::eof()) return !line.empty();
+    if (c == '\n') return true;
+    if (line.size() == max) {
+      *too_long = true;
+      return true;
+    }
+    line.push_back(static_cast<char>(c));
+  }
 }
 
 }  // namespace
@@ -116,26 +108,34 @@ Status ParseSample(const json& j, RecordedSample& s) {
 Result<RecordSet> ReadRecordsJsonl(std::istream& in, const std::string& origin) {
   RecordSet out;
   std::string line;
-  int64_t n = 0;
-  while (std::getline(in, line)) {
+  int n = 0;
+  bool too_long = false;
+  while (ReadLine(in, line, kMaxRecordLineBytes, &too_long)) {
+    if (n == std::numeric_limits<int>::max()) {
+      return InvalidArgument(origin + ": more than " + std::to_string(n) + " lines");
+    }
     ++n;
+    if (too_long) {
+      return InvalidArgument(origin + ":" + std::to_string(n) + ": line " +
+                             doc::SizeText(kMaxRecordLineBytes));
+    }
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = origin + ":" + std::to_string(n);
-    json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return InvalidArgument(where + ": not valid JSON");
-    if (!j.is_object()) return InvalidArgument(where + ": expected a JSON object");
+    // One document per line: its values know their line in the file and their column.
+    STOKER_ASSIGN_OR_RETURN(doc::Value v, doc::ParseJson(line, origin, n));
+    const doc::Reader r(v, origin);
+    if (!v.is_map()) return r.Error("expected a JSON object");
     std::string type;
-    if (Status s = Str(j, "type", type); !s.ok()) return s.WithContext(where);
+    STOKER_RETURN_IF_ERROR(r.Get("type", &type));
     if (type == "job") {
-      JobRecord r;
-      if (Status s = ParseJob(j, r); !s.ok()) return s.WithContext(where);
-      out.jobs.push_back(std::move(r));
+      JobRecord rec;
+      STOKER_RETURN_IF_ERROR(ParseJob(r, rec));
+      out.jobs.push_back(std::move(rec));
     } else if (type == "sample") {
       RecordedSample s;
-      if (Status st = ParseSample(j, s); !st.ok()) return st.WithContext(where);
+      STOKER_RETURN_IF_ERROR(ParseSample(r, s));
       out.samples.push_back(std::move(s));
     } else {
-      return InvalidArgument(where + ": type: unknown record type '" + type + "' (job, sample)");
+      return r.FieldError("type", "unknown record type '" + type.substr(0, 64) + "' (job, sample)");
     }
   }
   std::stable_sort(out.samples.begin(), out.samples.end(),

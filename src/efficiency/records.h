@@ -57,7 +57,10 @@ struct RecordSet {
   std::vector<FragmentationSample> fragmentation;  // from the server only
 };
 
-// Errors name `origin`, the line and the field. Unknown "type" values are errors.
+// A line of a record file is at most this long.
+inline constexpr size_t kMaxRecordLineBytes = size_t{1} << 20;
+
+// Errors read "ORIGIN:LINE:COLUMN: field: what" (doc/reader.h). Unknown "type" values are errors.
 Result<RecordSet> ReadRecordsJsonl(std::istream& in, const std::string& origin);
 Result<RecordSet> ReadRecordsFile(const std::string& path);
 std::string SampleToJson(const RecordedSample& s);

@@ -138,26 +138,24 @@ TEST(Document, MalformedInputIsAnErrorWithItsPosition) {
   EXPECT_FALSE(ParseYaml(bomb).ok());
 }
 
-TEST(Document, FilesAreReadByTheirNameAndBounded) {
+TEST(Document, FilesAreReadBoundedAndNamedInErrors) {
   const std::string dir = ::testing::TempDir();
   std::ofstream(dir + "/d.json") << "{\"a\": [1, \"x\"]}";
   std::ofstream(dir + "/d.yaml") << "a:\n  - 1\n  - x\n";
-  auto j = ReadFile(dir + "/d.json");
-  auto y = ReadFile(dir + "/d.yaml");
+  const std::string json_path = dir + "/d.json";
+  const std::string yaml_path = dir + "/d.yaml";
+  auto j = ParseJson(ReadText(json_path).value(), json_path);
+  auto y = ParseYaml(ReadText(yaml_path).value(), yaml_path);
   ASSERT_TRUE(j.ok() && y.ok());
-  Reader rj(*j, dir + "/d.json");
-  Reader ry(*y, dir + "/d.yaml");
+  Reader rj(*j, json_path);
+  Reader ry(*y, yaml_path);
   EXPECT_EQ(ErrorOf(rj.Required("a").value().Items().value()[1].Int().status()),
-            dir + "/d.json:1:11: a[1]: expected an integer, got 'x'");
+            json_path + ":1:11: a[1]: expected an integer, got 'x'");
   EXPECT_EQ(ErrorOf(ry.Required("a").value().Items().value()[1].Int().status()),
-            dir + "/d.yaml:3:5: a[1]: expected an integer, got 'x'");
-  // A .json file is JSON: a YAML-only form is an error there.
-  std::ofstream(dir + "/e.json") << "a: 1\n";
-  EXPECT_EQ(ErrorOf(ReadFile(dir + "/e.json").status()).substr(0, dir.size() + 13),
-            dir + "/e.json:1:1: ");
-  EXPECT_EQ(ReadFile(dir + "/none.yaml").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(ErrorOf(ReadFile(dir + "/d.yaml", 14).status()), dir + "/d.yaml: larger than 14 bytes");
-  EXPECT_TRUE(ReadFile(dir + "/d.yaml", 15).ok());  // exactly at the bound
+            yaml_path + ":3:5: a[1]: expected an integer, got 'x'");
+  EXPECT_EQ(ReadText(dir + "/none.yaml").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(ErrorOf(ReadText(yaml_path, 14).status()), yaml_path + ": larger than 14 bytes");
+  EXPECT_TRUE(ReadText(yaml_path, 15).ok());  // exactly at the bound
   EXPECT_EQ(ErrorOf(ReadText("/dev/zero", 1 << 20).status()), "/dev/zero: larger than 1 MiB");
 }
 

@@ -102,6 +102,26 @@ TEST(ConfigTest, RejectsBadZonesAndPoliciesNamingTheField) {
   ExpectError("zones: [1, 2", "eff.yaml:");
 }
 
+TEST(ConfigTest, ErrorsNameFileLineColumnAndPathInYamlAndJson) {
+  auto bad = [](const std::string& text, const std::string& origin) {
+    auto c = LoadConfigYaml(text, origin);
+    return c.ok() ? std::string("OK") : c.status().message();
+  };
+  // A value of the wrong kind or out of bounds: the value's own position.
+  EXPECT_EQ(bad("zones:\n  window: 5m\n  min_coverage: [1]\n", "eff.yaml"),
+            "eff.yaml:3:17: zones.min_coverage: expected a string, got a list");
+  EXPECT_EQ(bad("market:\n  reclaimed_discount_pct: 120\n", "eff.yaml"),
+            "eff.yaml:2:27: market.reclaimed_discount_pct: must be in 0..100");
+  EXPECT_EQ(bad(R"({"zones": {"window": "2 fortnights"}})", "eff.json").substr(0, 32),
+            "eff.json:1:22: zones.window: dur");
+  // An unknown key: the key's position; a missing one: the mapping that lacks it.
+  EXPECT_EQ(
+      bad(R"({"idle_reclaim": {"enabled": true, "act_afterr": "1h"}})", "eff.json").substr(0, 52),
+      "eff.json:1:36: idle_reclaim.act_afterr: unknown fiel");
+  EXPECT_EQ(bad("zones:\n  bands:\n    gold: {min: 70}\n", "eff.yaml"),
+            "eff.yaml:3:11: zones.bands.gold: needs min and max");
+}
+
 TEST(ConfigTest, BadRulesAreDroppedWithAMessageTheRestLoads) {
   auto c = LoadConfigYaml(R"(
 alerts:

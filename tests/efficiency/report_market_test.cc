@@ -53,11 +53,22 @@ TEST(RecordsTest, ReadsJobsAndSamplesAndRejectsBadLinesNamingLineAndField) {
       "\"util\":140}\n");
   auto e = ReadRecordsJsonl(bad, "bad.jsonl");
   ASSERT_FALSE(e.ok());
-  EXPECT_NE(e.status().message().find("bad.jsonl:2: util"), std::string::npos)
+  EXPECT_NE(e.status().message().find("bad.jsonl:2:41: util: value 140 out of range [0, 100]"),
+            std::string::npos)
       << e.status().message();
   std::istringstream junk("not json\n");
-  EXPECT_NE(ReadRecordsJsonl(junk, "j").status().message().find("j:1: not valid JSON"),
+  EXPECT_NE(ReadRecordsJsonl(junk, "j").status().message().find("j:1:1: not valid JSON"),
             std::string::npos);
+  // A missing field names the line (its object's column); a wrong type the value's column.
+  std::istringstream missing("\n{\"type\":\"sample\",\"gpu\":\"g\"}\n");
+  EXPECT_EQ(ReadRecordsJsonl(missing, "m.jsonl").status().message(), "m.jsonl:2:1: t: missing");
+  std::istringstream wrong("{\"type\":\"job\",\"id\":7,\"start\":1}\n");
+  EXPECT_EQ(ReadRecordsJsonl(wrong, "w.jsonl").status().message(),
+            "w.jsonl:1:20: id: expected a string, got '7'");
+  // A line longer than the bound is refused without being held whole.
+  std::istringstream longline(std::string(kMaxRecordLineBytes + 1, ' ') + "\n");
+  EXPECT_EQ(ReadRecordsJsonl(longline, "l.jsonl").status().message(),
+            "l.jsonl:1: line larger than 1 MiB");
   std::istringstream type("{\"type\":\"nope\"}\n");
   EXPECT_FALSE(ReadRecordsJsonl(type, "t").ok());
   // Round trip.

@@ -273,7 +273,7 @@ jobstats: {publish_every: 30s, price_per_gpu_hour: 2.5}
            {"reclaim: {idle: {warn_after: 2h, act_after: 1h}}", "reclaim.idle.act_after"},
            {"reclaim: {memory_held: {min_memory: lots}}", "reclaim.memory_held.min_memory"},
            {"reclaim: {idle: {sometimes: 1}}", "reclaim.idle.sometimes: unknown field"},
-           {"stearing: true", "<root>.stearing: unknown field"},
+           {"stearing: true", "x.yaml:1:1: stearing: unknown field"},
            {"submit_plan: /run/plan\nsteer_marker: \"\"", "steer_marker:"},
            {"submit_plan: /run/plan\nsteer_marker: \"a\\nnodes x\"", "steer_marker:"},
            {"submit_plan: /run/plan\nsteer_marker: \"a b\"", "steer_marker:"},
@@ -283,6 +283,19 @@ jobstats: {publish_every: 30s, price_per_gpu_hour: 2.5}
     EXPECT_NE(bad.status().message().find(what), std::string::npos)
         << yaml << " -> " << bad.status().message();
   }
+}
+
+TEST(SlurmEngineConfig, ErrorsNameFileLineColumnAndPathInYamlAndJson) {
+  auto bad = [](const std::string& text, const std::string& origin) {
+    auto c = LoadSlurmEngineConfigYaml(text, origin);
+    return c.ok() ? std::string("OK") : c.status().message();
+  };
+  EXPECT_EQ(bad(R"({"agents": {"url": "ftp://x"}})", "x.json"),
+            "x.json:1:20: agents.url: 'ftp://x' is not an http(s):// URL");
+  EXPECT_EQ(bad("reclaim:\n  memory_held:\n    min_memory: 2X\n", "x.yaml").substr(0, 49),
+            "x.yaml:3:17: reclaim.memory_held.min_memory: size");
+  EXPECT_EQ(bad("jobstats:\n  publish_every: 2d\n", "x.yaml"),
+            "x.yaml:2:18: jobstats.publish_every: must be between 1s and 24h");
 }
 
 TEST(SlurmEngineConfig, SubmitPlanNeedsAOneWordMarker) {

@@ -1,8 +1,17 @@
+// Bounded file reading (apart from read_file.cc, so that a program reading only YAML, such as
+// the fake NVML library, does not pull in the JSON parser).
 #include <fstream>
 
 #include "doc/document.h"
 
 namespace stoker::doc {
+
+std::string SizeText(size_t max_bytes) {
+  if (max_bytes >= (size_t{1} << 20) && max_bytes % (size_t{1} << 20) == 0) {
+    return "larger than " + std::to_string(max_bytes >> 20) + " MiB";
+  }
+  return "larger than " + std::to_string(max_bytes) + " bytes";
+}
 
 Result<std::string> ReadText(const std::string& path, size_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
@@ -16,19 +25,6 @@ Result<std::string> ReadText(const std::string& path, size_t max_bytes) {
   if (in.bad()) return InvalidArgument(path + ": read error");
   if (text.size() > max_bytes) return InvalidArgument(path + ": " + SizeText(max_bytes));
   return text;
-}
-
-std::string SizeText(size_t max_bytes) {
-  if (max_bytes >= (size_t{1} << 20) && max_bytes % (size_t{1} << 20) == 0) {
-    return "larger than " + std::to_string(max_bytes >> 20) + " MiB";
-  }
-  return "larger than " + std::to_string(max_bytes) + " bytes";
-}
-
-Result<Value> ReadFile(const std::string& path, size_t max_bytes) {
-  STOKER_ASSIGN_OR_RETURN(std::string text, ReadText(path, max_bytes));
-  const bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
-  return json ? ParseJson(text, path) : ParseYaml(text, path);
 }
 
 }  // namespace stoker::doc

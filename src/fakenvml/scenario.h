@@ -130,8 +130,13 @@ inline constexpr uint64_t kScenarioAbiTag =
     (uint64_t{sizeof(ProcessSpec)} << 16) ^ (uint64_t{sizeof(MigInstanceSpec)} << 8) ^
     uint64_t { sizeof(EventSpec) } ^ (uint64_t{sizeof(Timeline)} << 56);
 
-// Parses and validates a scenario. Errors read "<source>:<line>:<column>: <field>: <what>".
+// A scenario file is at most this large.
+inline constexpr size_t kMaxScenarioBytes = size_t{16} << 20;
+
+// Parses and validates a scenario (YAML, or JSON, which is YAML too) through the document reader
+// (doc/reader.h). Errors read "<source>:<line>:<column>: <field>: <what>".
 Result<Scenario> ParseScenario(std::string_view text, std::string_view source_name);
+// NotFound "PATH: cannot open", or InvalidArgument "PATH: larger than 16 MiB" and ParseScenario's.
 Result<Scenario> LoadScenarioFile(const std::string& path);
 
 // Slice count and memory (GiB) encoded in a MIG profile name, or an error for unknown profiles.

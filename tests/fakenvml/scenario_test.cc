@@ -198,10 +198,26 @@ TEST(ScenarioErrorTest, MissingRequiredField) {
   EXPECT_THAT(msg, HasSubstr("gpus[0].pci_bus_id: required field is missing"));
 }
 
+TEST(ScenarioErrorTest, JsonScenarioErrorsNameLineColumnAndPath) {
+  const std::string json = R"({"name": "t", "gpus": [
+  {"model": "X", "uuid": "GPU-1", "pci_bus_id": "0", "memory_total_mib": "lots"}]})";
+  const size_t col = json.find("\"lots\"") - json.rfind('\n', json.find("\"lots\""));
+  Result<Scenario> sc = ParseScenario(json, "s.json");
+  ASSERT_FALSE(sc.ok());
+  EXPECT_EQ(sc.status().message(),
+            "s.json:2:" + std::to_string(col) +
+                ": gpus[0].memory_total_mib: expected a non-negative integer in range, got "
+                "'lots'");
+  sc = ParseScenario(R"({"name": "t", "gpus": [{"model": "X", "uuid": "GPU-1", "pci": 0}]})",
+                     "s.json");
+  ASSERT_FALSE(sc.ok());
+  EXPECT_THAT(sc.status().message(), HasSubstr("s.json:1:56: gpus[0].pci: unknown field"));
+}
+
 TEST(ScenarioErrorTest, SyntaxErrorHasLine) {
   const std::string msg = ErrorOf("name: t\ngpus: [\n  {model: X,\n");
   EXPECT_THAT(msg, HasSubstr("bad.yaml:"));
-  EXPECT_THAT(msg, HasSubstr("(syntax)"));
+  EXPECT_THAT(msg, HasSubstr("not valid YAML"));
 }
 
 TEST(ScenarioErrorTest, EventOnMissingGpuAndBadXid) {

@@ -28,8 +28,9 @@ struct Member;
 class Value {
  public:
   Value() = default;
-  Value(Kind kind, std::string text, Mark mark, bool plain = false)
-      : kind_(kind), plain_(plain), mark_(mark), text_(std::move(text)) {}
+  // Defined in value.cc, where Member is complete (clang instantiates the vectors' cleanup for
+  // a constructor defined here).
+  Value(Kind kind, std::string text, Mark mark, bool plain = false);
 
   Kind kind() const { return kind_; }
   const Mark& mark() const { return mark_; }

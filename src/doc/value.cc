@@ -2,6 +2,9 @@
 
 namespace stoker::doc {
 
+Value::Value(Kind kind, std::string text, Mark mark, bool plain)
+    : kind_(kind), plain_(plain), mark_(mark), text_(std::move(text)) {}
+
 const char* KindName(Kind k) {
   switch (k) {
     case Kind::kNull:

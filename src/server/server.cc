@@ -78,6 +78,12 @@ Result<std::unique_ptr<Server>> Server::Create(store::Store* store, Clock* clock
   if (s->options_.activity_window < std::chrono::seconds(1)) {
     return InvalidArgument("activity window: must be at least 1 s");
   }
+  if (!(s->options_.heartbeat_rate > 0) || !std::isfinite(s->options_.heartbeat_rate)) {
+    return InvalidArgument("heartbeat rate: must be a positive number of reports a second");
+  }
+  if (s->options_.report_interval_min > s->options_.report_interval_max) {
+    return InvalidArgument("report interval: the minimum must not exceed the maximum");
+  }
   if (s->options_.gang_port_base < 1 || s->options_.gang_ports < 1 ||
       int64_t{s->options_.gang_port_base} + s->options_.gang_ports > 65536) {
     return InvalidArgument("gang ports: the range must lie within 1..65535");
@@ -945,8 +951,8 @@ int64_t Server::ReportIntervalMs(size_t nodes) const {
                                  protocol::limits::kReportIntervalMsMax);
   hi = std::min<int64_t>(hi, duration_cast<milliseconds>(options_.node_timeout).count() / 3);
   hi = std::max(hi, lo);
-  const double rate = options_.heartbeat_rate > 0 ? options_.heartbeat_rate : 1000;
-  const auto ms = static_cast<int64_t>(std::ceil(static_cast<double>(nodes) * 1000.0 / rate));
+  const auto ms = static_cast<int64_t>(
+      std::ceil(static_cast<double>(nodes) * 1000.0 / options_.heartbeat_rate));
   return std::clamp(ms, lo, hi);
 }
 

@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <fstream>
+#include <limits>
 
 #include "protocol/limits.h"
 #include "protocol/samples.h"
@@ -250,6 +251,28 @@ TEST(ReportInterval, GrowsWithTheClusterWithinItsBounds) {
   f.options.data_dir = f.dir;
   f.Open();
   EXPECT_EQ(interval(), 3000);  // a third of the node timeout
+}
+
+// A report rate that is not a positive number, or an interval range upside down, is refused when
+// the server starts (before, a rate of 0 silently became 1,000 when the interval was computed).
+TEST(ReportInterval, ARateOrRangeThatMakesNoSenseIsRefusedAtStart) {
+  Fixture f("report_interval_options");
+  for (double rate : {0.0, -5.0, std::numeric_limits<double>::quiet_NaN(),
+                      std::numeric_limits<double>::infinity()}) {
+    ServerOptions o;
+    o.heartbeat_rate = rate;
+    auto s = Server::Create(f.store.get(), &f.clock, o);
+    ASSERT_FALSE(s.ok()) << rate;
+    EXPECT_NE(s.status().ToString().find("heartbeat rate"), std::string::npos)
+        << s.status().ToString();
+  }
+  ServerOptions o;
+  o.report_interval_min = std::chrono::seconds(5);
+  o.report_interval_max = std::chrono::seconds(2);
+  auto s = Server::Create(f.store.get(), &f.clock, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().ToString().find("report interval"), std::string::npos)
+      << s.status().ToString();
 }
 
 TEST(NodeRegistration, WronglyTypedOrDuplicatedFieldsAreRefused) {

@@ -185,9 +185,8 @@ void BM_DurableSubmissions(benchmark::State& state) {
 }
 BENCHMARK(BM_DurableSubmissions)->Threads(1)->Threads(16)->Threads(64)->UseRealTime()->MinTime(2.0);
 
-// An agent's heartbeat body: 8 H100 samples with `procs` processes each, as telemetry writes
-// them.
-std::string HeartbeatBenchBody(size_t procs) {
+// An agent's snapshot of 8 H100s with `procs` processes each, as its sampler takes it.
+telemetry::TelemetrySnapshot BenchSnapshot(size_t procs) {
   std::vector<GpuSample> gpus;
   for (uint32_t i = 0; i < 8; ++i) gpus.push_back(stoker::testing::MakeH100Sample(i, procs));
   stoker::testing::FakeGpuSource source(gpus);
@@ -196,6 +195,12 @@ std::string HeartbeatBenchBody(size_t procs) {
   for (uint32_t i = 0; i < 8; ++i) sampler.SampleOnce(i);
   telemetry::TelemetrySnapshot snap;
   sampler.Snapshot(&snap);
+  return snap;
+}
+
+// An agent's heartbeat body in the full form: those samples as telemetry writes them.
+std::string HeartbeatBenchBody(size_t procs) {
+  const telemetry::TelemetrySnapshot snap = BenchSnapshot(procs);
   Heartbeat hb;
   hb.samples_json = telemetry::SnapshotToJson(snap, "bench")["gpus"].dump();
   return HeartbeatBody(hb);
@@ -204,14 +209,7 @@ std::string HeartbeatBenchBody(size_t procs) {
 // The compact form of the same samples: `ticks` seconds of the 8 GPUs (what a node sends
 // every report interval), through the agent's codec.
 std::string CompactBenchBody(size_t procs, int64_t ticks) {
-  std::vector<GpuSample> gpus;
-  for (uint32_t i = 0; i < 8; ++i) gpus.push_back(stoker::testing::MakeH100Sample(i, procs));
-  stoker::testing::FakeGpuSource source(gpus);
-  ManualClock clock;
-  telemetry::Sampler sampler(&source, &clock, nullptr, telemetry::SamplerOptions{});
-  for (uint32_t i = 0; i < 8; ++i) sampler.SampleOnce(i);
-  telemetry::TelemetrySnapshot snap;
-  sampler.Snapshot(&snap);
+  const telemetry::TelemetrySnapshot snap = BenchSnapshot(procs);
   std::vector<protocol::SampleTick> all;
   const WallTime t0 = WallTime(std::chrono::seconds(1'767'225'600));
   for (int64_t t = 0; t < ticks; ++t) {

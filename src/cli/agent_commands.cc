@@ -23,6 +23,7 @@
 #include "agent/scenario_process_info.h"
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "cli/kubelet.h"
 #include "cli/node_flags.h"
 #include "core/clock.h"
 #include "fakenvml/scenario.h"
@@ -178,6 +179,10 @@ std::string SelfExecutable() {
 
 int RunAgent(const AgentFlags& flags) {
   if (ListScenarios(flags.source)) return kExitOk;
+  // The PodResources client is gRPC: in stoker-k8s only (cli/kubelet.h).
+  if (!flags.pod_resources.empty() && Kubelet().pod_resources == nullptr) {
+    return RunKubeletProgram("agent");
+  }
   auto listen = agent::ParseListenAddress(flags.listen);
   auto interval = ParseDuration(flags.interval);
   auto hold = ParseDuration(flags.xid_hold);
@@ -219,13 +224,7 @@ int RunAgent(const AgentFlags& flags) {
   std::unique_ptr<k8s::PodResourcesSource> pod_resources;
   std::unique_ptr<k8s::PodAttribution> pods;
   if (!flags.pod_resources.empty()) {
-#ifndef STOKER_HAVE_K8S_GRPC
-    std::cerr << "stoker agent: --kubelet-pod-resources: this build has no gRPC (the portable "
-                 "binary); use the Debian build\n";
-    return kExitUnavailable;
-#else
-    pod_resources = k8s::NewKubeletPodResources(flags.pod_resources);
-#endif
+    pod_resources = Kubelet().pod_resources(flags.pod_resources);
     pods = std::make_unique<k8s::PodAttribution>(pod_resources.get(), &clock);
     attributor.SetClaimResolver(pods.get());
     spdlog::info("stoker agent: pods named through the kubelet's PodResources at {}",

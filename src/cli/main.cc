@@ -3,6 +3,7 @@
 
 #include "cli/cli.h"
 #include "cli/common.h"
+#include "cli/kubelet.h"
 
 namespace stoker::cli {
 namespace {
@@ -63,6 +64,7 @@ int Main(int argc, char** argv) {
   // reports, not kill the process: OpenSSL writes with write(2), which raises SIGPIPE. Jobs do
   // not inherit this: the job shim restores the default before it runs the job.
   std::signal(SIGPIPE, SIG_IGN);
+  SetCommandLine(argc, argv);
   CLI::App app{"Stoker: keep every GPU of a cluster busy.", "stoker"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("stoker ") + STOKER_VERSION);

@@ -48,9 +48,9 @@ SUBMODULES = ("scheduler/pass",)
 OPEN = {"integration", "cli", "apps", "web"}
 # third-party header -> the modules that may include it
 EDGES = {
-    # YAML is read through the document reader (src/doc); the CLI still reads its own small
-    # client configuration and local-server entries with yaml-cpp.
-    "yaml-cpp/": {"doc", "cli"},
+    # YAML is read through the document reader (src/doc) only: configurations, records,
+    # scenarios and the CLI's client configuration alike.
+    "yaml-cpp/": {"doc"},
     "sqlite3.h": {"store"},
     "httplib.h": set(),  # tests only: src/ speaks HTTP through http (server) and client
     "boost/": {"http", "client"},

@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
-#include <yaml-cpp/yaml.h>
 
 #include <atomic>
 #include <cstdio>
@@ -124,12 +123,6 @@ struct AgentFlags {
   JobRunFlags jobs;
 };
 
-std::string ConfigHome() {
-  if (const char* x = getenv("XDG_CONFIG_HOME"); x && *x) return std::string(x) + "/stoker";
-  const char* home = getenv("HOME");
-  return std::string(home && *home ? home : "/root") + "/.config/stoker";
-}
-
 std::string StateHome() {
   if (const char* x = getenv("XDG_STATE_HOME"); x && *x) return std::string(x) + "/stoker";
   const char* home = getenv("HOME");
@@ -148,17 +141,10 @@ Result<std::pair<std::string, std::string>> ResolveServer(const AgentFlags& f) {
   if (token.empty()) {
     if (const char* e = getenv("STOKER_TOKEN"); e && *e) token = e;
   }
-  const std::string file = ConfigHome() + "/config.yaml";
-  if (token.empty() && token_file.empty() && std::filesystem::exists(file)) {
-    try {
-      YAML::Node y = YAML::LoadFile(file);
-      if (y["token"])
-        token = y["token"].as<std::string>();
-      else if (y["token_file"])
-        token_file = y["token_file"].as<std::string>();
-    } catch (const std::exception& e) {
-      return InvalidArgument(file + ": " + e.what());
-    }
+  if (token.empty() && token_file.empty()) {
+    STOKER_ASSIGN_OR_RETURN(ClientConfig config, ReadClientConfig(ConfigDir() + "/config.yaml"));
+    token = config.token;
+    token_file = config.token_file;
   }
   if (token.empty() && !token_file.empty()) {
     std::ifstream in(token_file);

@@ -10,7 +10,6 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <yaml-cpp/yaml.h>
 
 #include <chrono>
 #include <cstdio>
@@ -21,6 +20,7 @@
 #include <sstream>
 
 #include "core/clock.h"
+#include "doc/reader.h"
 
 namespace stoker::cli {
 namespace fs = std::filesystem;
@@ -165,30 +165,66 @@ void UnregisterLocalServer(const std::string& data_dir) {
   fs::remove(LocalEntryPath(data_dir), ec);
 }
 
-// Every registered local server; an entry whose process is gone is removed (and reported as
-// not alive).
+namespace {
+
+// Both files are a few lines; anything larger is not one of them.
+constexpr size_t kMaxClientFileBytes = 64 << 10;
+constexpr size_t kMaxClientField = 4096;
+
+Result<doc::Value> ReadClientFile(const std::string& file) {
+  STOKER_ASSIGN_OR_RETURN(std::string text, doc::ReadText(file, kMaxClientFileBytes));
+  return doc::ParseYaml(text, file);
+}
+
+}  // namespace
+
+Result<LocalServer> ReadLocalServer(const std::string& file) {
+  STOKER_ASSIGN_OR_RETURN(doc::Value root, ReadClientFile(file));
+  doc::Reader r(root, file);
+  STOKER_RETURN_IF_ERROR(r.ExpectMap());
+  STOKER_RETURN_IF_ERROR(r.Keys({"server", "token_file", "data_dir", "pid", "pid_start"}));
+  LocalServer l;
+  l.file = file;
+  STOKER_RETURN_IF_ERROR(r.Get("server", &l.server, kMaxClientField));
+  STOKER_RETURN_IF_ERROR(r.Get("token_file", &l.token_file, kMaxClientField));
+  STOKER_RETURN_IF_ERROR(r.Get("data_dir", &l.data_dir, kMaxClientField));
+  STOKER_RETURN_IF_ERROR(r.GetInt("pid", &l.pid, 1));
+  STOKER_RETURN_IF_ERROR(r.Get("pid_start", &l.pid_start, kMaxClientField));
+  return l;
+}
+
+// Every registered local server; an entry whose process is gone, or that cannot be read, is
+// removed (and reported as not alive).
 std::vector<LocalServer> LocalServers() {
   std::vector<LocalServer> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(ConfigDir() + "/local.d", ec)) {
     if (e.path().extension() != ".yaml") continue;
-    LocalServer l;
-    l.file = e.path().string();
-    try {
-      YAML::Node y = YAML::LoadFile(l.file);
-      l.server = y["server"].as<std::string>("");
-      l.token_file = y["token_file"].as<std::string>("");
-      l.data_dir = y["data_dir"].as<std::string>("");
-      const pid_t pid = y["pid"].as<pid_t>(0);
-      l.alive =
-          pid > 0 && ::kill(pid, 0) == 0 && ProcessStart(pid) == y["pid_start"].as<std::string>("");
-    } catch (const std::exception&) {
-      l.alive = false;
-    }
+    Result<LocalServer> read = ReadLocalServer(e.path().string());
+    LocalServer l = read.ok() ? *read : LocalServer{.file = e.path().string()};
+    l.alive = l.pid > 0 && ::kill(l.pid, 0) == 0 && ProcessStart(l.pid) == l.pid_start;
     if (!l.alive) fs::remove(e.path(), ec);
     out.push_back(std::move(l));
   }
   return out;
+}
+
+Result<ClientConfig> ReadClientConfig(const std::string& file) {
+  ClientConfig c;
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return c;
+  STOKER_ASSIGN_OR_RETURN(doc::Value root, ReadClientFile(file));
+  if (root.is_null()) return c;  // an empty file
+  doc::Reader r(root, file);
+  STOKER_RETURN_IF_ERROR(r.ExpectMap());
+  STOKER_RETURN_IF_ERROR(r.Keys({"server", "token", "token_file"}));
+  STOKER_RETURN_IF_ERROR(r.Get("server", &c.server, kMaxClientField));
+  STOKER_RETURN_IF_ERROR(r.Get("token", &c.token, kMaxClientField));
+  STOKER_RETURN_IF_ERROR(r.Get("token_file", &c.token_file, kMaxClientField));
+  if (!c.token.empty() && !c.token_file.empty()) {
+    return r.FieldError("token_file", "give token or token_file, not both");
+  }
+  return c;
 }
 
 // ---- client configuration -------------------------------------------------------------------
@@ -208,20 +244,12 @@ Result<client::ApiClient> MakeClient(const ClientFlags& f) {
   if (token.empty()) {
     if (const char* e = getenv("STOKER_TOKEN")) token = e;
   }
-  for (const std::string& file : {ConfigDir() + "/config.yaml"}) {
-    if (!url.empty() && (!token.empty() || !token_file.empty())) break;
-    if (!fs::exists(file)) continue;
-    try {
-      YAML::Node y = YAML::LoadFile(file);
-      if (url.empty() && y["server"]) url = y["server"].as<std::string>();
-      if (token.empty() && token_file.empty()) {
-        if (y["token"])
-          token = y["token"].as<std::string>();
-        else if (y["token_file"])
-          token_file = y["token_file"].as<std::string>();
-      }
-    } catch (const std::exception& e) {
-      return InvalidArgument(file + ": " + e.what());
+  if (url.empty() || token.empty()) {
+    STOKER_ASSIGN_OR_RETURN(ClientConfig config, ReadClientConfig(ConfigDir() + "/config.yaml"));
+    if (url.empty()) url = config.server;
+    if (token.empty()) {
+      token = config.token;
+      token_file = config.token_file;
     }
   }
   if (url.empty() || (token.empty() && token_file.empty())) {

@@ -5,6 +5,7 @@
 // printing a response as a table or as JSON.
 
 #include <signal.h>
+#include <sys/types.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -57,14 +58,26 @@ Status WritePrivateFile(const std::string& path, const std::string& content);
 // and removes the entry when it stops.
 struct LocalServer {
   std::string file, server, token_file, data_dir;
+  pid_t pid = 0;
+  std::string pid_start;  // the process's start time (/proc/PID/stat), so a reused pid is not it
   bool alive = false;
 };
 std::string LocalEntryPath(const std::string& data_dir);
+// One entry (`alive` left false): read through the document reader, errors
+// "FILE:LINE:COL: field: what"; unknown fields are refused.
+Result<LocalServer> ReadLocalServer(const std::string& file);
 Status RegisterLocalServer(const std::string& url, const std::string& data_dir);
 void UnregisterLocalServer(const std::string& data_dir);
 std::vector<LocalServer> LocalServers();
 
 // ---- client configuration ----
+// <config dir>/config.yaml: `server:`, and `token:` or `token_file:` (docs/cli.md). Read through
+// the document reader: errors "FILE:LINE:COL: field: what"; unknown fields are refused. A file
+// that does not exist gives empty fields.
+struct ClientConfig {
+  std::string server, token, token_file;
+};
+Result<ClientConfig> ReadClientConfig(const std::string& file);
 struct ClientFlags {
   std::string server;
   std::string token;

@@ -197,6 +197,50 @@ TEST(StokerPolicyTest, KeepsTheOnlySlotOfAScarceShapeForIt) {
   EXPECT_EQ(w.placement.node, 0);
 }
 
+// The reserve's hedge: a scarce shape seen once among 128 pods may be rarer than it is, and
+// while the cluster is mostly free the reserve plans for the upper confidence bound of its rate.
+// Four half-used big nodes hold the only slots of the 4-GPU pods with 100 CPUs; at the rate seen
+// (one pod in 128) four slots are ample (the chance they run short is 0.05 %) and a 1-GPU pod
+// would pack onto a big node, but at the hedged rate they run short with a chance of 28 %, so
+// it takes an idle medium node. Once 60 % of the GPUs are allocated the rate seen stands and
+// the pod packs onto the big node.
+TEST(StokerPolicyTest, HedgesTheRateOfAScarceShapeSeenOnceWhileTheClusterIsMostlyFree) {
+  auto cluster = [](int full_nodes) {
+    ClusterState c;
+    const GpuModelId g = *c.models().Intern("G");
+    const std::array<uint8_t, 8> gpus = {0, 1, 2, 3, 4, 5, 6, 7};
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_TRUE(c.AddNode({"big-" + std::to_string(i), 128000, 786432, 8, g, 0, false}).ok());
+      EXPECT_TRUE(c.Allocate(MakePlacement(Request::WholeGpus(4, 16000, 1), i, gpus.data())).ok());
+    }
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_TRUE(c.AddNode({"medium-" + std::to_string(i), 96000, 786432, 8, g, 0, false}).ok());
+    }
+    for (int i = 0; i < full_nodes; ++i) {
+      const int32_t node = c.num_nodes();
+      EXPECT_TRUE(c.AddNode({"full-" + std::to_string(i), 96000, 786432, 8, g, 0, false}).ok());
+      EXPECT_TRUE(
+          c.Allocate(MakePlacement(Request::WholeGpus(8, 96000, 1), node, gpus.data())).ok());
+    }
+    return c;
+  };
+  const Request one = Request::WholeGpus(1, 8000, 1);
+  const Request wide = Request::WholeGpus(4, 100000, 1);
+  auto place_one = [&](const ClusterState& c) {
+    auto p = MakeStoker();
+    Teach(*p, one, 100);
+    Teach(*p, wide, 1);
+    Teach(*p, one, 26);
+    const PlacementResult r = PlaceObserved(*p, one, c);  // the 128th pod: the learner refreshes
+    EXPECT_TRUE(r.placed());
+    return r.placement.node;
+  };
+  const ClusterState mostly_free = cluster(0);  // 16 of 64 GPUs allocated
+  EXPECT_GE(place_one(mostly_free), 4) << "25 % allocated: the big nodes' slots are kept";
+  const ClusterState filled = cluster(8);  // 80 of 128 GPUs allocated, the same 48 free
+  EXPECT_EQ(place_one(filled), 0) << "62.5 % allocated: the rate seen, the fuller big node";
+}
+
 // Pods pinned to a GPU model make that model a pool: pods with a choice keep off it while other
 // models have room, even where they would pack better on it.
 TEST(StokerPolicyTest, PodsWithAChoiceKeepOffAGpuModelThatPinnedPodsNeed) {

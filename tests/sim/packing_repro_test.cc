@@ -153,10 +153,14 @@ TEST(StokerVsPublishedFgd, Gpushare40) {
 // measures with; below saturation both place nearly everything that arrives), against our `fgd`
 // on the same arrivals and, where the paper published figures, against those too. On a
 // published workload, a generated GPU-model-constrained one and a generated multi-GPU-heavy one,
-// four seeds (the docs' tables use ten).
+// four seeds (the docs' tables use ten). `default+mgpu70` on seeds 44-47: on seed 46 the 8-GPU
+// pods of 120 CPUs come late, and without the reserve's hedge stoker refused five of them before
+// 91 % arrived where fgd refused none (0.16 points behind at 90 % in the mean of the four), as on
+// FGD's `multigpu50` (not in every copy of the traces).
 struct GuaranteeCase {
   std::string workload;  // pod list
   WorkloadVariant variant;
+  std::vector<uint64_t> seeds = {42, 43, 44, 45};
 };
 
 class StokerGuaranteeTest : public ::testing::TestWithParam<GuaranteeCase> {};
@@ -171,7 +175,7 @@ TEST_P(StokerGuaranteeTest, AtOrAboveFgdAtEveryStep) {
   auto pods = LoadOpenbPods(pods_path, cluster->models());
   ASSERT_TRUE(pods.ok()) << pods.status().ToString();
   const std::vector<std::string> policies = {"fgd", "stoker"};
-  const std::vector<uint64_t> seeds = {42, 43, 44, 45};
+  const std::vector<uint64_t>& seeds = g.seeds;
   std::vector<PackingCurve> curves(policies.size() * seeds.size());
   std::vector<std::thread> pool;
   std::atomic<size_t> next{0};
@@ -217,18 +221,19 @@ TEST_P(StokerGuaranteeTest, AtOrAboveFgdAtEveryStep) {
   std::printf("%s\n", line.c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(Openb, StokerGuaranteeTest,
-                         ::testing::Values(GuaranteeCase{"cpu250", {}},
-                                           GuaranteeCase{"default", {.constrain_pct = 5}},
-                                           GuaranteeCase{"default", {.constrain_pct = 20}},
-                                           GuaranteeCase{"default", {.multi_gpu_pct = 40}}),
-                         [](const ::testing::TestParamInfo<GuaranteeCase>& info) {
-                           std::string n = info.param.variant.Name(info.param.workload);
-                           for (char& ch : n) {
-                             if (ch == '+') ch = '_';
-                           }
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Openb, StokerGuaranteeTest,
+    ::testing::Values(GuaranteeCase{"cpu250", {}}, GuaranteeCase{"default", {.constrain_pct = 5}},
+                      GuaranteeCase{"default", {.constrain_pct = 20}},
+                      GuaranteeCase{"default", {.multi_gpu_pct = 40}},
+                      GuaranteeCase{"default", {.multi_gpu_pct = 70}, {44, 45, 46, 47}}),
+    [](const ::testing::TestParamInfo<GuaranteeCase>& info) {
+      std::string n = info.param.variant.Name(info.param.workload);
+      for (char& ch : n) {
+        if (ch == '+') ch = '_';
+      }
+      return n;
+    });
 
 }  // namespace
 }  // namespace stoker::sim

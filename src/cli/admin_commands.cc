@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include "cli/common.h"
+#include "cli/table.h"
 
 namespace stoker::cli {
 
@@ -14,16 +15,23 @@ void RegisterAdminCommands(CLI::App& app, int& exit_code) {
     AddClientFlags(cmd, c);
     cmd->callback([c, &exit_code] {
       exit_code = RunGetAndPrint(*c, "/api/v1/nodes", [](const json& nodes) {
-        fmt::print("{:<20} {:<8} {:<6} {:<9} {:<5} {:<30} {}\n", "NODE", "STATE", "CPUS",
-                   "MEM(GiB)", "JOBS", "GPUS", "SOURCE");
+        const Table t({{"NODE", 20},
+                       {"STATE", 8},
+                       {"CPUS", 6},
+                       {"MEM(GiB)", 9},
+                       {"JOBS", 5},
+                       {"GPUS", 30},
+                       {"SOURCE"}});
+        fmt::print("{}", t.Header());
         for (const json& n : nodes) {
           std::string gpus = std::to_string(n["gpus"].size());
           if (!n["gpus"].empty()) gpus += " x " + n["gpus"][0].value("model", "");
-          fmt::print("{:<20} {:<8} {:<6} {:<9} {:<5} {:<30} {}\n", n["name"].get<std::string>(),
-                     n["state"].get<std::string>(), n["cpu_milli"].get<int64_t>() / 1000,
-                     n["memory_mib"].get<int64_t>() / 1024, n.value("active_jobs", 0),
-                     gpus.substr(0, 30),
-                     n.value("simulated", false) ? "SIMULATED" : n.value("source", ""));
+          fmt::print("{}",
+                     t.Line({n["name"].get<std::string>(), n["state"].get<std::string>(),
+                             fmt::format("{}", n["cpu_milli"].get<int64_t>() / 1000),
+                             fmt::format("{}", n["memory_mib"].get<int64_t>() / 1024),
+                             fmt::format("{}", n.value("active_jobs", 0)), gpus.substr(0, 30),
+                             n.value("simulated", false) ? "SIMULATED" : n.value("source", "")}));
         }
         // What each node enforces for its jobs (cgroups, or process tracking only).
         for (const json& n : nodes) {
@@ -81,13 +89,15 @@ void RegisterAdminCommands(CLI::App& app, int& exit_code) {
     AddClientFlags(list, lc);
     list->callback([lc, &exit_code] {
       exit_code = RunGetAndPrint(*lc, "/api/v1/tokens", [](const json& ts) {
-        fmt::print("{:<13} {:<20} {:<6} {:<20} {}\n", "ID", "NAME", "ROLE", "CREATED", "EXPIRES");
+        const Table table({{"ID", 13}, {"NAME", 20}, {"ROLE", 6}, {"CREATED", 20}, {"EXPIRES"}});
+        fmt::print("{}", table.Header());
         for (const json& t : ts) {
           fmt::print(
-              "{:<13} {:<20} {:<6} {:<20} {}\n", t["id"].get<std::string>(),
-              t["name"].get<std::string>(), t["role"].get<std::string>(),
-              FormatMs(t["created_ms"].get<int64_t>()),
-              t["expires_ms"].is_null() ? "never" : FormatMs(t["expires_ms"].get<int64_t>()));
+              "{}",
+              table.Line({t["id"].get<std::string>(), t["name"].get<std::string>(),
+                          t["role"].get<std::string>(), FormatMs(t["created_ms"].get<int64_t>()),
+                          t["expires_ms"].is_null() ? "never"
+                                                    : FormatMs(t["expires_ms"].get<int64_t>())}));
         }
       });
     });
@@ -107,11 +117,13 @@ void RegisterAdminCommands(CLI::App& app, int& exit_code) {
     AddClientFlags(audit, ac);
     audit->callback([ac, &exit_code] {
       exit_code = RunGetAndPrint(*ac, "/api/v1/audit", [](const json& rows) {
-        fmt::print("{:<20} {:<16} {:<13} {}\n", "TIME", "ACTOR", "ACTION", "SUBJECT");
+        const Table t({{"TIME", 20}, {"ACTOR", 16}, {"ACTION", 13}, {"SUBJECT"}});
+        fmt::print("{}", t.Header());
         for (const json& a : rows) {
-          fmt::print("{:<20} {:<16} {:<13} {} ({})\n", FormatMs(a["ts_ms"].get<int64_t>()),
-                     a["actor"].get<std::string>(), a["action"].get<std::string>(),
-                     a["subject"].get<std::string>(), a["detail"].get<std::string>());
+          fmt::print("{}",
+                     t.Line({FormatMs(a["ts_ms"].get<int64_t>()), a["actor"].get<std::string>(),
+                             a["action"].get<std::string>(), a["subject"].get<std::string>()},
+                            " (" + a["detail"].get<std::string>() + ")"));
         }
       });
     });

@@ -3,6 +3,7 @@
 // --input FILE.jsonl, the same engine replayed offline over recorded samples (format in
 // src/efficiency/records.h). Both paths print the same JSON shapes (efficiency/api_json.h).
 
+#include <fmt/core.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -16,6 +17,7 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "cli/table.h"
 #include "efficiency/api_json.h"
 #include "efficiency/replay.h"
 #include "efficiency/report.h"
@@ -88,12 +90,19 @@ double Num(const nlohmann::json& j, const char* key) {
 
 void PrintZones(const nlohmann::json& z) {
   for (const char* list : {"gpus", "jobs"}) {
-    std::printf("%-40s  %-7s %6s  %6s  %7s  %s\n", std::string(list) == "gpus" ? "GPU" : "JOB",
-                "ZONE", "MEAN%", "PEAK%", "SAMPLES", "METRIC");
+    const Table t({{std::string(list) == "gpus" ? "GPU" : "JOB", 40},
+                   {"ZONE", 7, Align::kLeft, "  "},
+                   {"MEAN%", 6, Align::kRight},
+                   {"PEAK%", 6, Align::kRight, "  "},
+                   {"SAMPLES", 7, Align::kRight, "  "},
+                   {"METRIC", 0, Align::kLeft, "  "}});
+    fmt::print("{}", t.Header());
     for (const auto& s : z.value(list, nlohmann::json::array())) {
-      std::printf("%-40s  %-7s %6.1f  %6.1f  %7lld  %s\n", Str(s, "key").c_str(),
-                  Str(s, "zone").c_str(), Num(s, "mean_pct"), Num(s, "peak_pct"),
-                  static_cast<long long>(Num(s, "samples")), Str(s, "metric").c_str());
+      fmt::print(
+          "{}",
+          t.Line({Str(s, "key"), Str(s, "zone"), fmt::format("{:.1f}", Num(s, "mean_pct")),
+                  fmt::format("{:.1f}", Num(s, "peak_pct")),
+                  fmt::format("{}", static_cast<long long>(Num(s, "samples"))), Str(s, "metric")}));
     }
     std::printf("\n");
   }
@@ -112,18 +121,18 @@ void PrintZones(const nlohmann::json& z) {
 }
 
 void PrintAlertsTable(const nlohmann::json& alerts) {
-  std::printf("%-9s %-7s %-24s %-28s %-22s %s\n", "STATE", "GRADE", "RULE", "SUBJECT", "SINCE",
-              "SUMMARY");
+  const Table t(
+      {{"STATE", 9}, {"GRADE", 7}, {"RULE", 24}, {"SUBJECT", 28}, {"SINCE", 22}, {"SUMMARY"}});
+  fmt::print("{}", t.Header());
   for (const auto& a : alerts) {
     std::string state = Str(a, "state");
     if (a.value("inhibited", false)) state += "(inh)";
     if (a.value("silenced", false)) state += "(sil)";
-    std::printf("%-9s %-7s %-24s %-28s %-22s %s\n", state.c_str(), Str(a, "grade").c_str(),
-                Str(a, "rule").c_str(), Str(a, "subject").c_str(),
-                (a.contains("starts_at") && a["starts_at"].is_string() ? Str(a, "starts_at")
-                                                                       : Str(a, "pending_since"))
-                    .c_str(),
-                Str(a, "summary").c_str());
+    fmt::print("{}", t.Line({state, Str(a, "grade"), Str(a, "rule"), Str(a, "subject"),
+                             a.contains("starts_at") && a["starts_at"].is_string()
+                                 ? Str(a, "starts_at")
+                                 : Str(a, "pending_since"),
+                             Str(a, "summary")}));
   }
   if (alerts.empty()) std::printf("no active alerts\n");
 }
@@ -162,9 +171,7 @@ int Load(const CommonFlags& f, eff::EfficiencyConfig* cfg, eff::RecordSet* recor
 }
 
 std::string Pct(int64_t milli) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.1f", static_cast<double>(milli) / 1000.0);
-  return b;
+  return fmt::format("{:.1f}", static_cast<double>(milli) / 1000.0);
 }
 
 int RunZones(const CommonFlags& f) {
@@ -436,6 +443,15 @@ int RunSimEfficiency(const SimEffFlags& f) {
                           {"lost_gpu_hours", t.lost_gpu_hours}};
   };
   nlohmann::json arr = nlohmann::json::array();
+  const Table variants({{"variant", 16},
+                        {"used-util%", 10, Align::kRight},
+                        {"alloc%", 10, Align::kRight},
+                        {"queue-mean-s", 12, Align::kRight},
+                        {"queue-p99-s", 12, Align::kRight},
+                        {"jct-mean-s", 12, Align::kRight},
+                        {"jct-median-s", 12, Align::kRight},
+                        {"reclaimed", 10, Align::kRight},
+                        {"freed-GPU-h", 12, Align::kRight}});
   if (!f.json) {
     std::printf("trace %s: %zu jobs, cluster %dx%d, queue %s, idle share %.2f, warn %s, act %s\n",
                 f.trace.c_str(), trace->jobs.size(), opt.cluster.nodes, opt.cluster.gpus_per_node,
@@ -447,9 +463,7 @@ int RunSimEfficiency(const SimEffFlags& f) {
         static_cast<double>(o.oversub.max_ratio_milli) / 1000.0,
         FormatDuration(o.oversub.grace).c_str(), f.preemptible_max.c_str(), o.preemptible.share,
         static_cast<long long>(results->front().preemptible.jobs), o.shared_speed);
-    std::printf("%-16s %10s %10s %12s %12s %12s %12s %10s %12s\n", "variant", "used-util%",
-                "alloc%", "queue-mean-s", "queue-p99-s", "jct-mean-s", "jct-median-s", "reclaimed",
-                "freed-GPU-h");
+    fmt::print("{}", variants.Header());
   }
   for (const auto& v : *results) {
     if (f.json) {
@@ -469,27 +483,39 @@ int RunSimEfficiency(const SimEffFlags& f) {
                      {"guaranteed", tier_json(v.guaranteed)},
                      {"preemptible", tier_json(v.preemptible)}});
     } else {
-      std::printf("%-16s %10.1f %10.1f %12.0f %12.0f %12.0f %12.0f %10lld %12.0f\n", v.name.c_str(),
-                  v.used_gpu_utilization_pct, v.report.mean_allocation_pct,
-                  v.report.queue_delay_s.mean, v.report.queue_delay_s.p99, v.report.jct_s.mean,
-                  v.report.jct_s.median, static_cast<long long>(v.jobs_reclaimed),
-                  v.gpu_hours_reclaimed);
+      fmt::print("{}", variants.Line({v.name, fmt::format("{:.1f}", v.used_gpu_utilization_pct),
+                                      fmt::format("{:.1f}", v.report.mean_allocation_pct),
+                                      fmt::format("{:.0f}", v.report.queue_delay_s.mean),
+                                      fmt::format("{:.0f}", v.report.queue_delay_s.p99),
+                                      fmt::format("{:.0f}", v.report.jct_s.mean),
+                                      fmt::format("{:.0f}", v.report.jct_s.median),
+                                      fmt::format("{}", v.jobs_reclaimed),
+                                      fmt::format("{:.0f}", v.gpu_hours_reclaimed)}));
     }
   }
   if (f.json) {
     std::cout << arr.dump(2) << "\n";
     return kExitOk;
   }
-  std::printf("\n%-16s %-11s %7s %12s %12s %12s %12s %11s %9s\n", "variant", "tier", "jobs",
-              "queue-mean-s", "queue-p99-s", "jct-mean-s", "jct-median-s", "preemptions",
-              "lost-GPU-h");
+  const Table tiers({{"variant", 16},
+                     {"tier", 11},
+                     {"jobs", 7, Align::kRight},
+                     {"queue-mean-s", 12, Align::kRight},
+                     {"queue-p99-s", 12, Align::kRight},
+                     {"jct-mean-s", 12, Align::kRight},
+                     {"jct-median-s", 12, Align::kRight},
+                     {"preemptions", 11, Align::kRight},
+                     {"lost-GPU-h", 9, Align::kRight}});
+  fmt::print("\n{}", tiers.Header());
   for (const auto& v : *results) {
     for (const auto* t : {&v.guaranteed, &v.preemptible}) {
-      std::printf("%-16s %-11s %7lld %12.0f %12.0f %12.0f %12.0f %11lld %9.0f\n", v.name.c_str(),
-                  t == &v.guaranteed ? "guaranteed" : "preemptible",
-                  static_cast<long long>(t->jobs), t->queue_delay_s.mean, t->queue_delay_s.p99,
-                  t->jct_s.mean, t->jct_s.median, static_cast<long long>(t->preemptions),
-                  t->lost_gpu_hours);
+      fmt::print(
+          "{}", tiers.Line(
+                    {v.name, t == &v.guaranteed ? "guaranteed" : "preemptible",
+                     fmt::format("{}", t->jobs), fmt::format("{:.0f}", t->queue_delay_s.mean),
+                     fmt::format("{:.0f}", t->queue_delay_s.p99),
+                     fmt::format("{:.0f}", t->jct_s.mean), fmt::format("{:.0f}", t->jct_s.median),
+                     fmt::format("{}", t->preemptions), fmt::format("{:.0f}", t->lost_gpu_hours)}));
     }
   }
   return kExitOk;
@@ -602,25 +628,47 @@ int RunHistorySize(const SimSizeFlags& f) {
       sized->span_hours, static_cast<long long>(sized->jobs_used),
       static_cast<long long>(sized->jobs_skipped), f.max_mean_queue.c_str(),
       f.max_p99_queue.c_str());
-  std::printf("%-16s %-8s %6s %10s %12s %9s %8s  %s\n", "class", "model", "jobs", "GPUs(busy)",
-              "mem-peak-GB", "act-p95%", "tensor%", "needs");
+  // GPUs(busy): the requested count right-aligned in 6, then the busy count in brackets.
+  const Table classes({{"class", 16},
+                       {"model", 8},
+                       {"jobs", 6, Align::kRight},
+                       {"GPUs(busy)", 0},
+                       {"mem-peak-GB", 12, Align::kRight},
+                       {"act-p95%", 9, Align::kRight},
+                       {"tensor%", 8, Align::kRight},
+                       {"needs", 0, Align::kLeft, "  "}});
+  fmt::print("{}", classes.Header());
   for (const eff::ClassNeed& c : sized->classes) {
-    char tensor[32] = "-";
-    if (c.tensor_active) std::snprintf(tensor, sizeof tensor, "%.1f", *c.tensor_active * 100);
-    std::printf("%-16s %-8s %6lld %6d(%d) %12.1f %9.1f %8s  %s\n", c.job_class.c_str(),
-                c.model.c_str(), static_cast<long long>(c.jobs), c.gpus_requested, c.gpus_busy,
-                static_cast<double>(c.mem_peak_bytes) / 1e9, c.activity_p95 * 100, tensor,
-                c.need.c_str());
+    fmt::print("{}",
+               classes.Line({c.job_class, c.model, fmt::format("{}", c.jobs),
+                             fmt::format("{:>6}({})", c.gpus_requested, c.gpus_busy),
+                             fmt::format("{:.1f}", static_cast<double>(c.mem_peak_bytes) / 1e9),
+                             fmt::format("{:.1f}", c.activity_p95 * 100),
+                             c.tensor_active ? fmt::format("{:.1f}", *c.tensor_active * 100) : "-",
+                             c.need}));
   }
-  std::printf("\n%-8s %6s %9s %13s %12s %12s %12s %10s %14s %14s %14s\n", "model", "jobs",
-              "recorded", "as-requested", "right-sized", "queue-mean-s", "queue-p99-s",
-              "price/GPU-h", "cost recorded", "as requested", "right-sized");
+  const Table models({{"model", 8},
+                      {"jobs", 6, Align::kRight},
+                      {"recorded", 9, Align::kRight},
+                      {"as-requested", 13, Align::kRight},
+                      {"right-sized", 12, Align::kRight},
+                      {"queue-mean-s", 12, Align::kRight},
+                      {"queue-p99-s", 12, Align::kRight},
+                      {"price/GPU-h", 10, Align::kRight},
+                      {"cost recorded", 14, Align::kRight},
+                      {"as requested", 14, Align::kRight},
+                      {"right-sized", 14, Align::kRight}});
+  fmt::print("\n{}", models.Header());
   for (const eff::ModelSize& m : sized->models) {
-    std::printf("%-8s %6lld %9d %13d %12d %12.0f %12.0f %10.2f %14.2f %14.2f %14.2f\n",
-                m.model.c_str(), static_cast<long long>(m.jobs), m.recorded_gpus, m.as_requested,
-                m.right_sized, m.queue_mean_s, m.queue_p99_s, money(m.price_per_gpu_hour_micro),
-                money(m.cost_recorded_micro), money(m.cost_as_requested_micro),
-                money(m.cost_right_sized_micro));
+    fmt::print(
+        "{}",
+        models.Line({m.model, fmt::format("{}", m.jobs), fmt::format("{}", m.recorded_gpus),
+                     fmt::format("{}", m.as_requested), fmt::format("{}", m.right_sized),
+                     fmt::format("{:.0f}", m.queue_mean_s), fmt::format("{:.0f}", m.queue_p99_s),
+                     fmt::format("{:.2f}", money(m.price_per_gpu_hour_micro)),
+                     fmt::format("{:.2f}", money(m.cost_recorded_micro)),
+                     fmt::format("{:.2f}", money(m.cost_as_requested_micro)),
+                     fmt::format("{:.2f}", money(m.cost_right_sized_micro))}));
   }
   return kExitOk;
 }
@@ -697,20 +745,28 @@ int RunSimSize(const SimSizeFlags& f) {
       "shared guaranteed jobs at %.3f of their speed\n",
       f.trace.c_str(), jobs.size(), f.max_mean_queue.c_str(), f.max_p99_queue.c_str(),
       f.gpus_per_node, f.queue.c_str(), so.sim.shared_speed);
-  std::printf("%-16s %7s %7s %12s %12s %11s %8s %7s\n", "variant", "nodes", "GPUs", "queue-mean-s",
-              "queue-p99-s", "used-util%", "alloc%", "probes");
+  const Table t({{"variant", 16},
+                 {"nodes", 7, Align::kRight},
+                 {"GPUs", 7, Align::kRight},
+                 {"queue-mean-s", 12, Align::kRight},
+                 {"queue-p99-s", 12, Align::kRight},
+                 {"used-util%", 11, Align::kRight},
+                 {"alloc%", 8, Align::kRight},
+                 {"probes", 7, Align::kRight}});
+  fmt::print("{}", t.Header());
   for (const eff::SizedVariant& v : *sized) {
+    const std::string mean = fmt::format("{:.0f}", v.result.report.queue_delay_s.mean);
+    const std::string p99 = fmt::format("{:.0f}", v.result.report.queue_delay_s.p99);
+    const std::string probes = fmt::format("{}", v.probes.size());
     if (v.nodes < 0) {
-      std::printf("%-16s %7s %7s %12.0f %12.0f %11s %8s %7zu  (no size up to %d nodes)\n",
-                  v.name.c_str(), "-", "-", v.result.report.queue_delay_s.mean,
-                  v.result.report.queue_delay_s.p99, "-", "-", v.probes.size(), f.max_nodes);
+      fmt::print("{}", t.Line({v.name, "-", "-", mean, p99, "-", "-", probes},
+                              fmt::format("  (no size up to {} nodes)", f.max_nodes)));
       continue;
     }
-    std::printf("%-16s %7d %7lld %12.0f %12.0f %11.1f %8.1f %7zu\n", v.name.c_str(), v.nodes,
-                static_cast<long long>(int64_t{v.nodes} * f.gpus_per_node),
-                v.result.report.queue_delay_s.mean, v.result.report.queue_delay_s.p99,
-                v.result.used_gpu_utilization_pct, v.result.report.mean_allocation_pct,
-                v.probes.size());
+    fmt::print("{}", t.Line({v.name, fmt::format("{}", v.nodes),
+                             fmt::format("{}", int64_t{v.nodes} * f.gpus_per_node), mean, p99,
+                             fmt::format("{:.1f}", v.result.used_gpu_utilization_pct),
+                             fmt::format("{:.1f}", v.result.report.mean_allocation_pct), probes}));
   }
   return kExitOk;
 }
@@ -771,12 +827,21 @@ void RegisterEfficiencyCommands(CLI::App& app, int& exit_code) {
       std::cout << b->dump(2) << "\n";
       return;
     }
-    std::printf("%-16s %12s %12s %12s %12s %12s  %s\n", "TEAM", "BALANCE", "GRANTED", "CHARGED",
-                "IDLE", "RECLAIMED", "TIER");
+    const Table t({{"TEAM", 16},
+                   {"BALANCE", 12, Align::kRight},
+                   {"GRANTED", 12, Align::kRight},
+                   {"CHARGED", 12, Align::kRight},
+                   {"IDLE", 12, Align::kRight},
+                   {"RECLAIMED", 12, Align::kRight},
+                   {"TIER", 0, Align::kLeft, "  "}});
+    fmt::print("{}", t.Header());
     for (const auto& a : *b) {
-      std::printf("%-16s %12.2f %12.2f %12.2f %12.2f %12.2f  %s\n", Str(a, "team").c_str(),
-                  Num(a, "balance"), Num(a, "granted"), Num(a, "charged"), Num(a, "idle_charged"),
-                  Num(a, "reclaimed_charged"), Str(a, "allowed_tier").c_str());
+      std::vector<std::string> cells = {Str(a, "team")};
+      for (const char* k : {"balance", "granted", "charged", "idle_charged", "reclaimed_charged"}) {
+        cells.push_back(fmt::format("{:.2f}", Num(a, k)));
+      }
+      cells.push_back(Str(a, "allowed_tier"));
+      fmt::print("{}", t.Line(cells));
     }
   });
   CLI::App* ledger = app.add_subcommand("ledger", "compute-market ledger entries (server)");
@@ -793,15 +858,23 @@ void RegisterEfficiencyCommands(CLI::App& app, int& exit_code) {
       std::cout << l->dump(2) << "\n";
       return;
     }
-    std::printf("%5s  %-20s %-12s %-11s %12s %-8s %-11s %9s %s\n", "SEQ", "AT", "TEAM", "KIND",
-                "CREDITS", "JOB", "TIER", "GPU-H", "NOTE");
+    const Table t({{"SEQ", 5, Align::kRight},
+                   {"AT", 20, Align::kLeft, "  "},
+                   {"TEAM", 12},
+                   {"KIND", 11},
+                   {"CREDITS", 12, Align::kRight},
+                   {"JOB", 8},
+                   {"TIER", 11},
+                   {"GPU-H", 9, Align::kRight},
+                   {"NOTE"}});
+    fmt::print("{}", t.Header());
     for (const auto& e : *l) {
-      std::printf("%5lld  %-20s %-12s %-11s %12.4f %-8s %-11s %9.3f %s%s\n",
-                  static_cast<long long>(Num(e, "seq")), Str(e, "at").c_str(),
-                  Str(e, "team").c_str(), Str(e, "kind").c_str(), Num(e, "credits"),
-                  Str(e, "job").c_str(), Str(e, "tier").c_str(), Num(e, "gpu_hours"),
-                  Str(e, "note").c_str(),
-                  e.value("reclaimed", false) ? " (reclaimed capacity)" : "");
+      fmt::print("{}",
+                 t.Line({fmt::format("{}", static_cast<long long>(Num(e, "seq"))), Str(e, "at"),
+                         Str(e, "team"), Str(e, "kind"), fmt::format("{:.4f}", Num(e, "credits")),
+                         Str(e, "job"), Str(e, "tier"), fmt::format("{:.3f}", Num(e, "gpu_hours")),
+                         Str(e, "note")},
+                        e.value("reclaimed", false) ? " (reclaimed capacity)" : ""));
     }
   });
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cli/common.h"
+#include "cli/table.h"
 #include "core/size.h"
 
 namespace stoker::cli {
@@ -32,8 +33,15 @@ std::string GpuText(const json& spec) {
 }
 
 void PrintJobsTable(const json& jobs) {
-  fmt::print("{:<6} {:<10} {:<11} {:<18} {:<14} {:<10} {:<6} {}\n", "ID", "USER", "STATE", "NAME",
-             "NODE", "GPUS", "AGE", "INFO");
+  const Table t({{"ID", 6},
+                 {"USER", 10},
+                 {"STATE", 11},
+                 {"NAME", 18},
+                 {"NODE", 14},
+                 {"GPUS", 10},
+                 {"AGE", 6},
+                 {"INFO"}});
+  fmt::print("{}", t.Header());
   const int64_t now = NowMs();
   for (const json& j : jobs) {
     std::string info = j.value("reason", "");
@@ -55,10 +63,10 @@ void PrintJobsTable(const json& jobs) {
     if (name.empty() && j["spec"]["command"].is_array() && !j["spec"]["command"].empty()) {
       name = j["spec"]["command"][0].get<std::string>();
     }
-    fmt::print("{:<6} {:<10} {:<11} {:<18} {:<14} {:<10} {:<6} {}\n", j["id"].get<int64_t>(),
-               j.value("user", ""), j.value("state", ""), name.substr(0, 18),
-               node.empty() ? "-" : node, GpuText(j["spec"]),
-               Age(j.value("submit_ms", int64_t{0}), now), info);
+    fmt::print("{}",
+               t.Line({fmt::format("{}", j["id"].get<int64_t>()), j.value("user", ""),
+                       j.value("state", ""), name.substr(0, 18), node.empty() ? "-" : node,
+                       GpuText(j["spec"]), Age(j.value("submit_ms", int64_t{0}), now), info}));
   }
 }
 

@@ -78,6 +78,16 @@ AlertEngine::AlertEngine(AlertingConfig cfg, ActivityMetric metric)
   for (Silence& s : cfg_.silences) {
     if (s.id.empty()) s.id = "s" + std::to_string(next_silence_++);
   }
+  for (size_t i = 0; i < cfg_.rules.size(); ++i) {
+    const AlertRule& r = cfg_.rules[i];
+    if (r.scope != RuleScope::kGpu) continue;
+    GpuRule g{i, {}};
+    for (const Condition& c : r.when) {
+      // ValidateRule admitted only GPU signals for GPU rules.
+      g.when.push_back({GpuSignalOf(c.metric).value(), c.op, c.value});
+    }
+    gpu_rules_.push_back(std::move(g));
+  }
 }
 
 void AlertEngine::ObserveGpu(const GpuSample& s, const Labels& extra, bool memory_bound) {
@@ -94,15 +104,122 @@ void AlertEngine::ObserveGpu(const GpuSample& s, const Labels& extra, bool memor
 
 void AlertEngine::ObserveGpuSignals(const std::string& gpu, WallTime t, Signals signals,
                                     const Labels& extra) {
-  auto xit = xid_until_.find(gpu);
-  signals["xid_fatal"] = (xit != xid_until_.end() && t < xit->second) ? 1 : 0;
-  Subject& subj = gpus_[gpu];
-  subj.signals = std::move(signals);
-  subj.labels = extra;
-  subj.labels["gpu"] = gpu;
-  subj.labels["uuid"] = gpu;  // Alertmanager inhibition matches on uuid (agent metrics too)
-  subj.at = t;
-  EvaluateSubject(RuleScope::kGpu, gpu, subj);
+  const TimedRow row{t, ToGpuSignalRow(signals)};
+  ObserveGpuRows(InternGpu(gpu), std::span<const TimedRow>(&row, 1), extra);
+}
+
+AlertEngine::GpuHandle AlertEngine::InternGpu(const std::string& gpu) {
+  auto [it, fresh] = gpu_handles_.try_emplace(gpu, static_cast<GpuHandle>(gpus_.size()));
+  if (fresh) {
+    GpuSubject g;
+    g.key = gpu;
+    g.rules.resize(gpu_rules_.size());
+    gpus_.push_back(std::move(g));
+  }
+  return it->second;
+}
+
+void AlertEngine::ObserveGpuRows(GpuHandle gpu, std::span<const TimedRow> rows,
+                                 const Labels& extra) {
+  GpuSubject& g = gpus_.at(gpu);
+  if (g.labels_stale || g.extra != extra) {
+    g.extra = extra;
+    g.labels = extra;
+    g.labels["gpu"] = g.key;
+    g.labels["uuid"] = g.key;  // Alertmanager inhibition matches on uuid (agent metrics too)
+    g.labels_stale = false;
+    for (auto& st : g.rules) st.labelled = false;
+  }
+  for (const TimedRow& in : rows) {
+    TimedRow row = in;
+    row.signals.Set(GpuSignal::kXidFatal, row.t < g.xid_until ? 1 : 0);
+    StepGpu(g, row);
+  }
+  for (size_t r = 0; r < g.rules.size(); ++r) {
+    if (g.rules[r].held && g.rules[r].alert != nullptr) WriteAlertFields(g, r);
+  }
+}
+
+void AlertEngine::StepGpu(GpuSubject& g, const TimedRow& row) {
+  g.signals = row.signals;
+  g.at = row.t;
+  for (size_t r = 0; r < gpu_rules_.size(); ++r) {
+    const GpuRule& gr = gpu_rules_[r];
+    const AlertRule& rule = cfg_.rules[gr.rule];
+    bool holds = true;
+    for (const GpuRule::Cond& c : gr.when) {
+      if (!row.signals.Has(c.signal) || !Compare(row.signals.Get(c.signal), c.op, c.value)) {
+        holds = false;
+        break;
+      }
+    }
+    GpuSubject::RuleState& st = g.rules[r];
+    if (holds) {
+      if (st.alert == nullptr || st.alert->state == AlertState::kResolved) {
+        Alert a;
+        a.fingerprint = rule.name + "/" + g.key;
+        a.rule = rule.name;
+        a.grade = rule.grade;
+        a.scope = RuleScope::kGpu;
+        a.subject = g.key;
+        a.pending_since = row.t;
+        std::string fp = a.fingerprint;
+        st.alert = &alerts_.insert_or_assign(std::move(fp), std::move(a)).first->second;
+        st.labelled = false;
+      }
+      st.held = true;
+      st.value = row.signals.Get(gr.when.front().signal);
+      Alert& a = *st.alert;
+      if (a.state == AlertState::kPending && row.t - a.pending_since >= rule.for_duration) {
+        WriteAlertFields(g, r);  // what fires carries this second's labels and value
+        a.state = AlertState::kFiring;
+        a.starts_at = a.pending_since;
+        history_.push_back(a);
+      }
+    } else if (st.alert != nullptr) {
+      Alert& a = *st.alert;
+      if (a.state == AlertState::kPending) {
+        alerts_.erase(alerts_.find(a.fingerprint));
+        st.alert = nullptr;
+        st.held = false;
+      } else if (a.state == AlertState::kFiring) {
+        a.state = AlertState::kResolved;
+        a.ends_at = row.t;
+      }
+    }
+  }
+}
+
+// What EvaluateSubject writes on every observation where the rule holds: the subject's labels
+// with the rule's, the first condition's value and the annotations.
+void AlertEngine::WriteAlertFields(GpuSubject& g, size_t r) {
+  GpuSubject::RuleState& st = g.rules[r];
+  const AlertRule& rule = cfg_.rules[gpu_rules_[r].rule];
+  Alert& a = *st.alert;
+  if (!st.labelled) {
+    a.labels = g.labels;
+    for (const auto& [k, v] : rule.labels) a.labels[k] = v;
+    a.labels["alertname"] = rule.name;
+    a.labels["grade"] = GradeName(rule.grade);
+    a.labels["severity"] = rule.grade == Grade::kRed ? "critical" : "warning";
+    a.annotations["summary"] = rule.summary;
+    st.labelled = true;
+  }
+  a.value = st.value;
+  a.annotations["value"] = std::to_string(a.value);
+  st.held = false;
+}
+
+void AlertEngine::ForgetGpuAlert(const Alert& a) {
+  if (a.scope != RuleScope::kGpu) return;
+  auto h = gpu_handles_.find(a.subject);
+  if (h == gpu_handles_.end()) return;
+  for (auto& st : gpus_[h->second].rules) {
+    if (st.alert == &a) {
+      st.alert = nullptr;
+      st.held = false;
+    }
+  }
 }
 
 void AlertEngine::ObserveEvent(const GpuEvent& e, const Labels& extra) {
@@ -110,15 +227,20 @@ void AlertEngine::ObserveEvent(const GpuEvent& e, const Labels& extra) {
   const bool fatal = e.type == GpuEvent::Type::kDoubleBitEcc || GradeXid(e.xid) == XidGrade::kRed;
   if (!fatal) return;
   const std::string gpu = e.uuid.empty() ? "gpu" + std::to_string(e.gpu_index) : e.uuid;
-  auto& until = xid_until_[gpu];
-  until = std::max(until, e.timestamp + cfg_.xid_hold);
-  Subject& subj = gpus_[gpu];
-  for (const auto& [k, v] : extra) subj.labels[k] = v;
-  subj.labels["gpu"] = gpu;
-  subj.labels["xid"] = std::to_string(e.xid);
-  subj.signals["xid_fatal"] = 1;
-  subj.at = std::max(subj.at, e.timestamp);
-  EvaluateSubject(RuleScope::kGpu, gpu, subj);
+  GpuSubject& g = gpus_[InternGpu(gpu)];
+  g.xid_until = std::max(g.xid_until, e.timestamp + cfg_.xid_hold);
+  for (const auto& [k, v] : extra) g.labels[k] = v;
+  g.labels["gpu"] = gpu;
+  g.labels["xid"] = std::to_string(e.xid);
+  // The next observation starts again from its own labels, as it always did.
+  g.labels_stale = true;
+  for (auto& st : g.rules) st.labelled = false;
+  TimedRow row{std::max(g.at, e.timestamp), g.signals};
+  row.signals.Set(GpuSignal::kXidFatal, 1);
+  StepGpu(g, row);
+  for (size_t r = 0; r < g.rules.size(); ++r) {
+    if (g.rules[r].held && g.rules[r].alert != nullptr) WriteAlertFields(g, r);
+  }
 }
 
 void AlertEngine::ObserveJob(const std::string& job, WallTime t, const Signals& signals,
@@ -260,7 +382,14 @@ std::vector<Alert> AlertEngine::Evaluate(WallTime now, std::vector<Status>* erro
       if (a->state == AlertState::kFiring) a->notified_firing = true;
     }
   }
-  std::erase_if(alerts_, [](const auto& kv) { return kv.second.state == AlertState::kResolved; });
+  for (auto it = alerts_.begin(); it != alerts_.end();) {
+    if (it->second.state != AlertState::kResolved) {
+      ++it;
+      continue;
+    }
+    ForgetGpuAlert(it->second);
+    it = alerts_.erase(it);
+  }
   return Active();
 }
 

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -98,12 +99,29 @@ struct ClusterSnapshot {
 class AlertEngine {
  public:
   AlertEngine(AlertingConfig cfg, ActivityMetric metric);
+  // Holds pointers into its own alerts: not copyable.
+  AlertEngine(const AlertEngine&) = delete;
+  AlertEngine& operator=(const AlertEngine&) = delete;
 
   // `extra` labels (node, job, user...) are attached to this GPU's alerts. `memory_bound` marks
   // the GPU's job as memory-bound (from the job record) for the bandwidth rule.
   void ObserveGpu(const GpuSample& s, const Labels& extra = {}, bool memory_bound = false);
   // Signals computed elsewhere (the simulator, tests).
   void ObserveGpuSignals(const std::string& gpu, WallTime t, Signals signals, const Labels& extra);
+
+  // The server's path: a GPU found by handle (its key interned once), its seconds handed over
+  // together. Each row is evaluated at its own time exactly as one ObserveGpuSignals call per
+  // second would be (pending since, firing, resolved: 1 s resolution); what only the latest
+  // observation shows (labels, value, annotations) is written once per call, after the last
+  // row. `extra` labels hold for every row. No allocation in the steady state (none when no
+  // alert changes state and the labels are the previous call's).
+  using GpuHandle = uint32_t;
+  struct TimedRow {
+    WallTime t{};
+    GpuSignalRow signals;
+  };
+  GpuHandle InternGpu(const std::string& gpu);
+  void ObserveGpuRows(GpuHandle gpu, std::span<const TimedRow> rows, const Labels& extra);
   // XIDs and other events: a red XID latches `xid_fatal` on the GPU for xid_hold.
   void ObserveEvent(const GpuEvent& e, const Labels& extra = {});
   void ObserveJob(const std::string& job, WallTime t, const Signals& signals,
@@ -133,14 +151,47 @@ class AlertEngine {
     Labels labels;
     WallTime at{};
   };
+  // A GPU rule's conditions by signal position.
+  struct GpuRule {
+    size_t rule;  // in cfg_.rules
+    struct Cond {
+      GpuSignal signal;
+      CompareOp op;
+      double value;
+    };
+    std::vector<Cond> when;
+  };
+  struct GpuSubject {
+    std::string key;
+    Labels extra;   // as last given
+    Labels labels;  // extra + gpu + uuid (+ an XID event's)
+    bool labels_stale = true;
+    GpuSignalRow signals;  // the latest row, xid_fatal set
+    WallTime at{};
+    WallTime xid_until{};
+    // Per GPU rule (gpu_rules_ order): its alert (null: none), whether it held since the
+    // alert's fields were last written, the first condition's value then, and whether the
+    // alert's labels are this subject's current ones.
+    struct RuleState {
+      Alert* alert = nullptr;
+      bool held = false;
+      bool labelled = false;
+      double value = 0;
+    };
+    std::vector<RuleState> rules;
+  };
   void EvaluateSubject(RuleScope scope, const std::string& subject, const Subject& s);
+  void StepGpu(GpuSubject& g, const TimedRow& row);
+  void WriteAlertFields(GpuSubject& g, size_t r);
+  void ForgetGpuAlert(const Alert& a);
   bool Silenced(const Alert& a, WallTime now) const;
 
   AlertingConfig cfg_;
   ActivityMetric metric_;
   std::vector<Notifier*> notifiers_;
-  std::unordered_map<std::string, Subject> gpus_;
-  std::unordered_map<std::string, WallTime> xid_until_;
+  std::vector<GpuRule> gpu_rules_;
+  std::vector<GpuSubject> gpus_;  // by handle
+  std::unordered_map<std::string, GpuHandle> gpu_handles_;
   std::map<std::string, Alert> alerts_;  // by fingerprint
   std::vector<Alert> history_;
   int64_t next_silence_ = 1;

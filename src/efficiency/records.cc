@@ -194,13 +194,27 @@ std::string RecordsToJsonl(const RecordSet& records) {
   return out;
 }
 
-RecordedSample FromGpuSample(const GpuSample& s, const std::string& node, const std::string& job) {
-  RecordedSample r;
+void FillRecordedSample(const GpuSample& s, const std::string& node, const std::string& job,
+                        RecordedSample* out) {
+  RecordedSample& r = *out;
   r.t = s.timestamp;
-  r.node = node;
-  r.gpu = s.id.uuid.empty() ? "gpu" + std::to_string(s.id.index) : s.id.uuid;
-  r.model = s.id.name;
-  r.job = job;
+  r.node.assign(node);
+  if (s.id.uuid.empty()) {
+    r.gpu.assign("gpu");
+    r.gpu.append(std::to_string(s.id.index));
+  } else {
+    r.gpu.assign(s.id.uuid);
+  }
+  r.model.assign(s.id.name);
+  r.job.assign(job);
+  r.util_pct.reset();
+  r.sm_active.reset();
+  r.tensor_active.reset();
+  r.dram_bw.reset();
+  r.mem_used.reset();
+  r.mem_total.reset();
+  r.power_w.reset();
+  r.temp_c.reset();
   if (s.util_gpu_pct.has_value()) r.util_pct = s.util_gpu_pct.value();
   if (s.gpm.sm_active.has_value()) r.sm_active = s.gpm.sm_active.value();
   if (s.gpm.tensor_active.has_value()) r.tensor_active = s.gpm.tensor_active.value();
@@ -209,6 +223,11 @@ RecordedSample FromGpuSample(const GpuSample& s, const std::string& node, const 
   if (s.memory_total_bytes.has_value()) r.mem_total = s.memory_total_bytes.value();
   if (s.power_mw.has_value()) r.power_w = s.power_mw.value() / 1000.0;
   if (s.temperature_c.has_value()) r.temp_c = s.temperature_c.value();
+}
+
+RecordedSample FromGpuSample(const GpuSample& s, const std::string& node, const std::string& job) {
+  RecordedSample r;
+  FillRecordedSample(s, node, job, &r);
   return r;
 }
 

@@ -69,5 +69,9 @@ std::string JobToJson(const JobRecord& j);
 std::string RecordsToJsonl(const RecordSet& records);
 // A GpuSample as a record (the server's heartbeat path and the agent's --record use this).
 RecordedSample FromGpuSample(const GpuSample& s, const std::string& node, const std::string& job);
+// The same into `out`, whose strings keep their storage (a ring of recorded samples reuses its
+// slots without allocating).
+void FillRecordedSample(const GpuSample& s, const std::string& node, const std::string& job,
+                        RecordedSample* out);
 
 }  // namespace stoker::efficiency

@@ -24,8 +24,18 @@ void ZoneTracker::Observe(const GpuSample& sample, std::span<const std::string> 
 
 void ZoneTracker::ObserveActivity(const std::string& gpu_key, WallTime t, int64_t v,
                                   ActivityMetric m, std::span<const std::string> jobs) {
-  auto it = gpus_.try_emplace(gpu_key, cfg_.window).first;
-  Update(gpu_key, false, it->second, t, v, m);
+  ObserveActivity(TrackGpu(gpu_key), t, v, m, jobs);
+}
+
+ZoneTracker::GpuRef ZoneTracker::TrackGpu(const std::string& key) {
+  GpuRef ref;
+  ref.entry_ = &*gpus_.try_emplace(key, cfg_.window).first;
+  return ref;
+}
+
+void ZoneTracker::ObserveActivity(GpuRef gpu, WallTime t, int64_t v, ActivityMetric m,
+                                  std::span<const std::string> jobs) {
+  Update(gpu.entry_->first, false, gpu.entry_->second, t, v, m);
   for (const auto& j : jobs) {
     auto jt = jobs_.try_emplace(j, cfg_.window).first;
     Update(j, true, jt->second, t, v, m);

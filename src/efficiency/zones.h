@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/enum_table.h"
@@ -50,8 +51,26 @@ struct ZoneTransition {
 
 // Not thread-safe: the owner (server heartbeat path, simulator, CLI) serialises calls.
 class ZoneTracker {
+  struct Track;
+
  public:
   explicit ZoneTracker(ZoneConfig cfg) : cfg_(cfg) {}
+
+  // The server's path: a GPU's track found once by key; the handle stays valid as long as the
+  // tracker (GPU tracks are never dropped).
+  class GpuRef {
+   public:
+    bool valid() const { return entry_ != nullptr; }
+    const std::string& key() const { return entry_->first; }
+
+   private:
+    friend class ZoneTracker;
+    std::pair<const std::string, Track>* entry_ = nullptr;
+  };
+  GpuRef TrackGpu(const std::string& key);
+  // ObserveActivity for the GPU `gpu` refers to.
+  void ObserveActivity(GpuRef gpu, WallTime t, int64_t activity_milli, ActivityMetric metric,
+                       std::span<const std::string> jobs);
 
   // Feeds one GPU sample; `jobs` are the jobs allocated to that GPU (JobsOnGpu(sample) or the
   // server's allocation table). Samples without a usable activity figure are skipped.

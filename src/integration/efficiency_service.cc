@@ -9,6 +9,7 @@
 #include "efficiency/activity.h"
 #include "efficiency/api_json.h"
 #include "efficiency/metrics.h"
+#include "protocol/limits.h"
 
 namespace stoker::efficiency {
 
@@ -237,7 +238,7 @@ void EfficiencyService::OnJobChanged(const server::Job& job) {
   if (job.end_ms > 0) rec.end = FromMs(job.end_ms);
 
   // Forget the job's old GPUs, then record the current ones while it holds resources.
-  std::erase_if(job_on_gpu_, [&](const auto& kv) { return kv.second == id; });
+  ForgetJobGpusLocked(id);
   // Where it runs: its assignment, or every part of a gang (one job on several nodes).
   const std::vector<const server::Assignment*> where = protocol::Assignments(job);
   if (!server::IsActive(job.state) || where.empty()) {
@@ -263,12 +264,12 @@ void EfficiencyService::OnJobChanged(const server::Job& job) {
     held_milli += HeldMilli(*a);
     for (uint32_t idx : a->gpu_indices) {
       const std::pair<std::string, uint32_t> key{a->node, idx};
-      job_on_gpu_[key] = id;
+      SetJobOnGpuLocked(key, id);
       info.gpus.push_back(a->node + "/" + std::to_string(idx));
       on_reclaimed |= reclaimed_gpus_.count(key) > 0;
       // Guaranteed work takes the GPU back from the preemptible tier.
       if (!job.spec.preemptible) reclaimed_gpus_.erase(key);
-      if (auto m = gpu_model_.find(key); m != gpu_model_.end() && model.empty()) model = m->second;
+      if (const std::string* m = ModelOfLocked(key); m != nullptr && model.empty()) model = *m;
     }
   }
   info.gpu_model = model;
@@ -299,7 +300,7 @@ void EfficiencyService::OnExternalJob(const ExternalJob& job, WallTime now) {
   rec.submit = job.submit;
   if (job.start != WallTime{}) rec.info.start = job.start;
   if (job.end != WallTime{}) rec.end = job.end;
-  std::erase_if(job_on_gpu_, [&](const auto& kv) { return kv.second == job.id; });
+  ForgetJobGpusLocked(job.id);
   if (job.end != WallTime{} || job.gpus.empty()) {
     if (usage_.count(job.id)) {
       ChargeLocked(job.id, job.end != WallTime{} ? job.end : now);
@@ -312,9 +313,9 @@ void EfficiencyService::OnExternalJob(const ExternalJob& job, WallTime now) {
   rec.info.gpus.clear();
   std::string model;
   for (const auto& key : job.gpus) {
-    job_on_gpu_[key] = job.id;
+    SetJobOnGpuLocked(key, job.id);
     rec.info.gpus.push_back(key.first + "/" + std::to_string(key.second));
-    if (auto m = gpu_model_.find(key); m != gpu_model_.end() && model.empty()) model = m->second;
+    if (const std::string* m = ModelOfLocked(key); m != nullptr && model.empty()) model = *m;
   }
   if (!model.empty()) rec.info.gpu_model = model;
   auto [it, fresh] = usage_.try_emplace(job.id);
@@ -328,53 +329,195 @@ void EfficiencyService::OnExternalJob(const ExternalJob& job, WallTime now) {
   if (!model.empty()) u.model = model;
 }
 
+EfficiencyService::GpuState* EfficiencyService::GpuAtLocked(const std::string& node,
+                                                            uint32_t index) {
+  if (index > protocol::limits::kGpuIndexMax) return nullptr;
+  NodeState& n = nodes_[node];
+  if (n.gpus.size() <= index) n.gpus.resize(index + 1);
+  GpuState& g = n.gpus[index];
+  if (g.reclaim_key.empty()) g.reclaim_key = node + "/" + std::to_string(index);
+  return &g;
+}
+
+void EfficiencyService::SetJobOnGpuLocked(const std::pair<std::string, uint32_t>& key,
+                                          const std::string& job) {
+  job_on_gpu_[key] = job;
+  if (GpuState* g = GpuAtLocked(key.first, key.second)) g->job = job;
+}
+
+void EfficiencyService::ForgetJobGpusLocked(const std::string& job) {
+  for (auto it = job_on_gpu_.begin(); it != job_on_gpu_.end();) {
+    if (it->second != job) {
+      ++it;
+      continue;
+    }
+    if (GpuState* g = GpuAtLocked(it->first.first, it->first.second)) g->job.clear();
+    it = job_on_gpu_.erase(it);
+  }
+}
+
+const std::string* EfficiencyService::ModelOfLocked(
+    const std::pair<std::string, uint32_t>& key) const {
+  auto n = nodes_.find(key.first);
+  if (n == nodes_.end() || key.second >= n->second.gpus.size()) return nullptr;
+  const GpuState& g = n->second.gpus[key.second];
+  return g.model.empty() ? nullptr : &g.model;
+}
+
+namespace {
+
+// Whether `key` is GpuKey(s), without building it.
+bool IsKeyOf(const std::string& key, const GpuSample& s) {
+  if (!s.id.uuid.empty()) return key == s.id.uuid;
+  char buf[16];
+  const int n = std::snprintf(buf, sizeof buf, "gpu%u", s.id.index);
+  return key == std::string_view(buf, static_cast<size_t>(n));
+}
+
+}  // namespace
+
 void EfficiencyService::OnHeartbeat(const std::string& node, const std::vector<GpuSample>& gpus,
                                     WallTime at) {
+  const TickRef tick{at, &gpus};
   std::lock_guard lock(mu_);
-  last_seen_ = std::max(last_seen_, at);
-  std::map<std::string, double> job_activity;
-  for (GpuSample s : gpus) {
-    if (s.timestamp == WallTime{}) s.timestamp = at;
-    const std::pair<std::string, uint32_t> key{node, s.id.index};
-    if (!s.id.name.empty()) gpu_model_[key] = s.id.name;
-    std::vector<std::string> jobs;
-    if (auto it = job_on_gpu_.find(key); it != job_on_gpu_.end()) jobs.push_back(it->second);
-    gpu_busy_[key] = !jobs.empty();
-    zones_.Observe(s, jobs);
-    // "allocated" comes from the server's allocation table: a job holds the GPU even when
-    // none of its processes shows on it (the idle case this engine exists for).
-    Signals signals = GpuSignals(s, cfg_.zones.metric);
-    if (!jobs.empty()) signals["allocated"] = 1;
-    Labels labels = {{"hostname", node}};
-    if (!jobs.empty()) labels["job"] = jobs.front();
-    if (!s.id.name.empty()) labels["model"] = s.id.name;
-    alerts_.ObserveGpuSignals(GpuKey(s), s.timestamp, std::move(signals), labels);
-    const auto activity = ActivityMilli(s, cfg_.zones.metric);
-    if (!jobs.empty() && activity) {
-      auto& acc = job_activity[jobs.front()];
-      acc = std::max(acc, static_cast<double>(*activity) / 1000.0);
-      reclaimer_->Observe(jobs.front(), node + "/" + std::to_string(s.id.index), s.timestamp,
-                          *activity);
-    }
-    RecordedSample rec = FromGpuSample(s, node, jobs.empty() ? "" : jobs.front());
-    if (auto m = gpu_model_.find(key); rec.model.empty() && m != gpu_model_.end())
-      rec.model = m->second;
-    if (const SampleEstimate e = EstimateSample(rec); e.tflops)
-      estimates_[GpuKey(s)] = {e, s.timestamp};
-    else
-      estimates_.erase(GpuKey(s));
-    if (cfg_.service.keep_samples > 0) {
-      samples_.push_back(std::move(rec));
-      while (samples_.size() > cfg_.service.keep_samples) samples_.pop_front();
+  ObserveLocked(node, std::span<const TickRef>(&tick, 1));
+}
+
+void EfficiencyService::OnReport(const std::string& node,
+                                 std::span<const server::SampleTick> ticks) {
+  std::lock_guard lock(mu_);
+  tick_refs_.clear();
+  for (const server::SampleTick& t : ticks) tick_refs_.push_back(TickRef{t.at, &t.gpus});
+  ObserveLocked(node, tick_refs_);
+}
+
+RecordedSample* EfficiencyService::NextSampleSlotLocked() {
+  const size_t keep = cfg_.service.keep_samples;
+  if (keep == 0) return &sample_scratch_;
+  if (samples_.size() < keep) return &samples_.emplace_back();
+  RecordedSample* slot = &samples_[samples_head_];
+  samples_head_ = (samples_head_ + 1) % keep;
+  return slot;
+}
+
+void EfficiencyService::ObserveLocked(const std::string& node, std::span<const TickRef> ticks) {
+  auto time_of = [](const GpuSample& s, WallTime at) {
+    return s.timestamp == WallTime{} ? at : s.timestamp;
+  };
+  // The node's GPUs, sized once for the report (nothing below resizes them).
+  size_t top = 0;
+  for (const TickRef& t : ticks) {
+    for (const GpuSample& s : *t.gpus) {
+      if (s.id.index <= protocol::limits::kGpuIndexMax) top = std::max<size_t>(top, s.id.index + 1);
     }
   }
-  // Job-scope rules (JobGpusIdle) see the job's busiest GPU in this heartbeat; the market
-  // counts the heartbeat as idle or busy for the job's next charge.
-  for (const auto& [job, activity] : job_activity) {
-    alerts_.ObserveJob(job, at, {{"activity", activity}, {"idle", activity == 0 ? 1.0 : 0.0}},
-                       {{"hostname", node}});
-    if (auto u = usage_.find(job); u != usage_.end())
-      ++(activity == 0 ? u->second.idle_beats : u->second.busy_beats);
+  if (top == 0) {
+    for (const TickRef& t : ticks) last_seen_ = std::max(last_seen_, t.at);
+    return;
+  }
+  (void)GpuAtLocked(node, static_cast<uint32_t>(top - 1));
+  NodeState& ns = nodes_.find(node)->second;
+  ++report_seq_;
+  report_gpus_.clear();
+
+  // Second by second: zones, idle tracking, the report's samples, estimates and job alerts,
+  // in the order the seconds were taken.
+  for (const TickRef& t : ticks) {
+    last_seen_ = std::max(last_seen_, t.at);
+    job_activity_.clear();
+    for (const GpuSample& s : *t.gpus) {
+      if (s.id.index > protocol::limits::kGpuIndexMax) continue;
+      GpuState& g = ns.gpus[s.id.index];
+      if (g.mark != report_seq_) {
+        g.mark = report_seq_;
+        report_gpus_.push_back(s.id.index);
+      }
+      const WallTime ts = time_of(s, t.at);
+      g.seen = true;
+      if (!s.id.name.empty() && g.model != s.id.name) g.model = s.id.name;
+      if (!g.zone.valid() || !IsKeyOf(g.key, s)) {
+        g.key = GpuKey(s);
+        g.zone = zones_.TrackGpu(g.key);
+        g.alert = alerts_.InternGpu(g.key);
+      }
+      // "allocated" comes from the server's allocation table: a job holds the GPU even when
+      // none of its processes shows on it (the idle case this engine exists for).
+      g.busy = !g.job.empty();
+      const std::span<const std::string> jobs(&g.job, g.busy ? 1 : 0);
+      ActivityMetric used = ActivityMetric::kAuto;
+      const std::optional<int64_t> activity = ActivityMilli(s, cfg_.zones.metric, &used);
+      if (activity) zones_.ObserveActivity(g.zone, ts, *activity, used, jobs);
+      if (g.busy && activity) {
+        auto acc = std::find_if(job_activity_.begin(), job_activity_.end(),
+                                [&](const auto& e) { return ns.gpus[e.first].job == g.job; });
+        if (acc == job_activity_.end()) {
+          job_activity_.emplace_back(s.id.index, 0.0);
+          acc = job_activity_.end() - 1;
+        }
+        acc->second = std::max(acc->second, static_cast<double>(*activity) / 1000.0);
+        reclaimer_->Observe(g.job, g.reclaim_key, ts, *activity);
+      }
+      RecordedSample* rec = NextSampleSlotLocked();
+      FillRecordedSample(s, node, g.job, rec);
+      rec->t = ts;
+      if (rec->model.empty() && !g.model.empty()) rec->model = g.model;
+      if (const SampleEstimate e = EstimateSample(*rec); e.tflops) {
+        g.has_estimate = true;
+        g.estimate = e;
+        g.estimated_at = ts;
+      } else {
+        g.has_estimate = false;
+      }
+    }
+    // Job-scope rules (JobGpusIdle) see the job's busiest GPU in this second; the market
+    // counts the second as idle or busy for the job's next charge. In job order.
+    std::sort(job_activity_.begin(), job_activity_.end(), [&](const auto& a, const auto& b) {
+      return ns.gpus[a.first].job < ns.gpus[b.first].job;
+    });
+    for (const auto& [index, activity] : job_activity_) {
+      const std::string& job = ns.gpus[index].job;
+      alerts_.ObserveJob(job, t.at, {{"activity", activity}, {"idle", activity == 0 ? 1.0 : 0.0}},
+                         {{"hostname", node}});
+      if (auto u = usage_.find(job); u != usage_.end())
+        ++(activity == 0 ? u->second.idle_beats : u->second.busy_beats);
+    }
+  }
+
+  // GPU alert rules: each GPU's seconds in one call, each still evaluated at its own time.
+  for (const uint32_t index : report_gpus_) {
+    GpuState& g = ns.gpus[index];
+    rows_.clear();
+    auto flush = [&] {
+      if (rows_.empty()) return;
+      alerts_.ObserveGpuRows(g.alert, rows_, g.labels);
+      rows_.clear();
+    };
+    for (const TickRef& t : ticks) {
+      for (const GpuSample& s : *t.gpus) {
+        if (s.id.index != index) continue;
+        if (!IsKeyOf(g.key, s)) {
+          flush();
+          g.key = GpuKey(s);
+          g.zone = zones_.TrackGpu(g.key);
+          g.alert = alerts_.InternGpu(g.key);
+        }
+        if (!g.labelled || g.labels_job != g.job || g.labels_model != s.id.name) {
+          flush();
+          g.labels.clear();
+          g.labels["hostname"] = node;
+          if (!g.job.empty()) g.labels["job"] = g.job;
+          if (!s.id.name.empty()) g.labels["model"] = s.id.name;
+          g.labels_job = g.job;
+          g.labels_model = s.id.name;
+          g.labelled = true;
+        }
+        AlertEngine::TimedRow& row = rows_.emplace_back();
+        row.t = time_of(s, t.at);
+        FillGpuSignals(s, cfg_.zones.metric, &row.signals);
+        if (g.busy) row.signals.Set(GpuSignal::kAllocated, 1);
+      }
+    }
+    flush();
   }
   // Alert states advance with each observation; silences, inhibition, notifications (which may
   // post to Alertmanager) and idle-reclaim decisions wait for Evaluate(), off the heartbeat
@@ -384,7 +527,9 @@ void EfficiencyService::OnHeartbeat(const std::string& node, const std::vector<G
 
 void EfficiencyService::ObserveClusterLocked(WallTime now) {
   ClusterSnapshot c;
-  for (const auto& [key, busy] : gpu_busy_) c.idle_gpus += busy ? 0 : 1;
+  for (const auto& [name, n] : nodes_) {
+    for (const GpuState& g : n.gpus) c.idle_gpus += g.seen && !g.busy ? 1 : 0;
+  }
   c.pending_jobs = static_cast<int>(queued_.size());
   for (const auto& [id, q] : queued_) {
     if (q.second <= c.idle_gpus && now > q.first) {
@@ -493,8 +638,15 @@ std::string EfficiencyService::Metrics(const server::Principal& who) {
   st.zones = &zones_;
   // Estimates of GPUs heard from within the zone window (a GPU gone quiet drops out).
   std::map<std::string, SampleEstimate> estimates;
-  for (const auto& [key, e] : estimates_) {
-    if (e.second >= last_seen_ - cfg_.zones.window) estimates.emplace(key, e.first);
+  std::map<std::string, WallTime> estimated_at;  // a key two nodes report: the latest wins
+  for (const auto& [name, n] : nodes_) {
+    for (const GpuState& g : n.gpus) {
+      if (!g.has_estimate || g.estimated_at < last_seen_ - cfg_.zones.window) continue;
+      auto [at, fresh] = estimated_at.try_emplace(g.key, g.estimated_at);
+      if (!fresh && at->second > g.estimated_at) continue;
+      at->second = g.estimated_at;
+      estimates[g.key] = g.estimate;
+    }
   }
   st.gpu_estimates = &estimates;
   st.active_alerts = &active_;
@@ -557,7 +709,8 @@ RecordSet EfficiencyService::Records(const std::string& only_user,
       rec.jobs.push_back(j);
       mine.insert(id);
     }
-    for (const auto& s : samples_) {
+    for (size_t i = 0; i < samples_.size(); ++i) {
+      const RecordedSample& s = samples_[(samples_head_ + i) % samples_.size()];
       if (only_user.empty() || mine.count(s.job)) rec.samples.push_back(s);
     }
     // Cluster-wide: every user's report shows the same fragmentation.

@@ -32,9 +32,11 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "efficiency/alerts.h"
@@ -89,8 +91,13 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   void Stop();
 
   // ServerObserver.
+  // One second of a node's samples: a report of one tick.
   void OnHeartbeat(const std::string& node, const std::vector<GpuSample>& gpus,
                    WallTime at) override;
+  // Every second of a report: the node's GPUs found once, each second observed at its own time
+  // (zones, idle tracking, the report's samples and job alerts second by second; GPU alert
+  // rules over the report's seconds in one pass per GPU, with the same 1 s resolution).
+  void OnReport(const std::string& node, std::span<const server::SampleTick> ticks) override;
   void OnJobChanged(const server::Job& job) override;
   void OnFragmentation(const server::Fragmentation& f, WallTime at) override;
   // A job of another engine started, changed what it holds, stopped holding GPUs (`gpus`
@@ -155,15 +162,59 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   std::unique_ptr<IdleReclaimer> reclaimer_;
   std::unique_ptr<ComputeMarket> market_;
   std::map<std::pair<std::string, uint32_t>, std::string> job_on_gpu_;  // (node, index) -> job
-  std::map<std::pair<std::string, uint32_t>, std::string> gpu_model_;   // (node, index) -> model
-  std::map<std::pair<std::string, uint32_t>, bool> gpu_busy_;           // has a job
-  // GPU key -> estimates from its latest sample and that sample's time (for /metrics).
-  std::map<std::string, std::pair<SampleEstimate, WallTime>> estimates_;
+  // What the heartbeat path needs of each GPU, found by node and index (not by string per
+  // sample).
+  struct GpuState {
+    bool seen = false;        // a sample of it arrived
+    bool busy = false;        // a job held it at its latest sample
+    std::string job;          // job_on_gpu_'s entry for it ("" when none)
+    std::string model;        // the latest non-empty model name its samples gave
+    std::string key;          // GpuKey of its latest sample
+    std::string reclaim_key;  // "node/index" (the reclaimer's name of it)
+    ZoneTracker::GpuRef zone;
+    AlertEngine::GpuHandle alert = 0;
+    // The labels its alerts carry, and what they were built from.
+    Labels labels;
+    std::string labels_job, labels_model;
+    bool labelled = false;
+    // Estimates from its latest sample and that sample's time (for /metrics).
+    bool has_estimate = false;
+    SampleEstimate estimate;
+    WallTime estimated_at{};
+    uint64_t mark = 0;  // the report that last listed it in report_gpus_
+  };
+  struct NodeState {
+    std::vector<GpuState> gpus;  // by GPU index
+  };
+  // The GPU's state (created); null for an index past protocol::limits::kGpuIndexMax.
+  GpuState* GpuAtLocked(const std::string& node, uint32_t index);
+  // job_on_gpu_ and the GPUs' `job` together.
+  void SetJobOnGpuLocked(const std::pair<std::string, uint32_t>& key, const std::string& job);
+  void ForgetJobGpusLocked(const std::string& job);
+  const std::string* ModelOfLocked(const std::pair<std::string, uint32_t>& key) const;
+  std::unordered_map<std::string, NodeState> nodes_;
+  // One second of a report: its time and samples.
+  struct TickRef {
+    WallTime at{};
+    const std::vector<GpuSample>* gpus = nullptr;
+  };
+  void ObserveLocked(const std::string& node, std::span<const TickRef> ticks);
+  RecordedSample* NextSampleSlotLocked();
+  // Scratch of the heartbeat path, kept to reuse its storage.
+  std::vector<TickRef> tick_refs_;
+  std::vector<uint32_t> report_gpus_;  // GPU indices in the report, first appearance order
+  uint64_t report_seq_ = 0;
+  std::vector<AlertEngine::TimedRow> rows_;
+  std::vector<std::pair<uint32_t, double>> job_activity_;  // (a GPU index of the job, activity)
+  RecordedSample sample_scratch_;                          // the sample's record when none are kept
   std::set<std::pair<std::string, uint32_t>> reclaimed_gpus_;  // freed by reclaim
   std::map<int64_t, std::pair<WallTime, int>> queued_;         // job -> (submitted, GPUs)
   std::map<std::string, Usage> usage_;
   std::vector<Alert> active_;
-  std::deque<RecordedSample> samples_;
+  // The latest service.keep_samples samples, a ring: slots are overwritten in place (their
+  // strings keep their storage), oldest at samples_head_ once full.
+  std::vector<RecordedSample> samples_;
+  size_t samples_head_ = 0;
   std::deque<FragmentationSample> fragmentation_;  // one a minute, bounded like samples_
   std::map<std::string, JobRecord> job_records_;
   // Jobs that already run as a share or were handed a consolidation: not planned again.

@@ -932,11 +932,11 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
   // resolution whatever the node's report interval.
   const WallTime now = clock_->WallNow();
   const auto observers = Observers();
-  for (const SampleTick& t : hb.ticks) {
-    const WallTime at = t.at == WallTime{} ? now : t.at;
-    activity_.Record(node, t.gpus, at);
-    for (ServerObserver* o : *observers) o->OnHeartbeat(node, t.gpus, at);
+  for (SampleTick& t : hb.ticks) {
+    if (t.at == WallTime{}) t.at = now;
+    activity_.Record(node, t.gpus, t.at);
   }
+  for (ServerObserver* o : *observers) o->OnReport(node, hb.ticks);
   Notify(changed);
   if (!changed.empty()) Kick();
   return reply;

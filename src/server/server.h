@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -130,6 +131,13 @@ class ServerObserver {
   virtual ~ServerObserver() = default;
   virtual void OnHeartbeat(const std::string& /*node*/, const std::vector<GpuSample>& /*gpus*/,
                            WallTime /*at*/) {}
+  // Every second of one report of `node`, in time order, each tick's `at` set. By default one
+  // OnHeartbeat call per second; an observer that takes a report's seconds together (the
+  // efficiency engine: per-GPU state found once per report) overrides it, keeping each
+  // second's own time.
+  virtual void OnReport(const std::string& node, std::span<const SampleTick> ticks) {
+    for (const SampleTick& t : ticks) OnHeartbeat(node, t.gpus, t.at);
+  }
   virtual void OnJobChanged(const Job& /*job*/) {}
   // A fragmentation sample (at most one a minute, from the scheduling loop).
   virtual void OnFragmentation(const Fragmentation& /*f*/, WallTime /*at*/) {}

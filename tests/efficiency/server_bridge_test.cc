@@ -252,5 +252,170 @@ TEST(EfficiencyServiceTest, ConsolidationCanBeLeftToThePlanOnly) {
   EXPECT_TRUE(actions.requeued.empty());
 }
 
+// ---- a report's seconds together give what the same seconds one by one give ----------------
+
+// One second of node `node`'s four GPUs, scripted so that every GPU rule changes state in the
+// middle of reports: GPU 0 holds job 12 and idles with short bursts (the yellow dip at 2 min,
+// the job's orange JobGpusIdle at 15 min, both broken and started again), GPU 1 wastes its SMs
+// in stretches (orange after 15 min), GPU 2 overheats in bursts of 70 s (red after 1 min) and
+// is lost for 5 s, GPU 3 is memory-bound with gaps.
+std::vector<GpuSample> ScriptedSecond(int s, WallTime at, bool stamped) {
+  std::vector<GpuSample> out;
+  for (uint32_t i = 0; i < 4; ++i) {
+    GpuSample g;
+    g.id.index = i;
+    g.id.uuid = "GPU-" + std::to_string(i);
+    g.id.name = "NVIDIA H100 80GB HBM3";
+    if (stamped) g.timestamp = at;
+    g.memory_total_bytes = Field<uint64_t>::Of(80ull << 30);
+    g.memory_used_bytes = Field<uint64_t>::Of(20ull << 30);
+    g.power_mw = Field<uint32_t>::Of(300'000);
+    uint32_t util = 0, temp = 50;
+    double sm = 0, tensor = 0, dram = 0;
+    switch (i) {
+      case 0:  // idle, a burst of 30 s at minute 20 and 7 s at minute 31
+        if ((s >= 1200 && s < 1230) || (s >= 1860 && s < 1867)) util = 80, sm = 0.8;
+        break;
+      case 1:  // SM waste, interrupted for 13 s every 17 minutes
+        util = 70, sm = (s % 1020) < 1007 ? 0.4 : 0.9, tensor = 0.2;
+        break;
+      case 2:  // hot for 70 s every 5 minutes; lost for 5 s at minute 12
+        util = 90, sm = 0.9, temp = (s % 300) < 70 ? 90 : 60;
+        if (s >= 720 && s < 725) g.health = GpuHealth::kLost;
+        break;
+      default:  // memory-bound, with a 3 s gap every 11 minutes
+        util = 60, sm = 0.3, dram = (s % 660) < 657 ? 0.5 : 0.1;
+        break;
+    }
+    g.util_gpu_pct = Field<uint32_t>::Of(util);
+    g.temperature_c = Field<uint32_t>::Of(temp);
+    g.gpm.sm_active = Field<double>::Of(sm);
+    g.gpm.tensor_active = Field<double>::Of(tensor);
+    g.gpm.dram_bw_util = Field<double>::Of(dram);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+void ExpectSameAlerts(const std::vector<Alert>& a, const std::vector<Alert>& b, int s) {
+  ASSERT_EQ(a.size(), b.size()) << "at second " << s;
+  for (size_t i = 0; i < a.size(); ++i) {
+    SCOPED_TRACE("second " + std::to_string(s) + ": " + a[i].fingerprint);
+    EXPECT_EQ(a[i].fingerprint, b[i].fingerprint);
+    EXPECT_EQ(a[i].state, b[i].state);
+    EXPECT_EQ(a[i].pending_since, b[i].pending_since);
+    EXPECT_EQ(a[i].starts_at, b[i].starts_at);
+    EXPECT_EQ(a[i].ends_at, b[i].ends_at);
+    EXPECT_EQ(a[i].labels, b[i].labels);
+    EXPECT_EQ(a[i].annotations, b[i].annotations);
+    EXPECT_EQ(a[i].value, b[i].value);
+    EXPECT_EQ(a[i].silenced, b[i].silenced);
+    EXPECT_EQ(a[i].inhibited, b[i].inhibited);
+  }
+}
+
+void ExpectSameZones(const std::vector<ZoneStatus>& a, const std::vector<ZoneStatus>& b, int s) {
+  ASSERT_EQ(a.size(), b.size()) << "at second " << s;
+  for (size_t i = 0; i < a.size(); ++i) {
+    SCOPED_TRACE("second " + std::to_string(s) + ": " + a[i].key);
+    EXPECT_EQ(a[i].key, b[i].key);
+    EXPECT_EQ(a[i].zone, b[i].zone);
+    EXPECT_EQ(a[i].mean_milli, b[i].mean_milli);
+    EXPECT_EQ(a[i].peak_milli, b[i].peak_milli);
+    EXPECT_EQ(a[i].samples, b[i].samples);
+    EXPECT_EQ(a[i].zero_samples, b[i].zero_samples);
+    EXPECT_EQ(a[i].covered, b[i].covered);
+    EXPECT_EQ(a[i].last_sample, b[i].last_sample);
+  }
+}
+
+// Feeds 50 minutes to one service a second per call (OnHeartbeat) and to another in reports of
+// `lengths` seconds in turn (OnReport), evaluating both after every report, and compares their
+// alerts (with their start and end times), zones, samples and metrics throughout.
+void CompareOnePerCallWithReports(const std::vector<int>& lengths, bool stamped) {
+  EfficiencyConfig cfg;  // the built-in rules, as the server's configuration has them
+  cfg.alerting.rules = BuiltinRules();
+  EfficiencyService one(cfg, nullptr);
+  EfficiencyService batched(cfg, nullptr);
+  one.OnJobChanged(RunningJob());
+  batched.OnJobChanged(RunningJob());
+  const WallTime t0 = WallTime(std::chrono::seconds(1'767'225'600));
+  const int total = 50 * 60;
+  std::vector<WallTime> dip_starts, idle_job_starts;
+  size_t which = 0;
+  for (int s = 0; s < total;) {
+    const int n = std::min(lengths[which++ % lengths.size()], total - s);
+    std::vector<server::SampleTick> report;
+    for (int k = 0; k < n; ++k) {
+      const WallTime at = t0 + std::chrono::seconds(s + k);
+      report.push_back(server::SampleTick{at, ScriptedSecond(s + k, at, stamped)});
+      one.OnHeartbeat("n1", report.back().gpus, at);
+    }
+    batched.OnReport("n1", report);
+    s += n;
+    const WallTime now = t0 + std::chrono::seconds(s - 1);
+    one.Evaluate(now);
+    batched.Evaluate(now);
+    const auto alerts = one.ActiveAlerts();
+    ExpectSameAlerts(alerts, batched.ActiveAlerts(), s);
+    ExpectSameZones(one.GpuZones(), batched.GpuZones(), s);
+    ExpectSameZones(one.JobZones(), batched.JobZones(), s);
+    if (::testing::Test::HasFailure()) return;
+    for (const Alert& a : alerts) {
+      if (a.state != AlertState::kFiring) continue;
+      auto& starts = a.rule == "GpuActivityDip" ? dip_starts : idle_job_starts;
+      if ((a.rule == "GpuActivityDip" || a.rule == "JobGpusIdle") &&
+          (starts.empty() || starts.back() != a.starts_at)) {
+        starts.push_back(a.starts_at);
+      }
+    }
+  }
+  // The alerts' start times are the seconds they started, not the reports': GPU 0 went idle at
+  // 0 s and again after its bursts (1230 s, 1867 s). The dip (yellow, 2 min) and the job's
+  // JobGpusIdle (orange, 15 min) both start then; the orange one fires only where 15 minutes
+  // of idleness passed before the next burst: at 900 s and at 2767 s (1867 + 900), seconds no
+  // report ends on.
+  EXPECT_EQ(dip_starts, (std::vector<WallTime>{t0, t0 + 1230s, t0 + 1867s}));
+  EXPECT_EQ(idle_job_starts, (std::vector<WallTime>{t0, t0 + 1867s}));
+  const server::Principal admin{"root", server::Role::kAdmin};
+  EXPECT_EQ(one.Metrics(admin), batched.Metrics(admin));
+  const RecordSet a = one.Records(), b = batched.Records();
+  ASSERT_EQ(a.samples.size(), b.samples.size());
+  for (size_t i = 0; i < a.samples.size(); ++i) {
+    EXPECT_EQ(a.samples[i].t, b.samples[i].t);
+    EXPECT_EQ(a.samples[i].gpu, b.samples[i].gpu);
+    EXPECT_EQ(a.samples[i].job, b.samples[i].job);
+    EXPECT_EQ(a.samples[i].sm_active, b.samples[i].sm_active);
+  }
+}
+
+TEST(EfficiencyServiceTest, ReportsOfTenSecondsGiveWhatOneSecondPerCallGives) {
+  CompareOnePerCallWithReports({10}, /*stamped=*/true);
+}
+
+TEST(EfficiencyServiceTest, ReportsOfUnevenLengthsAndUnstampedSamplesGiveTheSame) {
+  CompareOnePerCallWithReports({7, 3, 1, 15, 2}, /*stamped=*/false);
+}
+
+TEST(EfficiencyServiceTest, RecordedSamplesAreTheLatestKeptOnesInOrder) {
+  EfficiencyConfig cfg;
+  cfg.service.keep_samples = 25;  // fewer than the report's samples: the ring wraps
+  EfficiencyService svc(cfg, nullptr);
+  const WallTime t0 = WallTime(std::chrono::seconds(1'767'225'600));
+  std::vector<server::SampleTick> report;
+  for (int k = 0; k < 10; ++k) {
+    const WallTime at = t0 + std::chrono::seconds(k);
+    report.push_back(server::SampleTick{at, ScriptedSecond(k, at, true)});
+  }
+  svc.OnReport("n1", report);
+  const RecordSet r = svc.Records();
+  ASSERT_EQ(r.samples.size(), 25u);
+  // 40 samples (10 s x 4 GPUs) went in; the last 25 are seconds 3 (GPU 3) .. 9.
+  EXPECT_EQ(r.samples.front().t, t0 + 3s);
+  EXPECT_EQ(r.samples.front().gpu, "GPU-3");
+  EXPECT_EQ(r.samples.back().t, t0 + 9s);
+  EXPECT_EQ(r.samples.back().gpu, "GPU-3");
+}
+
 }  // namespace
 }  // namespace stoker::efficiency

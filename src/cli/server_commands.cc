@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -71,6 +72,7 @@ struct ServerFlags {
   std::string tls_client_ca;
   std::vector<std::string> tls_client_roles;  // "CN=ROLE" (docs/kubernetes.md)
   std::string k8s_reclaim = "off";            // off | dry-run | evict
+  std::string k8s_extender = "auto";          // auto | on | off
   std::string placement;
   std::string queue = "fifo";
   bool no_backfill = false;
@@ -113,6 +115,12 @@ void AddServerFlags(CLI::App* cmd, ServerFlags* f) {
                   "Kubernetes: idle reclaim of pods (off, dry-run: decide and record, evict: "
                   "evict through the Kubernetes API as this pod's service account)")
       ->check(CLI::IsMember({"off", "dry-run", "evict"}))
+      ->capture_default_str();
+  cmd->add_option("--k8s-extender", f->k8s_extender,
+                  "Kubernetes scheduler extender: on, off, or auto (on when a client "
+                  "certificate maps to the scheduler role or --k8s-reclaim is not off); while "
+                  "off it takes no heartbeats and its verbs answer that it is off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   cmd->add_option("--tls-client-role", f->tls_client_roles,
                   "CN=ROLE: a verified client certificate with this Common Name acts with this "
@@ -184,6 +192,17 @@ struct RunningServer {
 };
 
 // --tls-client-role CN=ROLE entries as the server's certificate map.
+// Whether the scheduler extender is fed: --k8s-extender, or by default where Kubernetes is
+// configured (kube-scheduler can reach the extender only with a client certificate mapped to
+// the scheduler role; pod reclaim reads the extender's samples).
+bool KubernetesExtenderOn(const ServerFlags& f,
+                          const std::map<std::string, server::Principal>& certificates) {
+  if (f.k8s_extender != "auto") return f.k8s_extender == "on";
+  if (f.k8s_reclaim != "off") return true;
+  return std::any_of(certificates.begin(), certificates.end(),
+                     [](const auto& c) { return c.second.role == server::Role::kScheduler; });
+}
+
 Result<std::map<std::string, server::Principal>> ClientRoles(const ServerFlags& f) {
   std::map<std::string, server::Principal> out;
   for (const std::string& entry : f.tls_client_roles) {
@@ -335,6 +354,7 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   // idle reclaim of pods with the engine's idle policy when --k8s-reclaim asks for it.
   integration::KubernetesOptions ko;
   ko.zones = eff_cfg.zones;
+  ko.enabled = KubernetesExtenderOn(f, so.client_certificates);
   if (f.k8s_reclaim != "off") {
     ko.reclaim = eff_cfg.idle;
     if (f.k8s_reclaim == "evict") {
@@ -344,7 +364,7 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
     }
   }
   rs->k8s = std::make_unique<integration::KubernetesExtender>(rs->core.get(), &rs->clock, ko);
-  rs->core->AddObserver(rs->k8s.get());
+  if (ko.enabled) rs->core->AddObserver(rs->k8s.get());
   rs->api->AddExtension(rs->k8s.get());
   STOKER_RETURN_IF_ERROR(StartDashboard(*rs, f));
   rs->http = std::make_unique<http::Server>(rs->site.get(), ho);

@@ -20,6 +20,7 @@ KubernetesExtender::KubernetesExtender(server::Server* server, const Clock* cloc
                                        KubernetesOptions options)
     : server_(server),
       clock_(clock),
+      enabled_(options.enabled),
       options_(options.extender),
       zones_(options.zones),
       scorer_(options.extender),
@@ -34,7 +35,7 @@ KubernetesExtender::~KubernetesExtender() { Stop(); }
 
 void KubernetesExtender::OnHeartbeat(const std::string& node, const std::vector<GpuSample>& gpus,
                                      WallTime at) {
-  if (gpus.empty()) return;  // a heartbeat without samples says nothing new about the GPUs
+  if (!enabled_ || gpus.empty()) return;  // without samples: nothing new about the GPUs
   if (reclaim_) {
     // Queued, not observed here: reclaim_mu_ is held through evictions, and a heartbeat (an
     // HTTP worker) must not wait for them. The loop thread feeds these to the reclaimer.
@@ -47,6 +48,34 @@ void KubernetesExtender::OnHeartbeat(const std::string& node, const std::vector<
   for (const GpuSample& s : gpus) zones_.Observe(s, {});
   (void)zones_.TakeTransitions();
   view_.Update(node, k8s::GpusFromSamples(gpus, &zones_), at);
+}
+
+void KubernetesExtender::OnReport(const std::string& node,
+                                  std::span<const server::SampleTick> ticks) {
+  if (!enabled_) return;
+  const server::SampleTick* last = nullptr;
+  for (const server::SampleTick& t : ticks) {
+    if (!t.gpus.empty()) last = &t;
+  }
+  if (last == nullptr) return;  // no samples: nothing new about the GPUs
+  if (reclaim_) {
+    std::lock_guard lock(pending_mu_);
+    for (const server::SampleTick& t : ticks) {
+      if (!t.gpus.empty()) pending_.emplace_back(node, t.gpus);
+    }
+  }
+  std::lock_guard lock(mu_);
+  for (const server::SampleTick& t : ticks) {
+    for (const GpuSample& s : t.gpus) zones_.Observe(s, {});
+  }
+  (void)zones_.TakeTransitions();
+  view_.Update(node, k8s::GpusFromSamples(last->gpus, &zones_), last->at);
+}
+
+Status KubernetesExtender::Off() {
+  return FailedPrecondition(
+      "the scheduler extender is off on this server: start it with --k8s-extender on, or map "
+      "kube-scheduler's client certificate to the scheduler role (--tls-client-role CN=scheduler)");
 }
 
 void KubernetesExtender::RefreshNodeStates() {
@@ -113,6 +142,12 @@ http::Response KubernetesExtender::Filter(std::string_view body) {
   auto args = k8s::ParseExtenderArgs(body);
   std::lock_guard lock(mu_);
   ++filter_stats_.requests;
+  if (!enabled_) {
+    ++filter_stats_.errors;
+    k8s::FilterOutcome err;
+    err.error = "stoker: " + Off().message();
+    return {200, k8s::FilterResultJson(nullptr, err)};
+  }
   if (!args.ok()) {
     ++filter_stats_.errors;
     k8s::FilterOutcome err;
@@ -134,6 +169,10 @@ http::Response KubernetesExtender::Prioritize(std::string_view body) {
   auto args = k8s::ParseExtenderArgs(body);
   std::lock_guard lock(mu_);
   ++prioritize_stats_.requests;
+  if (!enabled_) {
+    ++prioritize_stats_.errors;
+    return http::ErrorResponse(Off());
+  }
   if (!args.ok()) {
     ++prioritize_stats_.errors;
     return http::ErrorResponse(args.status());

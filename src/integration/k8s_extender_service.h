@@ -23,6 +23,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -39,6 +40,10 @@
 namespace stoker::integration {
 
 struct KubernetesOptions {
+  // false: Kubernetes is not configured on this server (`stoker server --k8s-extender`): the
+  // extender takes no heartbeats (every report would cost the server its zones and view for
+  // nothing) and its verbs answer that it is off.
+  bool enabled = true;
   k8s::ExtenderOptions extender;
   efficiency::ZoneConfig zones;
   // Idle reclaim of pods: nullopt = off. With a policy and no evictor, records only (dry run).
@@ -56,6 +61,10 @@ class KubernetesExtender final : public server::ServerObserver, public server::A
   // ServerObserver.
   void OnHeartbeat(const std::string& node, const std::vector<GpuSample>& gpus,
                    WallTime at) override;
+  // A report's seconds: each feeds the GPUs' zones (and pod reclaim), the node's view is built
+  // once, from the last second with samples (the view holds only the latest).
+  void OnReport(const std::string& node, std::span<const server::SampleTick> ticks) override;
+  bool enabled() const { return enabled_; }
 
   // ApiExtension.
   void AddRoutes(http::Router* router) override;
@@ -90,8 +99,12 @@ class KubernetesExtender final : public server::ServerObserver, public server::A
     double seconds = 0;
   };
 
+  // The answer of a verb while the extender is off.
+  static Status Off();
+
   server::Server* server_;
   const Clock* clock_;
+  bool enabled_;
   k8s::ExtenderOptions options_;
   std::mutex mu_;
   k8s::ClusterView view_;                      // guarded by mu_

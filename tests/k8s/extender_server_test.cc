@@ -282,5 +282,66 @@ TEST(ExtenderZoneTracker, ManyHeartbeatsDoNotGrowIt) {
   EXPECT_EQ(size.transitions, 0u);
 }
 
+// A 10-second report: the GPUs' memory changes from second to second; the node's view is the
+// last second's, and its zone saw every second.
+std::vector<server::SampleTick> TenSeconds(ManualClock& clock, bool busy) {
+  std::vector<server::SampleTick> ticks;
+  for (int k = 0; k < 10; ++k) {
+    clock.Advance(std::chrono::seconds(1));
+    std::vector<GpuSample> samples = testing::IdleNode("gpu-a", 2, clock.WallNow());
+    samples[0].util_gpu_pct = Field<uint32_t>::Of(busy ? 80 : 0);
+    testing::AddProcess(samples[0], 4242, static_cast<uint64_t>(k) * 8 * testing::kGiB);
+    ticks.push_back(server::SampleTick{clock.WallNow(), std::move(samples)});
+  }
+  return ticks;
+}
+
+std::string OneNodeArgs(const std::string& limits) {
+  return R"({"Pod":{"metadata":{"name":"p","namespace":"ml","uid":"u1"},"spec":)"
+         R"({"containers":[{"name":"c","resources":{"limits":)" +
+         limits + R"(,"requests":)" + limits + R"(}}]}},"Nodes":null,"NodeNames":["gpu-a"]})";
+}
+
+TEST(ExtenderReport, TheViewIsTheReportsLastSecond) {
+  ManualClock clock;
+  integration::KubernetesExtender ext(nullptr, &clock);
+  ext.OnReport("gpu-a", TenSeconds(clock, /*busy=*/true));
+  // The last second: GPU 0 holds 72 GiB for a process no pod owns, GPU 1 is free. A pod that
+  // needs two whole GPUs does not fit; the reason names the last second's memory.
+  const json two = json::parse(ext.Filter(OneNodeArgs(R"({"stoker.io/gpu":"2"})")).body);
+  EXPECT_TRUE(two["NodeNames"].empty()) << two.dump();
+  EXPECT_NE(two.dump().find("72.0 GiB of it held by processes no pod owns"), std::string::npos)
+      << two.dump();
+  const json one = json::parse(ext.Filter(OneNodeArgs(R"({"stoker.io/gpu":"1"})")).body);
+  EXPECT_EQ(one["NodeNames"], json::array({"gpu-a"})) << one.dump();
+}
+
+// Where Kubernetes is not configured (`stoker server --k8s-extender off`, the default without a
+// scheduler certificate or pod reclaim), reports cost the extender nothing and its verbs say
+// that it is off.
+TEST(ExtenderReport, OffTakesNoReportsAndSaysSo) {
+  ManualClock clock;
+  integration::KubernetesOptions off;
+  off.enabled = false;
+  integration::KubernetesExtender ext(nullptr, &clock, off);
+  EXPECT_FALSE(ext.enabled());
+  ext.OnReport("gpu-a", TenSeconds(clock, true));
+  ext.OnHeartbeat("gpu-a", testing::IdleNode("gpu-a", 2, clock.WallNow()), clock.WallNow());
+  EXPECT_EQ(ext.ZoneTrackerSizeForTest().transitions, 0u);
+  const http::Response f = ext.Filter(OneNodeArgs(R"({"stoker.io/gpu":"1"})"));
+  ASSERT_EQ(f.status, 200) << f.body;
+  const json got = json::parse(f.body);
+  EXPECT_TRUE(got["NodeNames"].empty() || got["NodeNames"].is_null()) << f.body;
+  EXPECT_NE(got["Error"].get<std::string>().find("the scheduler extender is off on this server"),
+            std::string::npos)
+      << f.body;
+  const http::Response p = ext.Prioritize(OneNodeArgs(R"({"stoker.io/gpu":"1"})"));
+  EXPECT_EQ(p.status, 409) << p.body;
+  EXPECT_NE(p.body.find("--k8s-extender on"), std::string::npos) << p.body;
+  EXPECT_NE(ext.Metrics(server::Principal{"root", server::Role::kAdmin})
+                .find("stoker_k8s_extender_request_errors_total{verb=\"filter\"} 1"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace stoker::k8s

@@ -83,6 +83,7 @@ NodeAgent::NodeAgent(NodeOptions options, Clock* clock, protocol::NodeInventory 
               clock),
       client_(options_.server_url, options_.token, 10, options_.ca_file) {
   report_interval_ = options_.heartbeat_interval;
+  jitter_.seed(std::hash<std::string>{}(inventory_.name));
   client_.set_keep_alive(false);
   inventory_.isolation = options_.cgroups.Describe();
   if (!options_.address.empty()) inventory_.address = options_.address;
@@ -145,11 +146,31 @@ Status NodeAgent::RunOnce() {
 Status NodeAgent::Tick() {
   Sample();
   std::vector<runner::JobStatus> polled = runner_.Poll();
+  if (report_failed_ && clock_->Now() < retry_at_) return last_error_;  // backing off
   const bool due = !feed_.latest || !registered_ || report_failed_ ||
                    clock_->Now() >= next_report_ || !launch_errors_.empty() ||
                    PhasesOf(polled) != reported_phases_;
   if (!due) return Status::Ok();
-  return Report(polled);
+  Status s = Report(polled);
+  if (s.ok()) {
+    failures_ = 0;
+    return s;
+  }
+  ++failures_;
+  retry_at_ = clock_->Now() + RetryDelay();
+  last_error_ = s;
+  return s;
+}
+
+Duration NodeAgent::RetryDelay() {
+  const Duration base = options_.heartbeat_interval;
+  const Duration cap = std::max(report_interval_, base);
+  Duration d = base;
+  for (int i = 1; i < failures_ && d < cap; ++i) d *= 2;
+  d = std::min(d, cap);
+  // Between half and all of it.
+  std::uniform_int_distribution<int64_t> half(0, d.count() / 2);
+  return std::max(base, d - Duration(half(jitter_)));
 }
 
 Status NodeAgent::Report(const std::vector<runner::JobStatus>& polled) {

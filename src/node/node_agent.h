@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -72,7 +73,13 @@ class NodeAgent {
   // retries).
   Status RunOnce();
   // One round of Run: sample (the compact form), look at the jobs, and report when due: the
-  // report interval passed, a job changed phase or failed to launch, or the last report failed.
+  // report interval passed, a job changed phase or failed to launch, or the last report failed
+  // and its retry time came. Retries back off: the first after heartbeat_interval, then each
+  // wait doubles up to the report interval the server directed, jittered to between half and
+  // all of it (never under heartbeat_interval; the jitter seeded by the node's name), so the
+  // nodes of a cluster whose server was down do not all come back in the same second. Until the
+  // retry the round returns the last failure; the seconds keep being sampled (up to
+  // limits::kReportTicksMax of them) and go with the next report that is answered.
   Status Tick();
   // Rounds (Tick) every heartbeat_interval until *stop.
   void Run(const std::atomic<bool>* stop);
@@ -81,6 +88,8 @@ class NodeAgent {
   Duration report_interval() const { return report_interval_; }
   // Reports sent (answered 2xx), for tests and logs.
   int64_t reports() const { return reports_; }
+  // Reports that failed in a row (0 once one is answered).
+  int failures() const { return failures_; }
 
   runner::Runner& runner() { return runner_; }
 
@@ -88,6 +97,8 @@ class NodeAgent {
   protocol::RunReport ReportFor(const runner::JobStatus& st);
   void Sample();
   Status Report(const std::vector<runner::JobStatus>& polled);
+  // The wait before the next retry after failures_ failures in a row.
+  Duration RetryDelay();
   std::map<int64_t, std::string> PhasesOf(const std::vector<runner::JobStatus>& polled) const;
 
   NodeOptions options_;
@@ -100,6 +111,10 @@ class NodeAgent {
   Duration report_interval_{};
   MonoTime next_report_{};  // the compact form: when the next report is due
   bool report_failed_ = false;
+  int failures_ = 0;     // reports failed in a row
+  MonoTime retry_at_{};  // after a failure: no report before this
+  Status last_error_;    // the last failure, returned while waiting to retry
+  std::mt19937_64 jitter_;
   int64_t reports_ = 0;
   std::map<int64_t, std::string> reported_phases_;  // job -> phase, as last reported
   runner::Runner runner_;

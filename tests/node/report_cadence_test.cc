@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <mutex>
+#include <set>
 #include <thread>
 
+#include "http/server.h"
 #include "node/node_agent.h"
 #include "node_world.h"
 #include "nvml/simulated.h"
@@ -32,36 +35,73 @@ struct Seconds : server::ServerObserver {
   std::vector<size_t> sizes;
 };
 
+// In front of the real server's API: while `down`, every request fails fast (503 at once);
+// it notes when (on the test's clock) each heartbeat reached it.
+struct FlakyFront final : http::Handler {
+  FlakyFront(const http::Handler* real, Clock* clock) : real(real), clock(clock) {}
+  http::Response Handle(const http::Request& r) const override {
+    if (r.path.ends_with("/heartbeat")) {
+      std::lock_guard lock(mu);
+      heartbeats.push_back(clock->Now());
+    }
+    if (down.load()) return {503, R"({"error":"unavailable"})"};
+    return real->Handle(r);
+  }
+  std::vector<MonoTime> Heartbeats() const {
+    std::lock_guard lock(mu);
+    return heartbeats;
+  }
+  const http::Handler* real;
+  Clock* clock;
+  std::atomic<bool> down{false};
+  mutable std::mutex mu;
+  mutable std::vector<MonoTime> heartbeats;
+};
+
 struct CadenceWorld {
-  CadenceWorld() : srv("cadence", Options(), &clock) {
+  // `rate`: reports a second the server wants (one node: it directs 1 / rate seconds);
+  // `front`: the agent reaches the server through a FlakyFront.
+  explicit CadenceWorld(double rate = 0.25, bool front = false)
+      : srv("cadence", Options(rate), &clock) {
     srv.core->AddObserver(&seen);
+    NodeOptions options = srv.Agent("node-a");
+    if (front) {
+      flaky = std::make_unique<FlakyFront>(srv.api.get(), &clock);
+      flaky_http = std::make_unique<http::Server>(
+          flaky.get(), http::ServerOptions{.host = "127.0.0.1", .port = 0, .threads = 2});
+      EXPECT_TRUE(flaky_http->Start().ok());
+      options.server_url = flaky_http->url();
+    }
     auto src = nvml::OpenSimulatedGpuSource("h100-mig-node");
     EXPECT_TRUE(src.ok()) << src.status().ToString();
     source = std::move(*src);
     sampler = std::make_unique<telemetry::Sampler>(source.get(), &clock, nullptr,
                                                    telemetry::SamplerOptions{});
-    agent = std::make_unique<NodeAgent>(
-        srv.Agent("node-a"), &clock, BuildInventory("node-a", source.get()), GpuSamplesFeed{[this] {
-          telemetry::TelemetrySnapshot snap;
-          sampler->Snapshot(&snap);
-          return telemetry::ReportSamples(snap);
-        }});
+    agent = std::make_unique<NodeAgent>(options, &clock, BuildInventory("node-a", source.get()),
+                                        GpuSamplesFeed{[this] {
+                                          telemetry::TelemetrySnapshot snap;
+                                          sampler->Snapshot(&snap);
+                                          return telemetry::ReportSamples(snap);
+                                        }});
   }
   ~CadenceWorld() {
     for (int i = 0; i < 100 && srv.CancelAll(); ++i) Second();
   }
-  // One node and 0.25 reports a second: the server directs 4 s.
-  static server::ServerOptions Options() {
+  // One node and `rate` reports a second: the server directs 1 / rate seconds (4 s at 0.25).
+  static server::ServerOptions Options(double rate) {
     server::ServerOptions so;
-    so.heartbeat_rate = 0.25;
+    so.heartbeat_rate = rate;
     return so;
   }
   // One second: the GPUs sampled, the agent's round (Tick, as Run does), a scheduling pass.
-  void Second() {
+  // The round is expected to succeed unless the server is down (`expect_ok` false).
+  void Second(bool expect_ok = true) {
     clock.Advance(std::chrono::seconds(1));
     for (uint32_t i = 0; i < sampler->gpu_count(); ++i) sampler->SampleOnce(i);
     Status s = agent->Tick();
-    EXPECT_TRUE(s.ok()) << s.ToString();
+    if (expect_ok) {
+      EXPECT_TRUE(s.ok()) << s.ToString();
+    }
     srv.core->RunSchedulingPass();
   }
   JobState State(int64_t id) { return srv.core->GetJob(srv.admin, id)->state; }
@@ -69,6 +109,8 @@ struct CadenceWorld {
   ManualClock clock{MonoTime(std::chrono::seconds(1)), SystemClock().WallNow()};
   testing::ServerOverHttp srv;
   Seconds seen;
+  std::unique_ptr<FlakyFront> flaky;
+  std::unique_ptr<http::Server> flaky_http;
   std::unique_ptr<GpuSource> source;
   std::unique_ptr<telemetry::Sampler> sampler;
   std::unique_ptr<NodeAgent> agent;
@@ -140,6 +182,60 @@ TEST(ReportCadence, JobPhaseChangesAreReportedAtOnce) {
     ++seconds;
   }
   EXPECT_EQ(w.State(job->id), JobState::kSucceeded) << seconds << " s after its start";
+}
+
+// A server that fails fast: the agent does not retry every second but backs off, each wait
+// doubling up to the 8 s interval the server directed, jittered; the seconds sampled meanwhile
+// all reach the server with the first report it answers.
+TEST(ReportCadence, FailedReportsBackOffUpToTheIntervalAndKeepTheirSeconds) {
+  CadenceWorld w(/*rate=*/0.125, /*front=*/true);
+  for (int i = 0; i < 12; ++i) w.Second();
+  ASSERT_EQ(w.agent->report_interval(), std::chrono::seconds(8));
+  const int64_t answered = w.agent->reports();
+  const size_t before = w.flaky->Heartbeats().size();
+  w.flaky->down = true;
+  const MonoTime outage = w.clock.Now();
+  constexpr int kOutage = 90;  // seconds, under the 120 the agent keeps
+  for (int i = 0; i < kOutage; ++i) w.Second(/*expect_ok=*/false);
+  EXPECT_EQ(w.agent->reports(), answered);
+  std::vector<MonoTime> tries = w.flaky->Heartbeats();
+  tries.erase(tries.begin(), tries.begin() + static_cast<std::ptrdiff_t>(before));
+  // Every second would be 90; one per 8 s at most about 11 (plus the first short waits).
+  ASSERT_GE(tries.size(), 10u);
+  EXPECT_LE(tries.size(), 20u) << "retries every few seconds, not backing off";
+  EXPECT_GE(w.agent->failures(), static_cast<int>(tries.size()) - 1);
+  // The first retry waits no more than the interval; no wait is over the interval (plus the
+  // round's second); from the fourth failure on, each is at least half of it.
+  EXPECT_LE(tries.front() - outage, std::chrono::seconds(8 + 1));
+  for (size_t i = 1; i < tries.size(); ++i) {
+    const Duration wait = tries[i] - tries[i - 1];
+    EXPECT_LE(wait, std::chrono::seconds(8 + 1)) << "retry " << i;
+    EXPECT_GE(wait, std::chrono::seconds(1)) << "retry " << i;
+    if (i >= 4) {
+      EXPECT_GE(wait, std::chrono::seconds(4)) << "retry " << i;
+    }
+  }
+  // The waits are jittered, not all equal.
+  std::set<int64_t> waits;
+  for (size_t i = 4; i < tries.size(); ++i) {
+    waits.insert(std::chrono::duration_cast<std::chrono::seconds>(tries[i] - tries[i - 1]).count());
+  }
+  EXPECT_GE(waits.size(), 2u);
+
+  // Back: the next retry is answered and carries every second of the outage.
+  w.flaky->down = false;
+  for (int i = 0; i < 9 && w.agent->reports() == answered; ++i) w.Second(false);
+  ASSERT_GT(w.agent->reports(), answered) << "no report answered 9 s after the server came back";
+  EXPECT_EQ(w.agent->failures(), 0);
+  std::lock_guard lock(w.seen.mu);
+  auto near = [](Duration a, Duration b) {
+    return std::chrono::abs(a - b) < std::chrono::microseconds(1);
+  };
+  for (size_t i = 1; i < w.seen.times.size(); ++i) {
+    EXPECT_TRUE(near(w.seen.times[i] - w.seen.times[i - 1], std::chrono::seconds(1)))
+        << "a gap in the seconds the server saw, at " << i;
+  }
+  EXPECT_GE(w.seen.times.size(), 12u + kOutage);
 }
 
 }  // namespace

@@ -65,6 +65,7 @@ struct Options {
   int submit_conns = 32;
   std::string node_prefix = "load-node-";
   bool json_out = false;
+  int server_pid = 0;  // > 0: the server's CPU over the measured window is reported
 };
 
 [[noreturn]] void Die(const std::string& msg) {
@@ -405,16 +406,46 @@ std::string CreateToken(Loop& loop, size_t conn, const Options& o, const std::st
   return json::parse(r.body).at("token").get<std::string>();
 }
 
+// CPU seconds (user + system) a process has used: /proc/PID/stat's utime and stime; -1 when it
+// cannot be read.
+double ProcessCpuSeconds(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(text.substr(close + 2));
+  std::string f;
+  unsigned long long utime = 0, stime = 0;
+  // After "(comm) ": state is field 3; utime and stime are fields 14 and 15.
+  for (int i = 3; i <= 15 && fields >> f; ++i) {
+    if (i == 14) utime = std::stoull(f);
+    if (i == 15) stime = std::stoull(f);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// CPU over the measured window: the generator's own and, with --server-pid, the server's.
+struct WindowCpu {
+  double self_s = 0, server_s = -1;
+};
+
 // Runs the loop through the warm-up (from `start`), then sets *measuring and runs the measured
 // window; returns its length in seconds.
-double WarmUpThenMeasure(Loop& loop, TimePoint start, const Options& o, bool* measuring) {
+double WarmUpThenMeasure(Loop& loop, TimePoint start, const Options& o, bool* measuring,
+                         WindowCpu* cpu = nullptr) {
   const auto seconds = [](double s) {
     return std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(s));
   };
   loop.Run(start + seconds(o.warmup_s));
   *measuring = true;
+  const double self0 = ProcessCpuSeconds(::getpid());
+  const double server0 = o.server_pid > 0 ? ProcessCpuSeconds(o.server_pid) : -1;
   const TimePoint m0 = SteadyClock::now();
   loop.Run(m0 + seconds(o.duration_s));
+  if (cpu != nullptr) {
+    cpu->self_s = ProcessCpuSeconds(::getpid()) - self0;
+    if (server0 >= 0) cpu->server_s = ProcessCpuSeconds(o.server_pid) - server0;
+  }
   return std::chrono::duration<double>(SteadyClock::now() - m0).count();
 }
 
@@ -568,7 +599,8 @@ int RunAgents(const Options& o) {
       o.warmup_s, o.duration_s, o.agents, o.form.c_str(), o.period_s,
       compact ? " until the server directs otherwise" : "", o.user_rate);
   std::fflush(stdout);
-  const double secs = WarmUpThenMeasure(loop, t0, o, &measuring);
+  WindowCpu cpu;
+  const double secs = WarmUpThenMeasure(loop, t0, o, &measuring, &cpu);
   std::string told;
   for (const auto& [ms, n] : intervals_told) {
     told += " " + std::to_string(ms) + "ms:" + std::to_string(n);
@@ -579,6 +611,15 @@ int RunAgents(const Options& o) {
                             " report_interval_told=" + (told.empty() ? " none" : told)
                       : ""),
          series, secs, o.json_out);
+  const size_t answered = series["heartbeat"].us.size();
+  std::printf("CPU over the measured window: generator %.1f s (%.0f %% of a core)", cpu.self_s,
+              100 * cpu.self_s / secs);
+  if (cpu.server_s >= 0) {
+    std::printf(", server %.1f s (%.0f %% of a core; %.0f us per heartbeat answered)", cpu.server_s,
+                100 * cpu.server_s / secs,
+                answered > 0 ? 1e6 * cpu.server_s / static_cast<double>(answered) : 0.0);
+  }
+  std::printf("\n");
   return 0;
 }
 
@@ -664,6 +705,8 @@ int main(int argc, char** argv) {
       ->check(non_negative)
       ->capture_default_str();
   app.add_flag("--json", o.json_out, "print the report as JSON");
+  app.add_option("--server-pid", o.server_pid,
+                 "agents: also report this process's CPU over the measured window (the server)");
   CLI11_PARSE(app, argc, argv);
   if (auto p = server.find("://"); p != std::string::npos) server = server.substr(p + 3);
   const size_t colon = server.rfind(':');

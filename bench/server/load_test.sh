@@ -16,6 +16,9 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || ulimit -n 8192 2>/dev/null || true
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$data"' EXIT
 for _ in $(seq 100); do [ -s "$data/server/admin.token" ] && break; sleep 0.1; done
-"$gen" --mode "$mode" --server 127.0.0.1:$port --admin-token-file "$data/server/admin.token" \
-  --samples "$data/samples.json" "$@"
+# The generator reports its CPU and the server's over the measured window (--server-pid).
+pid_arg=(); [ "$mode" = agents ] && pid_arg=(--server-pid "$server")
+timer=(); [ -x /usr/bin/time ] && timer=(/usr/bin/time -f "generator: max RSS %M KiB")
+"${timer[@]}" "$gen" --mode "$mode" --server 127.0.0.1:$port \
+  --admin-token-file "$data/server/admin.token" --samples "$data/samples.json" "${pid_arg[@]}" "$@"
 echo "server: $(ps -o rss=,nlwp= -p $server | awk '{printf "RSS %.0f MiB, %d threads", $1/1024, $2}')"

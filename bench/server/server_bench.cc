@@ -117,8 +117,9 @@ BENCHMARK(BM_SchedulingPass100kJobs10kNodes)
     ->MeasureProcessCPUTime();
 
 // The durable write of a large pass alone (what BM_SchedulingPass100kJobs10kNodes ends with):
-// `range(0)` jobs stored as submitted, then one batch assigning them all (each job's document
-// with its assignment, plus its "assigned" event), as the server writes it. synchronous=FULL.
+// `range(0)` jobs stored as submitted, then one batch assigning them all (each job's state,
+// node and status document with its assignment, plus its "assigned" event), as the server
+// writes it. synchronous=FULL.
 void BM_StoreAssignBatch(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   for (auto _ : state) {
@@ -144,7 +145,8 @@ void BM_StoreAssignBatch(benchmark::State& state) {
       a.cuda_visible_devices = std::to_string(i % 8);
       a.shares = {{static_cast<uint8_t>(i % 8), int16_t{1000}}};
       j.assignment = a;
-      assigned.PutJob(store::JobRow{j.id, j.user, "assigned", a.node, JobToJson(j).dump()});
+      assigned.UpdateJob(
+          store::JobStatusRow{j.id, "assigned", a.node, protocol::JobStatusToJson(j).dump()});
       assigned.AddEvent(store::EventRow{j.id, j.submit_ms + 1, "assigned",
                                         "to " + a.node + " devices " + a.cuda_visible_devices});
     }

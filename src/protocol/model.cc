@@ -346,12 +346,17 @@ const GangPart* PartOn(const Job& j, const std::string& node) {
 }
 
 json JobToJson(const Job& job) {
-  json j;
+  json j = JobStatusToJson(job);
   j["id"] = job.id;
   j["user"] = job.user;
   j["name"] = job.spec.name;
-  j["state"] = JobStateName(job.state);
   j["spec"] = JobSpecToJson(job.spec);
+  return j;
+}
+
+json JobStatusToJson(const Job& job) {
+  json j;
+  j["state"] = JobStateName(job.state);
   if (job.assignment) j["assignment"] = AssignmentToJson(*job.assignment);
   if (!job.parts.empty()) {
     json parts = json::array();
@@ -423,6 +428,17 @@ Result<Job> JobFromJson(const json& j) {
   } catch (const json::exception& e) {
     return InvalidArgument(std::string("job document: ") + e.what());
   }
+}
+
+Result<Job> JobFromJson(const json& doc, const json& status) {
+  if (status.is_null()) return JobFromJson(doc);
+  if (!doc.is_object()) return InvalidArgument("job document is not an object");
+  if (!status.is_object()) return InvalidArgument("job status document is not an object");
+  json merged = status;
+  for (const char* key : kJobFixedKeys) {
+    if (auto it = doc.find(key); it != doc.end()) merged[key] = *it;
+  }
+  return JobFromJson(merged);
 }
 
 Result<NodeInventory> ParseNodeInventory(const json& body) {

@@ -202,6 +202,15 @@ struct Job {
 
 json JobToJson(const Job& j);
 Result<Job> JobFromJson(const json& j);
+// The keys of JobToJson's document that never change after submission; JobStatusToJson writes
+// every other one. The server stores the whole document once, at submission, and from then on
+// only the status (a placement, a state change), so a write is proportional to what changed.
+inline constexpr const char* kJobFixedKeys[] = {"id", "user", "name", "spec"};
+json JobStatusToJson(const Job& j);
+// A job from the document stored at submission with its newest status over it: the fixed keys
+// from `doc`, every other one from `status` (null: `doc` alone, a job never changed since or
+// stored whole).
+Result<Job> JobFromJson(const json& doc, const json& status);
 // Where a job runs: its assignment, or every part of a gang (empty while queued).
 std::vector<const Assignment*> Assignments(const Job& j);
 // The part of gang `j` on `node`, or null (each part is on a node of its own).

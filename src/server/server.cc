@@ -143,7 +143,8 @@ Status Server::Load() {
   std::lock_guard lock(mu_);
   for (const auto& row : jobs) {
     json doc = json::parse(row.doc, nullptr, false);
-    auto job = JobFromJson(doc);
+    json status = row.status.empty() ? json() : json::parse(row.status, nullptr, false);
+    auto job = JobFromJson(doc, status);
     if (!job.ok()) return job.status().WithContext("stored job " + std::to_string(row.id));
     if (job->state == JobState::kQueued) queued_.insert(job->id);
     Reindex(*job);
@@ -176,8 +177,19 @@ int64_t Server::NowMs() const {
 
 store::JobRow Server::Row(const Job& j) const {
   const auto where = protocol::Assignments(j);
-  return store::JobRow{j.id, j.user, JobStateName(j.state),
-                       where.empty() ? std::string() : where.front()->node, JobToJson(j).dump()};
+  return store::JobRow{j.id,
+                       j.user,
+                       JobStateName(j.state),
+                       where.empty() ? std::string() : where.front()->node,
+                       JobToJson(j).dump(),
+                       {}};
+}
+
+store::JobStatusRow Server::StatusRow(const Job& j) const {
+  const auto where = protocol::Assignments(j);
+  return store::JobStatusRow{j.id, JobStateName(j.state),
+                             where.empty() ? std::string() : where.front()->node,
+                             protocol::JobStatusToJson(j).dump()};
 }
 
 store::NodeRow Server::Row(const NodeEntry& n) const {
@@ -469,7 +481,7 @@ Result<Job> Server::ChangeUnendedJob(
     store::WriteBatch b;
     STOKER_RETURN_IF_ERROR(change(j, b));
     if (b.empty()) return j;  // nothing changed
-    b.PutJob(Row(j));
+    b.UpdateJob(StatusRow(j));
     copy = j;
     done = store_->ApplyAsync(std::move(b));
   }
@@ -843,7 +855,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
         bool part_changed = false;
         OnPartReport(j, *part, r, node, reply, b, &part_changed);
         if (part_changed) {
-          b.PutJob(Row(j));
+          b.UpdateJob(StatusRow(j));
           changed.push_back(j);
         }
         continue;
@@ -855,7 +867,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
         Event(&b, j, "requeued",
               why + (r.signal ? ", stopped by signal " + std::to_string(*r.signal)
                               : ", exit code " + std::to_string(r.exit_code.value_or(-1))));
-        b.PutJob(Row(j));
+        b.UpdateJob(StatusRow(j));
         changed.push_back(j);
         // Its logs so far stay on the server; a later run appends after them.
         reply.forget.push_back(r.id);
@@ -879,7 +891,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
         Event(&b, j, JobStateName(j.state),
               r.signal ? "signal " + std::to_string(*r.signal)
                        : "exit code " + std::to_string(r.exit_code.value_or(-1)));
-        b.PutJob(Row(j));
+        b.UpdateJob(StatusRow(j));
         changed.push_back(j);
         if (r.logs_complete) reply.forget.push_back(r.id);
       } else {
@@ -887,7 +899,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
           j.state = JobState::kRunning;
           j.start_ms = NowMs();
           Event(&b, j, "running", "on " + node);
-          b.PutJob(Row(j));
+          b.UpdateJob(StatusRow(j));
           changed.push_back(j);
         }
         if (j.state == JobState::kCancelling) TellToCancel(j, reply);
@@ -909,7 +921,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
           continue;
         }
         OnPartMissing(j, *part, node, b);
-        b.PutJob(Row(j));
+        b.UpdateJob(StatusRow(j));
         changed.push_back(j);
         continue;
       }
@@ -920,7 +932,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
         EndJob(j, j.state == JobState::kCancelling ? JobState::kCancelled : JobState::kFailed,
                "node " + node + " no longer knows this job");
         Event(&b, j, JobStateName(j.state), j.reason);
-        b.PutJob(Row(j));
+        b.UpdateJob(StatusRow(j));
         changed.push_back(j);
       }
     }
@@ -1389,7 +1401,7 @@ PassStats Server::RunSchedulingPass() {
         }
         spdlog::info("job {}: preempting job {} on {}", act.for_job, victim.id,
                      victim.assignment ? victim.assignment->node : std::string("its node"));
-        b.PutJob(Row(victim));
+        b.UpdateJob(StatusRow(victim));
         changed.push_back(victim);
         continue;
       }
@@ -1422,7 +1434,7 @@ PassStats Server::RunSchedulingPass() {
               "a gang of " + std::to_string(j.parts.size()) + " parts: " + where + "; master " +
                   j.parts[0].assignment.env.at("MASTER_ADDR") + ":" +
                   j.parts[0].assignment.env.at("MASTER_PORT"));
-        b.PutJob(Row(j));
+        b.UpdateJob(StatusRow(j));
         changed.push_back(j);
         continue;
       }
@@ -1446,7 +1458,7 @@ PassStats Server::RunSchedulingPass() {
                      : " devices " + j.assignment->cuda_visible_devices) +
                 (pa.oversubscribed ? " (preemptible, sharing GPUs beyond their capacity)" : "") +
                 (pa.basis.empty() ? "" : "; " + pa.basis));
-      b.PutJob(Row(j));
+      b.UpdateJob(StatusRow(j));
       changed.push_back(j);
     }
     for (auto& [id, why] : d.reasons) {
@@ -1511,7 +1523,7 @@ int Server::CheckNodeTimeouts() {
         Job& j = jobs_.at(id);
         if (GangPart* part = protocol::PartOn(j, name)) {
           OnPartLost(j, *part, name, b);
-          b.PutJob(Row(j));
+          b.UpdateJob(StatusRow(j));
           changed.push_back(j);
           continue;
         }
@@ -1525,7 +1537,7 @@ int Server::CheckNodeTimeouts() {
           EndJob(j, JobState::kFailed, "node " + name + " lost");
         }
         Event(&b, j, JobStateName(j.state), "node " + name + " lost");
-        b.PutJob(Row(j));
+        b.UpdateJob(StatusRow(j));
         changed.push_back(j);
       }
     }

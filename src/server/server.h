@@ -301,7 +301,9 @@ class Server final : public JobActions {
   // The report interval the compact form's nodes are told, for `nodes` registered nodes.
   int64_t ReportIntervalMs(size_t nodes) const;
   NodeStatus StatusOf(const NodeEntry& n, bool with_samples = true) const;
+  // A job's whole row (at submission), and its change once stored.
   store::JobRow Row(const Job& j) const;
+  store::JobStatusRow StatusRow(const Job& j) const;
   store::NodeRow Row(const NodeEntry& n) const;
   void Event(store::WriteBatch* b, const Job& j, const std::string& kind, const std::string& msg);
   // Whether a node's report is about the run of `j` now placed on `node` (same node, same

@@ -53,6 +53,11 @@ CREATE TABLE audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ms INTEGER NOT NUL
                     actor TEXT NOT NULL, action TEXT NOT NULL, subject TEXT NOT NULL,
                     detail TEXT NOT NULL);
 )sql",
+    // 5: a job's changes beside the document written at submission (a placement writes its
+    // state, node and status, not the whole document again).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN status TEXT NOT NULL DEFAULT '';
+)sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
 
@@ -211,8 +216,11 @@ class SqliteStore final : public Store {
     // again, updating every index twice); indexes change only where their column does.
     put_job_ = std::make_unique<Stmt>(
         writer_,
-        "INSERT INTO jobs(id,user,state,node,doc) VALUES(?,?,?,?,?) ON CONFLICT(id) DO UPDATE "
-        "SET user=excluded.user,state=excluded.state,node=excluded.node,doc=excluded.doc");
+        "INSERT INTO jobs(id,user,state,node,doc,status) VALUES(?,?,?,?,?,'') ON CONFLICT(id) "
+        "DO UPDATE SET user=excluded.user,state=excluded.state,node=excluded.node,"
+        "doc=excluded.doc,status=''");
+    update_job_ =
+        std::make_unique<Stmt>(writer_, "UPDATE jobs SET state=?,node=?,status=? WHERE id=?");
     put_node_ =
         std::make_unique<Stmt>(writer_, "INSERT OR REPLACE INTO nodes(name,doc) VALUES(?,?)");
     put_token_ = std::make_unique<Stmt>(
@@ -239,6 +247,7 @@ class SqliteStore final : public Store {
     cv_.notify_all();
     writer_thread_.join();
     put_job_.reset();
+    update_job_.reset();
     put_node_.reset();
     put_token_.reset();
     del_token_.reset();
@@ -251,8 +260,9 @@ class SqliteStore final : public Store {
   }
 
   bool Prepared() const {
-    return put_job_->ok() && put_node_->ok() && put_token_->ok() && del_token_->ok() &&
-           add_audit_->ok() && add_event_->ok() && add_ledger_->ok() && put_setting_->ok();
+    return put_job_->ok() && update_job_->ok() && put_node_->ok() && put_token_->ok() &&
+           del_token_->ok() && add_audit_->ok() && add_event_->ok() && add_ledger_->ok() &&
+           put_setting_->ok();
   }
 
   std::shared_future<Status> ApplyAsync(WriteBatch batch) override {
@@ -275,12 +285,12 @@ class SqliteStore final : public Store {
 
   Result<std::vector<JobRow>> LoadJobs() override {
     std::lock_guard lock(read_mu_);
-    Stmt s(reader_, "SELECT id,user,state,node,doc FROM jobs ORDER BY id");
+    Stmt s(reader_, "SELECT id,user,state,node,doc,status FROM jobs ORDER BY id");
     if (!s.ok()) return SqlError(reader_, "prepare LoadJobs");
     std::vector<JobRow> out;
     int rc;
     while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
-      out.push_back(JobRow{s.Int(0), s.Text(1), s.Text(2), s.Text(3), s.Text(4)});
+      out.push_back(JobRow{s.Int(0), s.Text(1), s.Text(2), s.Text(3), s.Text(4), s.Text(5)});
     }
     if (rc != SQLITE_DONE) return SqlError(reader_, "LoadJobs");
     return out;
@@ -408,6 +418,16 @@ class SqliteStore final : public Store {
       put_job_->Bind(5, j.doc);
       STOKER_RETURN_IF_ERROR(put_job_->Run("put job"));
     }
+    for (const JobStatusRow& u : b.job_updates()) {
+      update_job_->Bind(1, u.state);
+      update_job_->Bind(2, u.node);
+      update_job_->Bind(3, u.status);
+      update_job_->Bind(4, u.id);
+      STOKER_RETURN_IF_ERROR(update_job_->Run("update job"));
+      if (sqlite3_changes(writer_) != 1) {
+        return NotFound("sqlite: update of job " + std::to_string(u.id) + ", which is not stored");
+      }
+    }
     for (const NodeRow& n : b.nodes()) {
       put_node_->Bind(1, n.name);
       put_node_->Bind(2, n.doc);
@@ -502,8 +522,8 @@ class SqliteStore final : public Store {
   SqliteOptions options_;
   std::string path_;
   std::vector<std::string> warnings_;
-  std::unique_ptr<Stmt> put_job_, put_node_, put_token_, del_token_, add_audit_, add_event_,
-      add_ledger_, put_setting_;
+  std::unique_ptr<Stmt> put_job_, update_job_, put_node_, put_token_, del_token_, add_audit_,
+      add_event_, add_ledger_, put_setting_;
   std::mutex mark_mu_;
 
   std::mutex mu_;

@@ -23,6 +23,18 @@ struct JobRow {
   std::string state;
   std::string node;
   std::string doc;  // JSON document owned by the server
+  // The newest JobStatusRow's document; empty when there was none since `doc` was written.
+  std::string status;
+};
+
+// A stored job's change: its state and node columns and the document of what changes (the
+// server's), written beside the job's `doc`, which stays as it was put. A job that is not
+// stored is an error (NOT_FOUND) that fails the batch.
+struct JobStatusRow {
+  int64_t id = 0;
+  std::string state;
+  std::string node;
+  std::string status;
 };
 
 struct NodeRow {
@@ -74,7 +86,10 @@ struct SettingRow {
 // An atomic set of writes.
 class WriteBatch {
  public:
+  // Writes the whole row; its status is cleared.
   void PutJob(JobRow row) { jobs_.push_back(std::move(row)); }
+  // Applied after every PutJob of the batch.
+  void UpdateJob(JobStatusRow row) { job_updates_.push_back(std::move(row)); }
   void PutNode(NodeRow row) { nodes_.push_back(std::move(row)); }
   void PutToken(TokenRow row) { tokens_.push_back(std::move(row)); }
   void RevokeToken(std::string hash_hex) { revoked_tokens_.push_back(std::move(hash_hex)); }
@@ -83,11 +98,13 @@ class WriteBatch {
   void PutSetting(SettingRow row) { settings_.push_back(std::move(row)); }
   void AddLedger(LedgerRow row) { ledger_.push_back(std::move(row)); }
   bool empty() const {
-    return jobs_.empty() && nodes_.empty() && tokens_.empty() && revoked_tokens_.empty() &&
-           events_.empty() && ledger_.empty() && settings_.empty() && audit_.empty();
+    return jobs_.empty() && job_updates_.empty() && nodes_.empty() && tokens_.empty() &&
+           revoked_tokens_.empty() && events_.empty() && ledger_.empty() && settings_.empty() &&
+           audit_.empty();
   }
 
   const std::vector<JobRow>& jobs() const { return jobs_; }
+  const std::vector<JobStatusRow>& job_updates() const { return job_updates_; }
   const std::vector<NodeRow>& nodes() const { return nodes_; }
   const std::vector<TokenRow>& tokens() const { return tokens_; }
   const std::vector<std::string>& revoked_tokens() const { return revoked_tokens_; }
@@ -98,6 +115,7 @@ class WriteBatch {
 
  private:
   std::vector<JobRow> jobs_;
+  std::vector<JobStatusRow> job_updates_;
   std::vector<NodeRow> nodes_;
   std::vector<TokenRow> tokens_;
   std::vector<std::string> revoked_tokens_;

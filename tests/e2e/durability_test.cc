@@ -93,7 +93,9 @@ TEST(Durability, AcknowledgedWritesSurviveKill9) {
     ASSERT_TRUE(rows.ok());
     std::map<int64_t, std::string> found;
     for (const auto& row : *rows) {
-      auto job = protocol::JobFromJson(json::parse(row.doc, nullptr, false));
+      auto job = protocol::JobFromJson(
+          json::parse(row.doc, nullptr, false),
+          row.status.empty() ? json() : json::parse(row.status, nullptr, false));
       ASSERT_TRUE(job.ok()) << "job " << row.id << " half-written: " << job.status().ToString();
       EXPECT_EQ(protocol::JobStateName(job->state), row.state);
       found[row.id] = row.state;

@@ -68,6 +68,41 @@ TEST(JobJson, FullJobRoundTrips) {
   EXPECT_EQ(JobToJson(*back), JobToJson(j));
 }
 
+// The server stores a job's document once, at submission, and then only its status: the job
+// read back from both is the job as it was last written, fields it lost since included.
+TEST(JobJson, StatusOverTheSubmittedDocumentIsTheNewestJob) {
+  Job j;
+  j.id = 11;
+  j.user = "alice";
+  j.spec.name = "train";
+  j.spec.command = {"python", "train.py"};
+  j.spec.gpus = 1;
+  j.state = JobState::kRunning;
+  j.assignment = Assignment{};
+  j.assignment->node = "n1";
+  j.assignment->gpu_indices = {2};
+  j.preempted_by = 4;
+  const json doc = JobToJson(j);  // stored whole, by an earlier release or a full write
+  const json status = JobStatusToJson(j);
+  for (const char* key : kJobFixedKeys) EXPECT_FALSE(status.contains(key)) << key;
+  // Sent back to the queue since: no assignment, no preemption mark, one more requeue.
+  j.state = JobState::kQueued;
+  j.assignment.reset();
+  j.preempted_by = 0;
+  j.requeues = 1;
+  j.reason = "preempted for job 4";
+  auto back = JobFromJson(doc, JobStatusToJson(j));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(JobToJson(*back), JobToJson(j));
+  EXPECT_FALSE(back->assignment.has_value());
+  // No status: the document alone.
+  back = JobFromJson(doc, json());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(JobToJson(*back), doc);
+  EXPECT_FALSE(JobFromJson(doc, json::array()).ok());
+  EXPECT_FALSE(JobFromJson(json::array(), status).ok());
+}
+
 TEST(Heartbeat, RoundTripAndValidation) {
   Heartbeat h;
   RunReport r;

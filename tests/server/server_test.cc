@@ -265,5 +265,43 @@ TEST(Server, ElasticJobStartsWithFewerGpus) {
   EXPECT_EQ(got->assignment->gpu_indices.size(), 2u);
 }
 
+// A job's row as releases before the status column wrote it (the whole document, no status) is
+// read as it was after a restart, and its later changes are stored beside it and survive the
+// next one.
+TEST(Server, AJobStoredWholeByAnEarlierReleaseReadsAndChangesAfterARestart) {
+  Fixture f("whole_row");
+  ASSERT_TRUE(f.server->RegisterNode(f.agent, f.Node("n1", 4)).ok());
+  auto j = f.server->Submit(f.alice, Spec({"train"}, 2));
+  ASSERT_TRUE(j.ok());
+  ASSERT_EQ(f.server->RunSchedulingPass().placed, 1);
+  const Job assigned = *f.server->GetJob(f.admin, j->id);
+  ASSERT_EQ(assigned.state, JobState::kAssigned);
+  store::WriteBatch whole;
+  whole.PutJob(store::JobRow{assigned.id, assigned.user, "assigned", assigned.assignment->node,
+                             JobToJson(assigned).dump(), ""});
+  ASSERT_TRUE(f.store->Apply(std::move(whole)).ok());
+  f.Open();
+  auto got = f.server->GetJob(f.admin, j->id);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(JobToJson(*got), JobToJson(assigned));
+
+  Heartbeat hb;
+  hb.jobs = {Report(j->id, "running")};
+  ASSERT_TRUE(f.server->Heartbeat(f.agent, "n1", hb).ok());
+  const Job running = *f.server->GetJob(f.admin, j->id);
+  ASSERT_EQ(running.state, JobState::kRunning);
+  f.Open();
+  got = f.server->GetJob(f.admin, j->id);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(JobToJson(*got), JobToJson(running));
+  auto rows = f.store->LoadJobs();
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].state, "running");
+  EXPECT_EQ((*rows)[0].node, "n1");
+  EXPECT_EQ((*rows)[0].doc, JobToJson(assigned).dump()) << "the whole row is not written again";
+  EXPECT_EQ((*rows)[0].status, protocol::JobStatusToJson(running).dump());
+}
+
 }  // namespace
 }  // namespace stoker::server

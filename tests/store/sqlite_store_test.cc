@@ -154,5 +154,104 @@ TEST(SqliteStore, TheJobIdMarkIsDurableBesideTheDatabase) {
   EXPECT_FALSE((*store)->LoadJobIdMark().ok());
 }
 
+TEST(SqliteStore, AJobChangeIsWrittenBesideTheDocumentOfItsSubmission) {
+  const std::string path = TempDb("status");
+  {
+    auto store = OpenSqliteStore(path);
+    ASSERT_TRUE(store.ok());
+    WriteBatch submit;
+    submit.PutJob({1, "alice", "queued", "", R"({"spec":1})", ""});
+    submit.PutJob({2, "bob", "queued", "", R"({"spec":2})", ""});
+    ASSERT_TRUE((*store)->Apply(submit).ok());
+    WriteBatch place;
+    place.UpdateJob({1, "assigned", "n1", R"({"state":"assigned"})"});
+    place.AddEvent({1, 10, "assigned", "to n1"});
+    ASSERT_TRUE((*store)->Apply(place).ok());
+    // A change of a job that is not stored fails its whole batch.
+    WriteBatch bad;
+    bad.UpdateJob({2, "running", "n1", R"({"state":"running"})"});
+    bad.UpdateJob({3, "running", "n1", "{}"});
+    const Status s = (*store)->Apply(bad);
+    EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();
+    EXPECT_NE(s.message().find("job 3"), std::string::npos) << s.ToString();
+  }
+  auto store = OpenSqliteStore(path);
+  ASSERT_TRUE(store.ok());
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ((*jobs)[0].state, "assigned");
+  EXPECT_EQ((*jobs)[0].node, "n1");
+  EXPECT_EQ((*jobs)[0].doc, R"({"spec":1})") << "the document of the submission stays";
+  EXPECT_EQ((*jobs)[0].status, R"({"state":"assigned"})");
+  EXPECT_EQ((*jobs)[1].state, "queued") << "the failed batch left job 2 as it was";
+  EXPECT_EQ((*jobs)[1].status, "");
+  EXPECT_EQ((*store)->ListEvents(1)->size(), 1u);
+  // Writing the whole row again clears the status it replaces.
+  WriteBatch whole;
+  whole.PutJob({1, "alice", "running", "n1", R"({"spec":1,"state":"running"})", ""});
+  ASSERT_TRUE((*store)->Apply(whole).ok());
+  jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ((*jobs)[0].doc, R"({"spec":1,"state":"running"})");
+  EXPECT_EQ((*jobs)[0].status, "");
+}
+
+// A database of schema version 4 (every release before jobs had a status column), as those
+// releases wrote it, is migrated when opened: its rows read as they were, and they take
+// changes from then on.
+TEST(SqliteStore, AVersion4DatabaseIsMigratedAndReadsAsItWas) {
+  const std::string path = TempDb("v4");
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    const char* v4 = R"sql(
+PRAGMA journal_mode=WAL;
+CREATE TABLE jobs (id INTEGER PRIMARY KEY, user TEXT NOT NULL, state TEXT NOT NULL,
+                   node TEXT NOT NULL DEFAULT '', doc TEXT NOT NULL);
+CREATE INDEX jobs_state ON jobs(state);
+CREATE INDEX jobs_user ON jobs(user);
+CREATE TABLE nodes (name TEXT PRIMARY KEY, doc TEXT NOT NULL);
+CREATE TABLE tokens (hash TEXT PRIMARY KEY, name TEXT NOT NULL, role TEXT NOT NULL,
+                     created_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL,
+                     ts_ms INTEGER NOT NULL, kind TEXT NOT NULL, message TEXT NOT NULL);
+CREATE INDEX events_job ON events(job_id);
+CREATE TABLE ledger (seq INTEGER PRIMARY KEY, ts_ms INTEGER NOT NULL, team TEXT NOT NULL,
+                     doc TEXT NOT NULL);
+CREATE INDEX ledger_team ON ledger(team);
+CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ms INTEGER NOT NULL,
+                    actor TEXT NOT NULL, action TEXT NOT NULL, subject TEXT NOT NULL,
+                    detail TEXT NOT NULL);
+INSERT INTO jobs VALUES(7, 'alice', 'running', 'n1', '{"id":7,"state":"running"}');
+PRAGMA user_version=4;
+)sql";
+    ASSERT_EQ(sqlite3_exec(db, v4, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    sqlite3_close(db);
+  }
+  {
+    auto store = OpenSqliteStore(path);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    EXPECT_EQ((*store)->schema_version(), 5);
+    auto jobs = (*store)->LoadJobs();
+    ASSERT_TRUE(jobs.ok());
+    ASSERT_EQ(jobs->size(), 1u);
+    EXPECT_EQ((*jobs)[0].state, "running");
+    EXPECT_EQ((*jobs)[0].doc, R"({"id":7,"state":"running"})");
+    EXPECT_EQ((*jobs)[0].status, "");
+    WriteBatch b;
+    b.UpdateJob({7, "succeeded", "n1", R"({"state":"succeeded"})"});
+    ASSERT_TRUE((*store)->Apply(b).ok());
+  }
+  auto store = OpenSqliteStore(path);
+  ASSERT_TRUE(store.ok());
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ((*jobs)[0].state, "succeeded");
+  EXPECT_EQ((*jobs)[0].doc, R"({"id":7,"state":"running"})");
+  EXPECT_EQ((*jobs)[0].status, R"({"state":"succeeded"})");
+}
+
 }  // namespace
 }  // namespace stoker::store

@@ -90,6 +90,13 @@ void SchedulingPassOverQueue(benchmark::State& state, int nodes, int jobs, bool 
     state.counters["placed"] = st.placed;
     state.counters["blocked"] = st.blocked;
     state.counters["pass_s"] = st.seconds;
+    // Where the pass's wall time went (the server's own split, as /metrics shows it).
+    const PassPhaseSeconds ph = w->server->Metrics().last_pass_phases;
+    state.counters["view_s"] = ph.view;
+    state.counters["compute_s"] = ph.compute;
+    state.counters["apply_s"] = ph.apply_lock_wait + ph.apply;
+    state.counters["persist_s"] = ph.persist;
+    state.counters["notify_s"] = ph.notify;
     w.reset();
     state.ResumeTiming();
   }

@@ -58,6 +58,20 @@ std::string ServerMetricsText(const ServerMetrics& m) {
             static_cast<double>(m.log_chunks_refused));
   w.Gauge("stoker_scheduler_last_pass_seconds", "Wall time of the last scheduling pass.",
           m.last_pass_seconds);
+  w.Family("stoker_scheduler_last_pass_phase_seconds",
+           "Wall time of the last scheduling pass by phase: view (reading the cluster under the "
+           "lock), compute (the decision, no lock held), apply_lock_wait, apply (under the lock), "
+           "persist (the durable commit), notify (observers).",
+           Type::kGauge);
+  const PassPhaseSeconds& p = m.last_pass_phases;
+  for (const auto& [phase, v] : {std::pair<const char*, double>{"view", p.view},
+                                 {"compute", p.compute},
+                                 {"apply_lock_wait", p.apply_lock_wait},
+                                 {"apply", p.apply},
+                                 {"persist", p.persist},
+                                 {"notify", p.notify}}) {
+    w.Sample("stoker_scheduler_last_pass_phase_seconds", {{"phase", phase}}, v);
+  }
   return w.Take();
 }
 

@@ -459,6 +459,7 @@ ServerMetrics Server::Metrics() const {
   }
   m.log_chunks_refused = totals_.log_chunks_refused.load();
   m.last_pass_seconds = totals_.last_pass_seconds;
+  m.last_pass_phases = totals_.last_pass_phases;
   return m;
 }
 
@@ -1281,6 +1282,14 @@ pass::JobView PassView(const Job& j) {
 
 PassStats Server::RunSchedulingPass() {
   const auto t0 = std::chrono::steady_clock::now();
+  // Wall time of each phase, for the metrics (and the benchmarks that split a pass).
+  PassPhaseSeconds phases;
+  auto mark = t0;
+  auto phase_done = [&mark](double* into) {
+    const auto t = std::chrono::steady_clock::now();
+    *into += std::chrono::duration<double>(t - mark).count();
+    mark = t;
+  };
   // One pass at a time; mu_ is held only to read the view and to apply the decision, so
   // submissions, heartbeats and reads go on while the pass computes.
   std::lock_guard pass_lock(pass_mu_);
@@ -1335,9 +1344,11 @@ PassStats Server::RunSchedulingPass() {
   }
   // The GPUs' measured activity (its own lock; no server lock held).
   activity_.Fill(&in.nodes, clock_->WallNow());
+  phase_done(&phases.view);
 
   pass::Decision d = pass_->Run(in, *queue_policy, popts);
   for (const std::string& w : d.warnings) spdlog::warn("scheduling pass: {}", w);
+  phase_done(&phases.compute);
 
   PassStats stats = d.stats;
   std::vector<Job> changed;
@@ -1346,6 +1357,7 @@ PassStats Server::RunSchedulingPass() {
   int dropped = 0;  // decisions that what changed meanwhile made stale
   {
     std::lock_guard lock(mu_);
+    phase_done(&phases.apply_lock_wait);
     std::unordered_map<int64_t, const pass::JobView*> viewed;
     viewed.reserve(in.active.size() + in.queued.size());
     for (const pass::JobView& v : in.active) viewed.emplace(v.id, &v);
@@ -1477,11 +1489,13 @@ PassStats Server::RunSchedulingPass() {
     totals_.placed += stats.placed;
     totals_.preempted += stats.preempted;
     totals_.oversubscribed += stats.oversubscribed;
+    phase_done(&phases.apply);
   }
   if (persist) {
     Status s = Wait(done);
     if (!s.ok()) spdlog::error("scheduling pass: cannot persist placements: {}", s.ToString());
   }
+  phase_done(&phases.persist);
   if (dropped > 0) {
     spdlog::info("scheduling pass: {} decision(s) overtaken by changes; deciding again", dropped);
     Kick();
@@ -1491,10 +1505,12 @@ PassStats Server::RunSchedulingPass() {
     const WallTime at = clock_->WallNow();
     for (ServerObserver* o : *Observers()) o->OnFragmentation(*stats.fragmentation, at);
   }
-  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  phase_done(&phases.notify);
+  stats.seconds = std::chrono::duration<double>(mark - t0).count();
   {
     std::lock_guard lock(mu_);
     totals_.last_pass_seconds = stats.seconds;
+    totals_.last_pass_phases = phases;
   }
   return stats;
 }

@@ -186,6 +186,16 @@ using pass::PassStats;
 
 // The server's counters and gauges as GET /metrics reports them (the API writes the Prometheus
 // text: server/api.h ServerMetricsText).
+// Where the wall time of a scheduling pass went, in seconds.
+struct PassPhaseSeconds {
+  double view = 0;             // the view read under the lock, and the GPUs' measured activity
+  double compute = 0;          // the pass's decision (no server lock held)
+  double apply_lock_wait = 0;  // waiting for the server lock to apply the decision
+  double apply = 0;            // applying it under the lock, the store's batch queued
+  double persist = 0;          // waiting for the durable COMMIT of that batch
+  double notify = 0;           // observers told of the changed jobs
+};
+
 struct ServerMetrics {
   std::map<std::string, int64_t> jobs;   // queued, assigned, running, cancelling -> count
   std::map<std::string, int64_t> ended;  // succeeded, failed, cancelled since the process started
@@ -200,6 +210,7 @@ struct ServerMetrics {
   std::map<std::string, int64_t> samples_refused;
   int64_t log_chunks_refused = 0;
   double last_pass_seconds = 0;
+  PassPhaseSeconds last_pass_phases;
 };
 
 class Server final : public JobActions {
@@ -393,6 +404,7 @@ class Server final : public JobActions {
   struct Totals {
     int64_t passes = 0, placed = 0, preempted = 0, oversubscribed = 0;
     double last_pass_seconds = 0;
+    PassPhaseSeconds last_pass_phases;
     std::map<std::string, int64_t> ended;  // final state -> count
     // Heartbeat input refused: GPU samples by reason, log chunks of jobs that are not the
     // sending node's current run.

@@ -1351,17 +1351,20 @@ PassStats Server::RunSchedulingPass() {
   phase_done(&phases.compute);
 
   PassStats stats = d.stats;
-  std::vector<Job> changed;
+  // Copies of the jobs the decision changed, in order: for the observers, and for the store's
+  // rows, which its writer thread builds from them (not under the lock).
+  auto changed = std::make_shared<std::vector<Job>>();
+  changed->reserve(d.actions.size());
   std::shared_future<Status> done;
   bool persist = false;
   int dropped = 0;  // decisions that what changed meanwhile made stale
+  std::unordered_map<int64_t, const pass::JobView*> viewed;
+  viewed.reserve(in.active.size() + in.queued.size());
+  for (const pass::JobView& v : in.active) viewed.emplace(v.id, &v);
+  for (const pass::JobView& v : in.queued) viewed.emplace(v.id, &v);
   {
     std::lock_guard lock(mu_);
     phase_done(&phases.apply_lock_wait);
-    std::unordered_map<int64_t, const pass::JobView*> viewed;
-    viewed.reserve(in.active.size() + in.queued.size());
-    for (const pass::JobView& v : in.active) viewed.emplace(v.id, &v);
-    for (const pass::JobView& v : in.queued) viewed.emplace(v.id, &v);
     // A decision about job `id` stands only if the job is as the pass saw it: same state, same
     // attempt, same resize, not being stopped; and a placement only on a node that is still
     // schedulable with the inventory of the view.
@@ -1413,8 +1416,7 @@ PassStats Server::RunSchedulingPass() {
         }
         spdlog::info("job {}: preempting job {} on {}", act.for_job, victim.id,
                      victim.assignment ? victim.assignment->node : std::string("its node"));
-        b.UpdateJob(StatusRow(victim));
-        changed.push_back(victim);
+        changed->push_back(victim);
         continue;
       }
       if (!act.gang.empty()) {
@@ -1446,8 +1448,7 @@ PassStats Server::RunSchedulingPass() {
               "a gang of " + std::to_string(j.parts.size()) + " parts: " + where + "; master " +
                   j.parts[0].assignment.env.at("MASTER_ADDR") + ":" +
                   j.parts[0].assignment.env.at("MASTER_PORT"));
-        b.UpdateJob(StatusRow(j));
-        changed.push_back(j);
+        changed->push_back(j);
         continue;
       }
       const pass::Assignment& pa = act.assignment;
@@ -1470,8 +1471,7 @@ PassStats Server::RunSchedulingPass() {
                      : " devices " + j.assignment->cuda_visible_devices) +
                 (pa.oversubscribed ? " (preemptible, sharing GPUs beyond their capacity)" : "") +
                 (pa.basis.empty() ? "" : "; " + pa.basis));
-      b.UpdateJob(StatusRow(j));
-      changed.push_back(j);
+      changed->push_back(j);
     }
     for (auto& [id, why] : d.reasons) {
       auto it = jobs_.find(id);
@@ -1479,12 +1479,16 @@ PassStats Server::RunSchedulingPass() {
         queue_reasons_[id] = std::move(why);
       }
     }
-    for (const Job& j : changed) {
+    for (const Job& j : *changed) {
       if (j.state != JobState::kQueued) queued_.erase(j.id);
     }
     if (stats.fragmentation) last_fragmentation_ = stats.fragmentation;
-    persist = !b.empty();
-    if (persist) done = store_->ApplyAsync(std::move(b));
+    persist = !b.empty() || !changed->empty();
+    if (persist) {
+      done = store_->ApplyAsync(std::move(b), [this, changed](store::WriteBatch* rows) {
+        for (const Job& j : *changed) rows->UpdateJob(StatusRow(j));
+      });
+    }
     if (stats.queued > 0) totals_.passes++;
     totals_.placed += stats.placed;
     totals_.preempted += stats.preempted;
@@ -1500,7 +1504,7 @@ PassStats Server::RunSchedulingPass() {
     spdlog::info("scheduling pass: {} decision(s) overtaken by changes; deciding again", dropped);
     Kick();
   }
-  Notify(changed);
+  Notify(*changed);
   if (stats.fragmentation) {
     const WallTime at = clock_->WallNow();
     for (ServerObserver* o : *Observers()) o->OnFragmentation(*stats.fragmentation, at);

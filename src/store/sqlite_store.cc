@@ -53,10 +53,12 @@ CREATE TABLE audit (seq INTEGER PRIMARY KEY AUTOINCREMENT, ts_ms INTEGER NOT NUL
                     actor TEXT NOT NULL, action TEXT NOT NULL, subject TEXT NOT NULL,
                     detail TEXT NOT NULL);
 )sql",
-    // 5: a job's changes beside the document written at submission (a placement writes its
-    // state, node and status, not the whole document again).
+    // 5: a job's changes in a narrow table beside the row written at submission: a placement
+    // writes its state, node and status there, not the whole row again. A job_status row, when
+    // there is one, holds the job's state and node (the jobs row keeps those of its put).
     R"sql(
-ALTER TABLE jobs ADD COLUMN status TEXT NOT NULL DEFAULT '';
+CREATE TABLE job_status (id INTEGER PRIMARY KEY, state TEXT NOT NULL, node TEXT NOT NULL,
+                         status TEXT NOT NULL);
 )sql",
 };
 constexpr int kSchemaVersion = static_cast<int>(std::size(kMigrations));
@@ -216,11 +218,15 @@ class SqliteStore final : public Store {
     // again, updating every index twice); indexes change only where their column does.
     put_job_ = std::make_unique<Stmt>(
         writer_,
-        "INSERT INTO jobs(id,user,state,node,doc,status) VALUES(?,?,?,?,?,'') ON CONFLICT(id) "
-        "DO UPDATE SET user=excluded.user,state=excluded.state,node=excluded.node,"
-        "doc=excluded.doc,status=''");
-    update_job_ =
-        std::make_unique<Stmt>(writer_, "UPDATE jobs SET state=?,node=?,status=? WHERE id=?");
+        "INSERT INTO jobs(id,user,state,node,doc) VALUES(?,?,?,?,?) ON CONFLICT(id) DO UPDATE "
+        "SET user=excluded.user,state=excluded.state,node=excluded.node,doc=excluded.doc");
+    clear_job_status_ = std::make_unique<Stmt>(writer_, "DELETE FROM job_status WHERE id=?");
+    // Only for a stored job (no row changes otherwise, which ApplyOne reports).
+    update_job_ = std::make_unique<Stmt>(
+        writer_,
+        "INSERT INTO job_status(id,state,node,status) SELECT ?1,?2,?3,?4 WHERE EXISTS "
+        "(SELECT 1 FROM jobs WHERE id=?1) ON CONFLICT(id) DO UPDATE SET state=excluded.state,"
+        "node=excluded.node,status=excluded.status");
     put_node_ =
         std::make_unique<Stmt>(writer_, "INSERT OR REPLACE INTO nodes(name,doc) VALUES(?,?)");
     put_token_ = std::make_unique<Stmt>(
@@ -247,6 +253,7 @@ class SqliteStore final : public Store {
     cv_.notify_all();
     writer_thread_.join();
     put_job_.reset();
+    clear_job_status_.reset();
     update_job_.reset();
     put_node_.reset();
     put_token_.reset();
@@ -260,16 +267,19 @@ class SqliteStore final : public Store {
   }
 
   bool Prepared() const {
-    return put_job_->ok() && update_job_->ok() && put_node_->ok() && put_token_->ok() &&
-           del_token_->ok() && add_audit_->ok() && add_event_->ok() && add_ledger_->ok() &&
-           put_setting_->ok();
+    return put_job_->ok() && clear_job_status_->ok() && update_job_->ok() && put_node_->ok() &&
+           put_token_->ok() && del_token_->ok() && add_audit_->ok() && add_event_->ok() &&
+           add_ledger_->ok() && put_setting_->ok();
   }
 
-  std::shared_future<Status> ApplyAsync(WriteBatch batch) override {
+  using Store::ApplyAsync;
+  std::shared_future<Status> ApplyAsync(WriteBatch batch,
+                                        std::function<void(WriteBatch*)> fill) override {
     auto p = std::make_unique<Pending>();
     p->batch = std::move(batch);
+    p->fill = std::move(fill);
     std::shared_future<Status> f = p->promise.get_future().share();
-    if (p->batch.empty()) {
+    if (p->batch.empty() && !p->fill) {
       p->promise.set_value(Status::Ok());
       return f;
     }
@@ -285,7 +295,9 @@ class SqliteStore final : public Store {
 
   Result<std::vector<JobRow>> LoadJobs() override {
     std::lock_guard lock(read_mu_);
-    Stmt s(reader_, "SELECT id,user,state,node,doc,status FROM jobs ORDER BY id");
+    Stmt s(reader_,
+           "SELECT j.id,j.user,COALESCE(s.state,j.state),COALESCE(s.node,j.node),j.doc,"
+           "COALESCE(s.status,'') FROM jobs j LEFT JOIN job_status s ON s.id=j.id ORDER BY j.id");
     if (!s.ok()) return SqlError(reader_, "prepare LoadJobs");
     std::vector<JobRow> out;
     int rc;
@@ -406,6 +418,7 @@ class SqliteStore final : public Store {
  private:
   struct Pending {
     WriteBatch batch;
+    std::function<void(WriteBatch*)> fill;
     std::promise<Status> promise;
   };
 
@@ -417,12 +430,14 @@ class SqliteStore final : public Store {
       put_job_->Bind(4, j.node);
       put_job_->Bind(5, j.doc);
       STOKER_RETURN_IF_ERROR(put_job_->Run("put job"));
+      clear_job_status_->Bind(1, j.id);
+      STOKER_RETURN_IF_ERROR(clear_job_status_->Run("put job"));
     }
     for (const JobStatusRow& u : b.job_updates()) {
-      update_job_->Bind(1, u.state);
-      update_job_->Bind(2, u.node);
-      update_job_->Bind(3, u.status);
-      update_job_->Bind(4, u.id);
+      update_job_->Bind(1, u.id);
+      update_job_->Bind(2, u.state);
+      update_job_->Bind(3, u.node);
+      update_job_->Bind(4, u.status);
       STOKER_RETURN_IF_ERROR(update_job_->Run("update job"));
       if (sqlite3_changes(writer_) != 1) {
         return NotFound("sqlite: update of job " + std::to_string(u.id) + ", which is not stored");
@@ -489,6 +504,9 @@ class SqliteStore final : public Store {
       }
       std::vector<Status> results(group.size());
       lock.unlock();
+      for (auto& p : group) {
+        if (p->fill) p->fill(&p->batch);
+      }
       Status begin = Exec(writer_, "BEGIN IMMEDIATE");
       if (begin.ok()) {
         for (size_t i = 0; i < group.size(); ++i) {
@@ -522,8 +540,8 @@ class SqliteStore final : public Store {
   SqliteOptions options_;
   std::string path_;
   std::vector<std::string> warnings_;
-  std::unique_ptr<Stmt> put_job_, update_job_, put_node_, put_token_, del_token_, add_audit_,
-      add_event_, add_ledger_, put_setting_;
+  std::unique_ptr<Stmt> put_job_, clear_job_status_, update_job_, put_node_, put_token_, del_token_,
+      add_audit_, add_event_, add_ledger_, put_setting_;
   std::mutex mark_mu_;
 
   std::mutex mu_;

@@ -8,6 +8,7 @@
 // at that moment into a single transaction and acknowledges them all after its COMMIT.
 
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -27,9 +28,9 @@ struct JobRow {
   std::string status;
 };
 
-// A stored job's change: its state and node columns and the document of what changes (the
-// server's), written beside the job's `doc`, which stays as it was put. A job that is not
-// stored is an error (NOT_FOUND) that fails the batch.
+// A stored job's change: its state, node and the document of what changes (the server's),
+// written beside the job's row, which stays as it was put (a write proportional to the change,
+// not to the job). A job that is not stored is an error (NOT_FOUND) that fails the batch.
 struct JobStatusRow {
   int64_t id = 0;
   std::string state;
@@ -135,7 +136,15 @@ class Store {
   // Queues the batch and returns at once; the future turns ready after the COMMIT that holds
   // it. Batches commit in the order they were queued, so a caller that queues under its own
   // lock gets its in-memory order on disk.
-  virtual std::shared_future<Status> ApplyAsync(WriteBatch batch) = 0;
+  std::shared_future<Status> ApplyAsync(WriteBatch batch) {
+    return ApplyAsync(std::move(batch), {});
+  }
+  // The same, with rows that `fill` adds to the batch on the store's writer thread when the
+  // batch's turn comes (before its transaction begins): a caller that queues under its own
+  // lock keeps its place in the commit order without building those rows under the lock.
+  // `fill` must not call the store; whatever it reads must stay unchanged until it has run.
+  virtual std::shared_future<Status> ApplyAsync(WriteBatch batch,
+                                                std::function<void(WriteBatch*)> fill) = 0;
 
   virtual Result<std::vector<JobRow>> LoadJobs() = 0;
   virtual Result<std::vector<NodeRow>> LoadNodes() = 0;

@@ -253,5 +253,40 @@ PRAGMA user_version=4;
   EXPECT_EQ((*jobs)[0].status, R"({"state":"succeeded"})");
 }
 
+// Rows a batch's `fill` adds are built on the writer thread when the batch's turn comes, and
+// the batch keeps its place in the commit order: a batch queued after it applies after them.
+TEST(SqliteStore, ABatchFilledOnTheWriterThreadKeepsItsPlaceInTheOrder) {
+  const std::string path = TempDb("fill");
+  auto store = OpenSqliteStore(path, SqliteOptions{.synchronous_full = false});
+  ASSERT_TRUE(store.ok());
+  WriteBatch submit;
+  submit.PutJob({1, "alice", "queued", "", "{}", ""});
+  ASSERT_TRUE((*store)->Apply(submit).ok());
+  std::thread::id filled_on;
+  WriteBatch events;
+  events.AddEvent({1, 10, "assigned", "to n1"});
+  auto first = (*store)->ApplyAsync(std::move(events), [&](WriteBatch* b) {
+    filled_on = std::this_thread::get_id();
+    b->UpdateJob({1, "assigned", "n1", R"({"state":"assigned"})"});
+  });
+  WriteBatch later;
+  later.UpdateJob({1, "running", "n1", R"({"state":"running"})"});
+  auto second = (*store)->ApplyAsync(std::move(later));
+  ASSERT_TRUE(first.get().ok());
+  ASSERT_TRUE(second.get().ok());
+  EXPECT_NE(filled_on, std::this_thread::get_id());
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ((*jobs)[0].state, "running");
+  EXPECT_EQ((*jobs)[0].status, R"({"state":"running"})");
+  EXPECT_EQ((*store)->ListEvents(1)->size(), 1u);
+  // A batch with nothing but a fill is still applied.
+  auto only_fill = (*store)->ApplyAsync(WriteBatch{}, [](WriteBatch* b) {
+    b->AddEvent({1, 20, "note", "filled"});
+  });
+  ASSERT_TRUE(only_fill.get().ok());
+  EXPECT_EQ((*store)->ListEvents(1)->size(), 2u);
+}
+
 }  // namespace
 }  // namespace stoker::store

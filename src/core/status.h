@@ -79,12 +79,18 @@ inline Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented,
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 
 // A value or a non-OK Status. Accessing the value of an error is a programming bug (asserted).
+// Building a Result from an OK Status is a bug too: debug builds assert; release builds hold an
+// INTERNAL error instead, so the caller sees a failure rather than an "error" whose status() is OK
+// (which STOKER_ASSIGN_OR_RETURN would pass on as success, dropping the value silently).
 template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : data_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : data_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(data_).ok() && "Result constructed from OK status");
+    if (std::get<Status>(data_).ok()) {
+      data_ = Status{StatusCode::kInternal, "a Result was built from an OK status and no value"};
+    }
   }
 
   bool ok() const { return std::holds_alternative<T>(data_); }

@@ -43,5 +43,25 @@ TEST(ResultTest, PropagatesValuesAndErrors) {
   EXPECT_FALSE(Check(0).ok());
 }
 
+Result<int> ForgetsTheValue() { return Status::Ok(); }
+
+Result<int> PassesOn() {
+  STOKER_ASSIGN_OR_RETURN(int x, ForgetsTheValue());
+  return x + 1;
+}
+
+#ifdef NDEBUG
+TEST(ResultTest, BuiltFromAnOkStatusIsAnInternalErrorNotASilentSuccess) {
+  Result<int> r = ForgetsTheValue();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInternal);
+  EXPECT_FALSE(PassesOn().ok()) << "the bug must reach the caller as an error";
+}
+#else
+TEST(ResultDeathTest, BuiltFromAnOkStatusAssertsInDebugBuilds) {
+  EXPECT_DEATH({ (void)PassesOn(); }, "Result constructed from OK status");
+}
+#endif
+
 }  // namespace
 }  // namespace stoker

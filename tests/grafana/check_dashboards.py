@@ -193,6 +193,10 @@ scrape_configs:
         wait("Prometheus to scrape both targets", lambda: len(query("up == 1")) == 2)
         wait("the job to run", lambda: http(f"{server}/api/v1/jobs/{job['id']}", admin)["state"]
              == "running")
+        # The alert panels need an alert: the simulated node's idle GPUs raise one some seconds
+        # after the job starts (8 s was not always enough), so wait for it to be scraped.
+        wait("Prometheus to scrape an active efficiency alert",
+             lambda: len(query("stoker_efficiency_alerts")) > 0, timeout=120)
         # A few scrapes, so rates have two points, and a minute boundary after the first one,
         # so the [24h:1m] subqueries (aligned to whole minutes) have a step with data.
         first = time.time()

@@ -140,17 +140,21 @@ std::map<int64_t, std::string> NodeAgent::PhasesOf(
 
 Status NodeAgent::RunOnce() {
   Sample();
-  return Report(runner_.Poll());
+  return Send(runner_.Poll());
 }
 
 Status NodeAgent::Tick() {
   Sample();
   std::vector<runner::JobStatus> polled = runner_.Poll();
-  if (report_failed_ && clock_->Now() < retry_at_) return last_error_;  // backing off
-  const bool due = !feed_.latest || !registered_ || report_failed_ ||
+  if (failures_ > 0 && clock_->Now() < retry_at_) return last_error_;  // backing off
+  const bool due = !feed_.latest || !registered_ || failures_ > 0 ||
                    clock_->Now() >= next_report_ || !launch_errors_.empty() ||
                    PhasesOf(polled) != reported_phases_;
   if (!due) return Status::Ok();
+  return Send(polled);
+}
+
+Status NodeAgent::Send(const std::vector<runner::JobStatus>& polled) {
   Status s = Report(polled);
   if (s.ok()) {
     failures_ = 0;
@@ -174,7 +178,6 @@ Duration NodeAgent::RetryDelay() {
 }
 
 Status NodeAgent::Report(const std::vector<runner::JobStatus>& polled) {
-  report_failed_ = true;  // until this report is answered
   if (!registered_) {
     STOKER_ASSIGN_OR_RETURN(
         client::HttpResult r,
@@ -225,7 +228,6 @@ Status NodeAgent::Report(const std::vector<runner::JobStatus>& polled) {
   }
   STOKER_RETURN_IF_ERROR(client::StatusFromHttp(res).WithContext("heartbeat"));
   STOKER_ASSIGN_OR_RETURN(protocol::HeartbeatReply reply, protocol::ParseHeartbeatReply(res.body));
-  report_failed_ = false;
   ++reports_;
   pending_.clear();
   if (identity) identity_sent_ = true;

@@ -97,6 +97,8 @@ class NodeAgent {
   protocol::RunReport ReportFor(const runner::JobStatus& st);
   void Sample();
   Status Report(const std::vector<runner::JobStatus>& polled);
+  // Report, and keep the count of failures in a row and the retry time (RunOnce and Tick).
+  Status Send(const std::vector<runner::JobStatus>& polled);
   // The wait before the next retry after failures_ failures in a row.
   Duration RetryDelay();
   std::map<int64_t, std::string> PhasesOf(const std::vector<runner::JobStatus>& polled) const;
@@ -110,10 +112,9 @@ class NodeAgent {
   bool identity_sent_ = false;                 // since the last registration
   Duration report_interval_{};
   MonoTime next_report_{};  // the compact form: when the next report is due
-  bool report_failed_ = false;
-  int failures_ = 0;     // reports failed in a row
-  MonoTime retry_at_{};  // after a failure: no report before this
-  Status last_error_;    // the last failure, returned while waiting to retry
+  int failures_ = 0;        // reports failed in a row
+  MonoTime retry_at_{};     // after a failure: no report before this
+  Status last_error_;       // the last failure, returned while waiting to retry
   std::mt19937_64 jitter_;
   int64_t reports_ = 0;
   std::map<int64_t, std::string> reported_phases_;  // job -> phase, as last reported

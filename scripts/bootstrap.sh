@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian 12 machine to a running Stoker: installs the Debian packages,
-# builds the `stoker` binary and starts the main job, `stoker up` (server + local agent).
+# builds `stoker` (and stoker-full beside it, which runs the server: docs/architecture.md,
+# "Programs") and starts the main job, `stoker up` (server + local agent).
 # Without a GPU the local agent serves a simulated node (fake NVML), and says so.
 # Extra arguments go to `stoker up` (e.g. --listen 127.0.0.1:9470 --data-dir /tmp/stoker).
 set -euo pipefail

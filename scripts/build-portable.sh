@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds dist/stoker: a single x86-64 binary that runs on any Linux with glibc >= 2.36 (Debian 12)
-# without installing anything. libstdc++, libgcc, OpenSSL, SQLite, yaml-cpp, spdlog/fmt,
+# Builds dist/stoker and dist/stoker-full, x86-64 programs that run on any Linux with glibc >= 2.36
+# (Debian 12) without installing anything. `stoker` runs the short client commands itself and
+# stoker-full, which must sit in the same directory, for every other command (src/cli/programs.h). libstdc++, libgcc, OpenSSL, SQLite, yaml-cpp, spdlog/fmt,
 # cpp-httplib and simdjson are linked statically (Boost.Beast/Asio are header-only); glibc stays dynamic because NVML is loaded with dlopen().
 #
 # Debian packages cpp-httplib only as a shared library, so this script takes the upstream
@@ -43,20 +44,22 @@ cmake -S . -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTOKER_PORTABL
   -DSTOKER_BUILD_TESTS=OFF -DSTOKER_BUILD_BENCH=OFF \
   -DSTOKER_HTTPLIB_INCLUDE_DIR="$work/third_party" \
   -DSTOKER_SIMDJSON_DIR="$work/third_party/simdjson" >/dev/null
-ninja -C "$work/build" stoker
-cp "$work/build/bin/stoker" dist/stoker
-strip dist/stoker
+ninja -C "$work/build" stoker stoker-full
+for program in stoker stoker-full; do
+  cp "$work/build/bin/$program" "dist/$program"
+  strip "dist/$program"
 
-# Check the promise: only glibc's own libraries are needed, at symbol versions <= 2.36.
-needed=$(objdump -p dist/stoker | awk '/NEEDED/ {print $2}' | sort | tr '\n' ' ')
-for lib in $needed; do
-  case $lib in
-    libc.so.6|libm.so.6|libdl.so.2|libpthread.so.0|librt.so.1|ld-linux-x86-64.so.2) ;;
-    *) echo "dist/stoker needs $lib: not portable" >&2; exit 1 ;;
-  esac
+  # Check the promise: only glibc's own libraries are needed, at symbol versions <= 2.36.
+  needed=$(objdump -p "dist/$program" | awk '/NEEDED/ {print $2}' | sort | tr '\n' ' ')
+  for lib in $needed; do
+    case $lib in
+      libc.so.6|libm.so.6|libdl.so.2|libpthread.so.0|librt.so.1|ld-linux-x86-64.so.2) ;;
+      *) echo "dist/$program needs $lib: not portable" >&2; exit 1 ;;
+    esac
+  done
+  max_glibc=$(objdump -T "dist/$program" | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)
+  echo "dist/$program: $(du -h "dist/$program" | cut -f1), needs only: $needed, newest symbol version: $max_glibc"
+  if [[ $(printf '%s\n' "$max_glibc" GLIBC_2.36 | sort -V | tail -n 1) != GLIBC_2.36 ]]; then
+    echo "dist/$program needs $max_glibc > GLIBC_2.36" >&2; exit 1
+  fi
 done
-max_glibc=$(objdump -T dist/stoker | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)
-echo "dist/stoker: $(du -h dist/stoker | cut -f1), needs only: $needed, newest symbol version: $max_glibc"
-if [[ $(printf '%s\n' "$max_glibc" GLIBC_2.36 | sort -V | tail -n 1) != GLIBC_2.36 ]]; then
-  echo "dist/stoker needs $max_glibc > GLIBC_2.36" >&2; exit 1
-fi

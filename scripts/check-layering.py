@@ -14,33 +14,36 @@ ALLOWED = {
     "core": set(),
     # The document reader (JSON and YAML trees with positions, typed fields with their paths).
     "doc": {"core"},
+    "json": {"core"},  # nlohmann-json glue for our types (enums through their name tables)
     "scheduler": {"core"},
     # The scheduling pass (src/scheduler/pass): placement, preemption and oversubscription over
     # a cluster view; the scheduler library (and its queue policies) below it, nothing else.
     "scheduler/pass": {"core", "scheduler"},
     # The simulators call the scheduling pass the server runs.
-    "sim": {"core", "scheduler", "scheduler/pass"},
-    "protocol": {"core", "scheduler"},  # the scheduler's resource vocabulary (GPU/MIG limits)
-    "http": {"core", "protocol"},
-    "client": {"core"},
+    "sim": {"core", "scheduler", "scheduler/pass", "json"},
+    # The wire types; the GPU shapes a job spec is checked against (whole GPUs, MIG profiles) are
+    # core's, shared with the scheduler.
+    "protocol": {"core", "json"},
+    "http": {"core", "protocol", "json"},
+    "client": {"core", "json"},
     "store": {"core"},
-    "runner": {"core"},
+    "runner": {"core", "json"},
     "nvml": {"core", "fakenvml"},  # --simulate embeds the fake library
     "fakenvml": {"core", "nvml", "doc"},  # the same C ABI declarations; scenarios read via doc
-    "telemetry": {"core", "protocol"},
-    "agent": {"core", "protocol", "telemetry", "http", "fakenvml"},
-    "node": {"core", "protocol", "client", "runner"},
-    "efficiency": {"core", "scheduler", "sim", "doc"},
-    "server": {"core", "protocol", "scheduler", "scheduler/pass", "store", "http"},
+    "telemetry": {"core", "protocol", "json"},
+    "agent": {"core", "protocol", "telemetry", "http", "fakenvml", "json"},
+    "node": {"core", "protocol", "client", "runner", "json"},
+    "efficiency": {"core", "scheduler", "sim", "doc", "json"},
+    "server": {"core", "protocol", "scheduler", "scheduler/pass", "store", "http", "json"},
     "batch": {"core"},
     # The Slurm engine adapter: an edge that decides through the scheduling pass and uses the
     # efficiency engine; nothing but the wiring (integration, cli, apps) may include it.
-    "slurm": {"core", "scheduler", "scheduler/pass", "efficiency", "telemetry", "doc"},
-    "inference": {"core", "batch", "http"},  # the example service: model + batcher + HTTP
+    "slurm": {"core", "scheduler", "scheduler/pass", "efficiency", "telemetry", "doc", "json"},
+    "inference": {"core", "batch", "http", "json"},  # the example service: model + batcher + HTTP
     # Kubernetes: the extender's wire format and decisions over the agents' measurements (the
     # placement policy, the efficiency engine's zones and idle reclaim), the device plugin and
     # PodResources over gRPC, the Eviction API client; the server wiring is in integration.
-    "k8s": {"core", "scheduler", "efficiency", "telemetry", "client"},
+    "k8s": {"core", "scheduler", "efficiency", "telemetry", "client", "json"},
 }
 # Sub-modules with rules of their own (a path below src/ -> its module name).
 SUBMODULES = ("scheduler/pass",)

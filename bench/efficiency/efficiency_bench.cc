@@ -113,7 +113,7 @@ BENCHMARK(BM_AlertEvaluate)->Arg(1024);
 // IdleReclaimer::Observe per (job, GPU) sample.
 void BM_IdleObserve(benchmark::State& state) {
   StaticJobDirectory dir;
-  class NoActions final : public JobActions {
+  class NoActions final : public ReclaimActions {
    public:
     Status Warn(const JobInfo&, const std::string&) override { return Status::Ok(); }
     Status Requeue(const JobInfo&, const std::string&) override { return Status::Ok(); }

@@ -13,10 +13,10 @@ constexpr sim::SimMs kMin = 60'000;
 
 // A busy 16x8 cluster: gangs of 1-8 GPUs and a third short single-GPU preemptible jobs, some with
 // idle tails, arriving every 2 minutes.
-std::vector<sim::JobSpec> Trace(int n) {
-  std::vector<sim::JobSpec> jobs;
+std::vector<sim::SimJobSpec> Trace(int n) {
+  std::vector<sim::SimJobSpec> jobs;
   for (int i = 0; i < n; ++i) {
-    sim::JobSpec j;
+    sim::SimJobSpec j;
     j.name = "j" + std::to_string(i);
     j.submit_ms = i * 2 * kMin;
     j.preemptible = i % 3 == 0;
@@ -31,7 +31,7 @@ std::vector<sim::JobSpec> Trace(int n) {
 
 void BM_JobsSimRun(benchmark::State& state) {
   const bool coloc = state.range(0) != 0;
-  const std::vector<sim::JobSpec> jobs = Trace(static_cast<int>(state.range(1)));
+  const std::vector<sim::SimJobSpec> jobs = Trace(static_cast<int>(state.range(1)));
   sim::JobsSimOptions opt;
   opt.cluster = {16, 8};
   OversubscriptionPolicy ratio;
@@ -55,7 +55,7 @@ void BM_JobsSimRun(benchmark::State& state) {
 BENCHMARK(BM_JobsSimRun)->Args({0, 5000})->Args({1, 5000})->Unit(benchmark::kMillisecond);
 
 void BM_CompareReclaimThreeVariants(benchmark::State& state) {
-  std::vector<sim::JobSpec> jobs = Trace(static_cast<int>(state.range(0)));
+  std::vector<sim::SimJobSpec> jobs = Trace(static_cast<int>(state.range(0)));
   for (auto& j : jobs) {  // CompareReclaim draws tiers and idleness itself
     j.preemptible = false;
     j.gpu_util.reset();

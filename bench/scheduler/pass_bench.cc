@@ -7,6 +7,7 @@
 // The pass object is kept across iterations, as the server keeps it.
 #include <benchmark/benchmark.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,70 @@ BENCHMARK(BM_SchedulingPass)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(1);
+
+// The decision of server_bench's BM_SchedulingPass100kJobs10kNodes alone: 10,000 idle nodes x 8
+// GPUs and 100,000 queued jobs of its mix (60 % one or two whole GPUs, 30 % shares, 10 % CPU
+// only), as the server's first pass sees them (a new pass object, fragmentation sampled). About
+// 80 % are placed; the rest wait.
+pass::PassInput IdleClusterDeepQueue(int nodes, int queued) {
+  pass::PassInput in;
+  in.sample_fragmentation = true;
+  for (int n = 0; n < nodes; ++n) {
+    pass::NodeView v;
+    v.name = "node" + std::to_string(n);
+    v.cpu_milli = 96000;
+    v.memory_mib = 1 << 20;
+    for (uint32_t g = 0; g < 8; ++g) {
+      v.gpus.push_back(pass::GpuView{
+          g, n % 2 ? "NVIDIA H100 80GB HBM3" : "NVIDIA A100-SXM4-80GB", 81920, false, {}});
+    }
+    in.nodes.push_back(std::move(v));
+  }
+  for (int i = 0; i < queued; ++i) {
+    pass::JobView j;
+    j.id = i + 1;
+    j.submit_ms = 1'700'000'000'000 + i;
+    j.cpu_milli = 4000;
+    j.memory_mib = 16384;
+    if (i % 10 < 6) {
+      j.gpus = 1 + i % 2;
+    } else if (i % 10 < 9) {
+      j.gpu_milli = 250 + 50 * (i % 5);
+    }
+    in.queued.push_back(j);
+  }
+  return in;
+}
+
+void BM_SchedulingPassDeepQueue(benchmark::State& state) {
+  const pass::PassInput in =
+      IdleClusterDeepQueue(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
+  const std::string policy(scheduler::kDefaultPolicyName);
+  auto fifo = queue::CreateQueuePolicy("fifo").value();
+  const pass::PassOptions options{policy, true, 1000};
+  pass::PassStats last;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto p = std::make_unique<pass::SchedulingPass>(
+        scheduler::CreatePlacementPolicy(policy, scheduler::PolicyConfig{}).value());
+    state.ResumeTiming();
+    pass::Decision d = p->Run(in, *fifo, options);
+    benchmark::DoNotOptimize(d);
+    last = d.stats;
+    state.PauseTiming();
+    d = {};
+    p.reset();
+    state.ResumeTiming();
+  }
+  state.counters["placed"] = last.placed;
+  state.counters["blocked"] = last.blocked;
+}
+BENCHMARK(BM_SchedulingPassDeepQueue)
+    ->Args({10000, 100000})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime()
+    ->Iterations(3);
 
 }  // namespace
 }  // namespace stoker

@@ -43,7 +43,7 @@ void RunSim(benchmark::State& state, const std::string& rel, TraceFormat format,
   slice.jobs.assign(full.jobs.begin(), full.jobs.begin() + static_cast<std::ptrdiff_t>(n));
   const char* names[] = {"fifo", "sjf", "srtf", "las"};
   const char* queue = names[state.range(1)];
-  const std::vector<JobSpec> jobs = JobsFromTrace(slice);
+  const std::vector<SimJobSpec> jobs = JobsFromTrace(slice);
   int64_t completed = 0;
   for (auto _ : state) {
     JobsSimOptions opt;

@@ -1,8 +1,9 @@
 // Cost of the Slurm adapter per scheduling cycle at 1,000 nodes: parsing sinfo/squeue answers
-// and the decision step. The answers are the recorded ones from the real test cluster
-// (tests/slurm/testdata), scaled: each node record is the recorded g1 renamed n0001..n1000 with
-// 0..8 GPUs in use; each running job is the recorded 2-GPU job moved to a node; pending held
-// jobs are the recorded held job. Usage: build/bench/slurm/slurm_adapter_bench
+// and the decision step; parsing also at 10,000 nodes and 100,000 jobs. The answers are the
+// recorded ones from the real test cluster (tests/slurm/testdata), scaled: each node record is the
+// recorded g1 renamed n0001..n1000 with 0..8 GPUs in use; each running job is the recorded 2-GPU
+// job moved to a node; pending held jobs are the recorded held job. Usage:
+// build/bench/slurm/slurm_adapter_bench
 #include <benchmark/benchmark.h>
 
 #include <fstream>
@@ -26,7 +27,9 @@ struct Answers {
   std::string sinfo, squeue;
 };
 
-Answers Scaled(int nodes, int held) {
+// `pretty`: indented as Slurm prints its answers; compact where the indented answer would pass
+// the adapter's 256 MiB bound (100,000 jobs indented are about 330 MB).
+Answers Scaled(int nodes, int held, bool pretty = true) {
   nlohmann::json si = Load("sinfo-22.05.json");
   nlohmann::json sq = Load("squeue-22.05.json");
   const nlohmann::json node = si["nodes"][0];
@@ -59,7 +62,8 @@ Answers Scaled(int nodes, int held) {
     j["tres_per_node"] = "gres:gpu:" + std::to_string(1 + k % 4);
     sq["jobs"].push_back(j);
   }
-  return {si.dump(2), sq.dump(2)};
+  const int indent = pretty ? 2 : -1;
+  return {si.dump(indent), sq.dump(indent)};
 }
 
 void BM_ParseSinfo(benchmark::State& state) {
@@ -67,10 +71,12 @@ void BM_ParseSinfo(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(ParseSinfoJson(a.sinfo));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * a.sinfo.size()));
 }
-BENCHMARK(BM_ParseSinfo)->Arg(1000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ParseSinfo)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 
+// Args: nodes, held jobs (about two running jobs per node besides), indented (1) or compact (0).
 void BM_ParseSqueue(benchmark::State& state) {
-  const Answers a = Scaled(static_cast<int>(state.range(0)), 100);
+  const Answers a = Scaled(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+                           state.range(2) != 0);
   size_t jobs = 0;
   for (auto _ : state) {
     auto r = ParseSqueueJson(a.squeue);
@@ -78,9 +84,14 @@ void BM_ParseSqueue(benchmark::State& state) {
     benchmark::DoNotOptimize(r);
   }
   state.counters["jobs"] = static_cast<double>(jobs);
+  state.counters["MB"] = static_cast<double>(a.squeue.size()) / 1e6;
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * a.squeue.size()));
 }
-BENCHMARK(BM_ParseSqueue)->Arg(1000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ParseSqueue)
+    ->Args({1000, 100, 1})
+    ->Args({10000, 100, 1})
+    ->Args({10000, 80000, 0})
+    ->Unit(benchmark::kMillisecond);
 
 // Decide() alone over parsed snapshots: model build, steering of `held` jobs, weights.
 void BM_Decide(benchmark::State& state) {

@@ -4,7 +4,9 @@
 //  - BM_HistoryGpus/<points>: GET /history/gpus?window=24h&points=N as the admin, the answer
 //    built (every GPU, N columns of 2,880 / N buckets each) and serialized to JSON;
 //  - BM_HistoryHeartbeat: one heartbeat of 8 samples into the full history (what every node's
-//    heartbeat costs the server for the dashboard).
+//    heartbeat costs the server for the dashboard);
+//  - BM_HistoryReport/<mig>: one node's 10-second report (the compact form at 10,000 nodes) of
+//    8 GPUs, the first <mig> of them with 7 MIG instances each, through OnReport.
 // A day cannot be backfilled through the API (the server takes samples within 5 minutes of its
 // clock), so web/tests/perf.mjs measures the page on 240 columns of 1 s and this measures the
 // route over a day; the page's cost depends on rows x columns, the same 1,000 x 240.
@@ -84,6 +86,47 @@ void BM_HistoryHeartbeat(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_HistoryHeartbeat);
+
+void BM_HistoryReport(benchmark::State& state) {
+  History& h = Full();
+  const int mig_gpus = static_cast<int>(state.range(0));
+  constexpr int kTicks = 10;
+  std::vector<server::SampleTick> ticks(kTicks);
+  WallTime t = kEnd;
+  int n = 0;
+  for (int k = 0; k < kTicks; ++k) {
+    ticks[k].gpus.resize(kGpus);
+    for (int g = 0; g < kGpus; ++g) {
+      GpuSample& s = ticks[k].gpus[g];
+      s = Sample(static_cast<uint32_t>(g), t, 50);
+      if (g >= mig_gpus) continue;
+      s.mig_enabled = Field<bool>::Of(true);
+      for (uint32_t m = 0; m < 7; ++m) {
+        MigInstance mi;
+        mi.uuid =
+            "MIG-" + std::to_string(g) + "-" + std::to_string(m) + "-0123456789abcdef0123456789ab";
+        mi.profile = "1g.10gb";
+        mi.slices = 1;
+        mi.memory_total_bytes = Field<uint64_t>::Of(uint64_t{10} << 30);
+        mi.memory_used_bytes = Field<uint64_t>::Of(uint64_t{1} << 30);
+        mi.gpm.sm_active = Field<double>::Of(0.25);
+        s.mig_instances.push_back(mi);
+      }
+    }
+  }
+  for (auto _ : state) {
+    for (int k = 0; k < kTicks; ++k) {  // each second's own time
+      ticks[k].at = t + std::chrono::seconds(k);
+      for (GpuSample& s : ticks[k].gpus) s.timestamp = ticks[k].at;
+    }
+    h.OnReport(Node(n), ticks);
+    if (++n == kNodes) {
+      n = 0;
+      t += std::chrono::seconds(kTicks);
+    }
+  }
+}
+BENCHMARK(BM_HistoryReport)->Arg(0)->Arg(4);
 
 }  // namespace
 }  // namespace stoker::web

@@ -1,7 +1,8 @@
 #include "agent/agent_config.h"
 
-#include <charconv>
 #include <cmath>
+
+#include "core/integer.h"
 
 namespace stoker::agent {
 namespace {
@@ -17,13 +18,12 @@ bool ValidHost(std::string_view h) {
 }
 
 Result<uint16_t> ParsePort(std::string_view text, std::string_view whole) {
-  uint32_t port = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || port > 65535) {
-    return InvalidArgument("listen address '" + std::string(whole) + "': port '" +
-                           std::string(text) + "' is not a number in 0..65535");
+  auto port = ParseInt(text, 0, 65535);
+  if (!port.ok()) {
+    return InvalidArgument("listen address '" + std::string(whole) +
+                           "': port: " + port.status().message());
   }
-  return static_cast<uint16_t>(port);
+  return static_cast<uint16_t>(*port);
 }
 
 }  // namespace

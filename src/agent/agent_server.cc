@@ -66,7 +66,7 @@ Status AgentServer::Start() {
   o.threads = 2;
   o.io_threads = 1;
   o.max_connections = 256;
-  o.max_body_bytes = 64 * 1024;  // nothing here takes a body
+  o.max_body_bytes = size_t{64} * 1024;  // nothing here takes a body
   auto server = std::make_unique<http::Server>(this, o);
   STOKER_RETURN_IF_ERROR(server->Start());
   port_ = server->port();

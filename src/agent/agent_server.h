@@ -26,7 +26,7 @@ class AgentServer final : public http::Handler {
  public:
   // `sampler` is not owned and must outlive the server.
   AgentServer(const telemetry::Sampler* sampler, AgentServerOptions options);
-  ~AgentServer();
+  ~AgentServer() override;
   AgentServer(const AgentServer&) = delete;
   AgentServer& operator=(const AgentServer&) = delete;
 

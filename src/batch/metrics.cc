@@ -4,23 +4,6 @@
 
 namespace stoker::batch {
 
-const char* RejectionName(Rejection r) {
-  switch (r) {
-    case Rejection::kQueueFull:
-      return "queue_full";
-    case Rejection::kTimeout:
-      return "timeout";
-    case Rejection::kShutdown:
-      return "shutdown";
-    case Rejection::kInvalid:
-      return "invalid";
-    case Rejection::kFailed:
-    case Rejection::kCount:
-      break;
-  }
-  return "failed";
-}
-
 namespace {
 std::vector<double> SizeBounds(size_t max) {
   std::vector<double> b;

@@ -7,12 +7,22 @@
 #include <vector>
 
 #include "batch/queue.h"
+#include "core/enum_table.h"
 #include "core/prometheus_text.h"
 
 namespace stoker::batch {
 
 enum class Rejection { kQueueFull, kTimeout, kShutdown, kInvalid, kFailed, kCount };
-const char* RejectionName(Rejection r);
+// The `reason` label of the rejections counter.
+inline constexpr EnumTable<Rejection, 5> kRejectionNames{"rejection",
+                                                         {{{Rejection::kQueueFull, "queue_full"},
+                                                           {Rejection::kTimeout, "timeout"},
+                                                           {Rejection::kShutdown, "shutdown"},
+                                                           {Rejection::kInvalid, "invalid"},
+                                                           {Rejection::kFailed, "failed"}}}};
+constexpr const auto& NamesOf(Rejection) { return kRejectionNames; }
+static_assert(kRejectionNames.entries().size() == static_cast<size_t>(Rejection::kCount));
+inline const char* RejectionName(Rejection r) { return kRejectionNames.CName(r); }
 
 struct BatchMetrics {
   explicit BatchMetrics(const Options& o);

@@ -68,22 +68,6 @@ Status Validate(const Options& o) {
   return Status::Ok();
 }
 
-const char* WhyName(Formed::Why w) {
-  switch (w) {
-    case Formed::Why::kFull:
-      return "full";
-    case Formed::Why::kPreferred:
-      return "preferred";
-    case Formed::Why::kDelay:
-      return "delay";
-    case Formed::Why::kSlack:
-      return "slack";
-    case Formed::Why::kDrain:
-      break;
-  }
-  return "drain";
-}
-
 BatchQueue::BatchQueue(const Options& o)
     : opt_(o),
       sources_(2 * static_cast<size_t>(o.priority_levels)),

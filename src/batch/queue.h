@@ -15,6 +15,7 @@
 
 #include "batch/options.h"
 #include "core/clock.h"
+#include "core/enum_table.h"
 #include "core/status.h"
 
 namespace stoker::batch {
@@ -29,7 +30,15 @@ struct Formed {
   MonoTime oldest_arrival{};  // the oldest request's arrival
   enum class Why { kFull, kPreferred, kDelay, kSlack, kDrain } why = Why::kFull;
 };
-const char* WhyName(Formed::Why w);
+// The `trigger` label of the batches counter.
+inline constexpr EnumTable<Formed::Why, 5> kFormedWhyNames{"batch trigger",
+                                                           {{{Formed::Why::kFull, "full"},
+                                                             {Formed::Why::kPreferred, "preferred"},
+                                                             {Formed::Why::kDelay, "delay"},
+                                                             {Formed::Why::kSlack, "slack"},
+                                                             {Formed::Why::kDrain, "drain"}}}};
+constexpr const auto& NamesOf(Formed::Why) { return kFormedWhyNames; }
+inline const char* WhyName(Formed::Why w) { return kFormedWhyNames.CName(w); }
 
 struct Expired {
   uint32_t slot;

@@ -5,18 +5,6 @@
 
 namespace stoker::batch {
 
-const char* RoutePolicyName(RoutePolicy p) {
-  switch (p) {
-    case RoutePolicy::kRoundRobin:
-      return "round-robin";
-    case RoutePolicy::kLeastOutstanding:
-      return "least-outstanding";
-    case RoutePolicy::kUtilization:
-      break;
-  }
-  return "utilization";
-}
-
 ReplicaRouter::ReplicaRouter(size_t replicas, RoutePolicy policy, const UtilizationSource* util,
                              Clock* clock, Duration refresh)
     : policy_(util == nullptr && policy == RoutePolicy::kUtilization

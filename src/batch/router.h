@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/enum_table.h"
 
 namespace stoker::batch {
 
@@ -32,7 +33,13 @@ class UtilizationSource {
 };
 
 enum class RoutePolicy { kRoundRobin, kLeastOutstanding, kUtilization };
-const char* RoutePolicyName(RoutePolicy p);
+inline constexpr EnumTable<RoutePolicy, 3> kRoutePolicyNames{
+    "route policy",
+    {{{RoutePolicy::kRoundRobin, "round-robin"},
+      {RoutePolicy::kLeastOutstanding, "least-outstanding"},
+      {RoutePolicy::kUtilization, "utilization"}}}};
+constexpr const auto& NamesOf(RoutePolicy) { return kRoutePolicyNames; }
+inline const char* RoutePolicyName(RoutePolicy p) { return kRoutePolicyNames.CName(p); }
 
 class ReplicaRouter {
  public:

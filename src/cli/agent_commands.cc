@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -24,6 +26,7 @@
 #include "cli/common.h"
 #include "cli/kubelet.h"
 #include "cli/node_flags.h"
+#include "cli/table.h"
 #include "core/clock.h"
 #include "fakenvml/scenario.h"
 #include "k8s/pod_attribution.h"
@@ -90,12 +93,6 @@ Result<OpenedSource> OpenSource(const SourceFlags& flags) {
   return out;
 }
 
-std::string LocalHostname() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
-  return buf;
-}
-
 void AddSourceFlags(CLI::App* cmd, SourceFlags& flags) {
   cmd->add_option("--simulate", flags.simulate,
                   "Play a fake-NVML scenario: a built-in name or a YAML file ('list' lists them)");
@@ -123,12 +120,6 @@ struct AgentFlags {
   JobRunFlags jobs;
 };
 
-std::string StateHome() {
-  if (const char* x = getenv("XDG_STATE_HOME"); x && *x) return std::string(x) + "/stoker";
-  const char* home = getenv("HOME");
-  return std::string(home && *home ? home : "/root") + "/.local/state/stoker";
-}
-
 // Server URL and agent token, first match wins: flags, STOKER_SERVER / STOKER_TOKEN, then
 // ~/.config/stoker/config.yaml (server:, token: or token_file:), as for the other commands.
 // An empty URL means: no server, exporter only.
@@ -155,12 +146,6 @@ Result<std::pair<std::string, std::string>> ResolveServer(const AgentFlags& f) {
   }
   if (url.find("://") == std::string::npos) url = "http://" + url;
   return std::make_pair(url, token);
-}
-
-std::string SelfExecutable() {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? "stoker" : p.string();
 }
 
 int RunAgent(const AgentFlags& flags) {
@@ -198,7 +183,7 @@ int RunAgent(const AgentFlags& flags) {
   }
   const std::string hostname = !flags.hostname.empty()     ? flags.hostname
                                : !opened->hostname.empty() ? opened->hostname
-                                                           : LocalHostname();
+                                                           : HostName();
 
   // Before any thread starts, so that they all inherit the mask.
   ShutdownSignals signals;
@@ -246,13 +231,13 @@ int RunAgent(const AgentFlags& flags) {
   std::thread node_thread;
   if (!upstream->first.empty()) {
     // The agent token's name is the node name; --hostname sets both.
-    const std::string node_name = !flags.hostname.empty() ? flags.hostname : LocalHostname();
+    const std::string node_name = !flags.hostname.empty() ? flags.hostname : HostName();
     node::NodeOptions no;
     no.server_url = upstream->first;
     no.token = upstream->second;
     no.ca_file = flags.ca_file;
-    no.state_dir = !flags.state_dir.empty() ? flags.state_dir : StateHome() + "/node/jobs";
-    no.shim_argv = {SelfExecutable(), "_job-shim"};
+    no.state_dir = !flags.state_dir.empty() ? flags.state_dir : DefaultDataDir() + "/node/jobs";
+    no.shim_argv = {SelfExe(), "_job-shim"};
     spdlog::info("stoker agent: {}", ApplyJobRunFlags(flags.jobs, &no));
     protocol::NodeInventory inv = node::BuildInventory(node_name, opened->source.get());
     node_agent =
@@ -309,14 +294,36 @@ std::string RenderTable(const TelemetrySnapshot& snap, const std::string& hostna
   const char* bold = color ? "\033[1m" : "";
   const char* warn = color ? "\033[1;33m" : "";
   const char* reset = color ? "\033[0m" : "";
+  // A header line in bold: the escapes around the text, before its '\n'.
+  auto styled = [&](std::string line) {
+    line.insert(line.size() - 1, reset);
+    return bold + line;
+  };
   if (snap.simulated) {
     out += fmt::format("{}*** SIMULATED: readings come from the fake NVML ({}) ***{}\n", warn,
                        snap.source_description, reset);
   }
   out += fmt::format("{}{}{}  {}\n", bold, hostname, reset, snap.source_description);
-  out +=
-      fmt::format("{}{:<4}{:<26}{:>5}{:>6}{:>8}  {:<16}{:>6}  {:<12}{}{}\n", bold, "GPU", "Model",
-                  "Util", "SM", "Tensor", "Memory GiB", "Temp", "Power W", "Health", reset);
+  const std::vector<Column> gpu_columns = {{"GPU", 4},
+                                           {"Model", 26, Align::kLeft, ""},
+                                           {"Util", 5, Align::kRight, ""},
+                                           {"SM", 6, Align::kRight, ""},
+                                           {"Tensor", 8, Align::kRight, ""},
+                                           {"Memory GiB", 16, Align::kLeft, "  "},
+                                           {"Temp", 6, Align::kRight, ""},
+                                           {"Power W", 12, Align::kLeft, "  "},
+                                           {"Health", 0, Align::kLeft, ""}};
+  const Table gpus(gpu_columns);
+  // A GPU without a fresh sample: its index, model and "-" for utilisation, then why.
+  const Table lost({gpu_columns.begin(), gpu_columns.begin() + 3});
+  const Table mig({{"", 0},
+                   {"", 9, Align::kLeft, ""},
+                   {"", 2, Align::kLeft, " GI "},
+                   {"", 2, Align::kLeft, " CI "},
+                   {"", 6, Align::kRight, "   "},
+                   {"", 8, Align::kRight, ""},
+                   {"", 16, Align::kLeft, "  "}});
+  out += styled(gpus.Header());
   for (size_t i = 0; i < snap.gpus.size(); ++i) {
     const GpuState& g = snap.gpus[i];
     const GpuSample& s = g.sample;
@@ -328,37 +335,43 @@ std::string RenderTable(const TelemetrySnapshot& snap, const std::string& hostna
                             telemetry::XidGradeName(telemetry::GradeXid(g.last_xid)));
     }
     if (!fresh) {
-      out += fmt::format("{:<4}{:<26}{:>5}  {}\n", i, s.id.name.substr(0, 25), "-",
-                         health + (g.last_error.empty() ? "" : ": " + g.last_error));
+      out += lost.Line({fmt::format("{}", i), s.id.name.substr(0, 25), "-"},
+                       "  " + health + (g.last_error.empty() ? "" : ": " + g.last_error));
       continue;
     }
     const std::string temp =
         s.temperature_c.has_value() ? fmt::format("{}C", s.temperature_c.value()) : "n/a";
-    out += fmt::format("{:<4}{:<26}{:>5}{:>6}{:>8}  {:<16}{:>6}  {:<12}{}\n", i,
-                       s.id.name.substr(0, 25), Pct(s.util_gpu_pct), Ratio(s.gpm.sm_active),
-                       Ratio(s.gpm.tensor_active),
-                       GiB(s.memory_used_bytes) + "/" + GiB(s.memory_total_bytes), temp,
-                       Watts(s.power_mw) + "/" + Watts(s.power_limit_mw), health, "");
+    out += gpus.Line({fmt::format("{}", i), s.id.name.substr(0, 25), Pct(s.util_gpu_pct),
+                      Ratio(s.gpm.sm_active), Ratio(s.gpm.tensor_active),
+                      GiB(s.memory_used_bytes) + "/" + GiB(s.memory_total_bytes), temp,
+                      Watts(s.power_mw) + "/" + Watts(s.power_limit_mw), health});
     for (const MigInstance& m : s.mig_instances) {
-      out += fmt::format("  └ MIG {:<9} GI {:<2} CI {:<2}   {:>6}{:>8}  {:<16}\n", m.profile,
-                         m.gpu_instance_id, m.compute_instance_id, Ratio(m.gpm.sm_active),
-                         Ratio(m.gpm.tensor_active),
-                         GiB(m.memory_used_bytes) + "/" + GiB(m.memory_total_bytes));
+      out += mig.Line({"  └ MIG ", m.profile, fmt::format("{}", m.gpu_instance_id),
+                       fmt::format("{}", m.compute_instance_id), Ratio(m.gpm.sm_active),
+                       Ratio(m.gpm.tensor_active),
+                       GiB(m.memory_used_bytes) + "/" + GiB(m.memory_total_bytes)});
     }
   }
+  const Table procs({{"GPU", 5},
+                     {"PID", 8, Align::kLeft, ""},
+                     {"MIG", 9, Align::kLeft, ""},
+                     {"Job", 28, Align::kLeft, ""},
+                     {"User", 12, Align::kLeft, ""},
+                     {"Memory", 10, Align::kRight, ""},
+                     {"Name", 0, Align::kLeft, "  "}});
   bool any = false;
   for (size_t i = 0; i < snap.gpus.size(); ++i) {
     const GpuState& g = snap.gpus[i];
     if (!g.have_sample || !g.last_error.empty()) continue;
     for (const GpuProcess& p : g.sample.processes) {
       if (!any) {
-        out += fmt::format("\n{}{:<5}{:<8}{:<9}{:<28}{:<12}{:>10}  {}{}\n", bold, "GPU", "PID",
-                           "MIG", "Job", "User", "Memory", "Name", reset);
+        out += "\n" + styled(procs.Header());
         any = true;
       }
-      const std::string mig = p.gpu_instance_id == UINT32_MAX
-                                  ? "-"
-                                  : fmt::format("{}/{}", p.gpu_instance_id, p.compute_instance_id);
+      const std::string mig_ids =
+          p.gpu_instance_id == UINT32_MAX
+              ? "-"
+              : fmt::format("{}/{}", p.gpu_instance_id, p.compute_instance_id);
       const std::string job = p.job.known()
                                   ? fmt::format("{}:{}{}{}", JobKindName(p.job.kind), p.job.id,
                                                 p.job.step.empty() ? "" : ".", p.job.step)
@@ -368,9 +381,8 @@ std::string RenderTable(const TelemetrySnapshot& snap, const std::string& hostna
               ? fmt::format("{:.1f} GiB",
                             static_cast<double>(p.used_memory_bytes.value()) / (1ULL << 30))
               : "n/a";
-      out +=
-          fmt::format("{:<5}{:<8}{:<9}{:<28}{:<12}{:>10}  {}\n", i, p.pid, mig, job.substr(0, 27),
-                      p.job.user.empty() ? "-" : p.job.user.substr(0, 11), mem, p.name);
+      out += procs.Line({fmt::format("{}", i), fmt::format("{}", p.pid), mig_ids, job.substr(0, 27),
+                         p.job.user.empty() ? "-" : p.job.user.substr(0, 11), mem, p.name});
     }
   }
   if (!any) out += "\nNo GPU processes.\n";
@@ -401,7 +413,7 @@ int RunSmi(const SmiFlags& flags) {
               << "\n(no GPU driver here? try `stoker smi --simulate list`)\n";
     return kExitUnavailable;
   }
-  const std::string hostname = !opened->hostname.empty() ? opened->hostname : LocalHostname();
+  const std::string hostname = !opened->hostname.empty() ? opened->hostname : HostName();
   SystemClock clock;
   telemetry::Attributor attributor(opened->process_info.get(), &clock);
   telemetry::SamplerOptions sopts;
@@ -410,8 +422,17 @@ int RunSmi(const SmiFlags& flags) {
   TelemetrySnapshot snap;
   const bool tty = isatty(STDOUT_FILENO) != 0;
   if (watch_seconds > 0) {
-    signal(SIGINT, OnSmiSignal);
-    signal(SIGTERM, OnSmiSignal);
+    // sigaction, not signal(): the handler stays installed with the same semantics everywhere.
+    struct sigaction sa {};
+    sa.sa_handler = OnSmiSignal;
+    sigemptyset(&sa.sa_mask);
+    for (int sig : {SIGINT, SIGTERM}) {
+      if (sigaction(sig, &sa, nullptr) != 0) {
+        std::cerr << "stoker smi: cannot install the handler of signal " << sig << ": "
+                  << std::strerror(errno) << "\n";
+        return kExitFailure;
+      }
+    }
   }
   for (uint32_t i = 0; i < sampler.gpu_count(); ++i) sampler.SampleOnce(i);
   // GPM ratios (SM/tensor activity, PCIe on Hopper+) are differences of two GPM samples, so a

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/programs.h"
 #include "core/clock.h"
 #include "doc/reader.h"
 
@@ -63,6 +65,16 @@ std::string ConfigDir() {
 std::string DefaultDataDir() {
   if (const char* x = getenv("XDG_STATE_HOME"); x && *x) return std::string(x) + "/stoker";
   return HomeDir() + "/.local/state/stoker";
+}
+
+std::string HostName() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0 || !*buf) return "localhost";
+  std::string h = buf;
+  for (char& c : h) {
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) c = '-';
+  }
+  return h;
 }
 
 std::string CurrentUserName() {
@@ -144,9 +156,7 @@ std::string LocalEntryPath(const std::string& data_dir) {
   const std::string dir = fs::weakly_canonical(data_dir, ec).string();
   uint32_t h = 2166136261u;  // FNV-1a of the data directory
   for (unsigned char c : dir) h = (h ^ c) * 16777619u;
-  char name[32];
-  std::snprintf(name, sizeof name, "%08x.yaml", h);
-  return ConfigDir() + "/local.d/" + name;
+  return ConfigDir() + "/local.d/" + fmt::format("{:08x}.yaml", h);
 }
 
 Status RegisterLocalServer(const std::string& url, const std::string& data_dir) {
@@ -290,6 +300,9 @@ Result<client::ApiClient> MakeClient(const ClientFlags& f) {
   }
   if (url.empty()) url = std::string("http://") + kDefaultListen;
   if (url.find("://") == std::string::npos) url = "http://" + url;
+  // `stoker` has no TLS (programs.h): stoker-full runs the command again, on the same command
+  // line. Nothing has been printed or sent yet; every command asks for its client before that.
+  if (!client::HasTls() && url.starts_with("https://")) return RunInFullProgram();
   return client::ApiClient(url, token, 30, f.ca_file);
 }
 
@@ -326,9 +339,11 @@ int64_t NowMs() {
 std::string FormatMs(int64_t ms) {
   const time_t t = static_cast<time_t>(ms / 1000);
   tm local{};
-  localtime_r(&t, &local);
   char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &local);
+  if (localtime_r(&t, &local) == nullptr ||
+      std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &local) == 0) {
+    return "@" + std::to_string(t);  // Unix seconds where the local time cannot be written
+  }
   return buf;
 }
 int RunGetAndPrint(const ClientFlags& c, const std::string& path,

@@ -33,8 +33,11 @@ int Fail(const Status& s);
 std::string HomeDir();
 std::string ConfigDir();       // $XDG_CONFIG_HOME/stoker or ~/.config/stoker
 std::string DefaultDataDir();  // $XDG_STATE_HOME/stoker or ~/.local/state/stoker
+// This machine's name (the default node name): gethostname(), any character outside
+// [A-Za-z0-9._-] as '-', "localhost" when there is none.
+std::string HostName();
 std::string CurrentUserName();
-std::string SelfExe();
+std::string SelfExe();  // /proc/self/exe, or "stoker"
 std::string Trim(std::string s);
 
 // Daemons that wait for a signal: blocks SIGINT and SIGTERM in the calling thread before any

@@ -704,7 +704,7 @@ int RunSimSize(const SimSizeFlags& f) {
                  p.probes_done, p.variant.c_str(), p.nodes, p.mean_s, p.p99_s,
                  p.met ? "meets the targets" : "misses");
   };
-  const std::vector<sim::JobSpec> jobs = sim::JobsFromTrace(setup->trace);
+  const std::vector<sim::SimJobSpec> jobs = sim::JobsFromTrace(setup->trace);
   auto sized = eff::SizeCluster(jobs, so);
   if (tty) std::fprintf(stderr, "\r\033[K");
   if (!sized.ok()) return fail(sized.status());

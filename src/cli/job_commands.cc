@@ -1,38 +1,44 @@
-// The job commands: submit, jobs, job, cancel, logs, queue.
+// The job commands: submit, jobs, job, cancel, logs, queue. A submission sends the protocol's
+// codec of its job spec (cli/submit.h), and jobs are read with the protocol's decoder, so the
+// job document is written once (protocol/job.h) for the server and the CLI.
 
 #include <fmt/core.h>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "cli/common.h"
+#include "cli/submit.h"
 #include "cli/table.h"
 #include "core/size.h"
+#include "protocol/job.h"
+#include "protocol/limits.h"
 
 namespace stoker::cli {
 namespace {
 namespace fs = std::filesystem;
 
-std::string GpuText(const json& spec) {
-  if (spec.value("total_gpus", 0) > 0) {
-    return std::to_string(spec["total_gpus"].get<int>()) + " (gang)";
+using protocol::Job;
+using protocol::JobSpec;
+
+std::string GpuText(const JobSpec& spec) {
+  if (spec.total_gpus > 0) return std::to_string(spec.total_gpus) + " (gang)";
+  if (spec.nodes > 0) return std::to_string(spec.nodes) + "x" + std::to_string(spec.gpus);
+  if (spec.gpus > 0) {
+    return std::to_string(spec.gpus) +
+           (spec.min_gpus > 0 ? " (min " + std::to_string(spec.min_gpus) + ")" : "");
   }
-  if (spec.value("nodes", 0) > 0) {
-    return std::to_string(spec["nodes"].get<int>()) + "x" + std::to_string(spec.value("gpus", 0));
-  }
-  if (spec.value("gpus", 0) > 0) {
-    const int min = spec.value("min_gpus", 0);
-    return std::to_string(spec["gpus"].get<int>()) +
-           (min > 0 ? " (min " + std::to_string(min) + ")" : "");
-  }
-  if (spec.value("gpu_milli", 0) > 0) return std::to_string(spec["gpu_milli"].get<int>()) + "m";
-  if (!spec.value("mig", std::string()).empty()) return "mig " + spec["mig"].get<std::string>();
+  if (spec.gpu_milli > 0) return std::to_string(spec.gpu_milli) + "m";
+  if (!spec.mig.empty()) return "mig " + spec.mig;
   return "-";
 }
 
-void PrintJobsTable(const json& jobs) {
+void PrintJobsTable(const std::vector<Job>& jobs) {
   const Table t({{"ID", 6},
                  {"USER", 10},
                  {"STATE", 11},
@@ -43,101 +49,77 @@ void PrintJobsTable(const json& jobs) {
                  {"INFO"}});
   fmt::print("{}", t.Header());
   const int64_t now = NowMs();
-  for (const json& j : jobs) {
-    std::string info = j.value("reason", "");
-    if (j.contains("exit_code"))
-      info =
-          "exit " + std::to_string(j["exit_code"].get<int>()) + (info.empty() ? "" : "; " + info);
-    std::string node = j.contains("assignment") ? j["assignment"].value("node", "") : "";
-    if (j.contains("parts") && j["parts"].is_array() && !j["parts"].empty()) {
+  for (const Job& j : jobs) {
+    std::string info = j.reason;
+    if (j.exit_code) {
+      info = "exit " + std::to_string(*j.exit_code) + (info.empty() ? "" : "; " + info);
+    }
+    std::string node = j.assignment ? j.assignment->node : "";
+    if (!j.parts.empty()) {
       // A gang: rank 0's node and how many more.
-      node = j["parts"][0].value("node", "");
-      if (j["parts"].size() > 1) node += "+" + std::to_string(j["parts"].size() - 1);
+      node = j.parts[0].assignment.node;
+      if (j.parts.size() > 1) node += "+" + std::to_string(j.parts.size() - 1);
     }
-    if (j.contains("assignment") &&
-        !j["assignment"].value("cuda_visible_devices", std::string()).empty()) {
-      info = "devices " + j["assignment"]["cuda_visible_devices"].get<std::string>() +
-             (info.empty() ? "" : "; " + info);
+    if (j.assignment && !j.assignment->cuda_visible_devices.empty()) {
+      info = "devices " + j.assignment->cuda_visible_devices + (info.empty() ? "" : "; " + info);
     }
-    std::string name = j.value("name", "");
-    if (name.empty() && j["spec"]["command"].is_array() && !j["spec"]["command"].empty()) {
-      name = j["spec"]["command"][0].get<std::string>();
-    }
-    fmt::print("{}",
-               t.Line({fmt::format("{}", j["id"].get<int64_t>()), j.value("user", ""),
-                       j.value("state", ""), name.substr(0, 18), node.empty() ? "-" : node,
-                       GpuText(j["spec"]), Age(j.value("submit_ms", int64_t{0}), now), info}));
+    std::string name = j.spec.name;
+    if (name.empty() && !j.spec.command.empty()) name = j.spec.command[0];
+    fmt::print("{}", t.Line({fmt::format("{}", j.id), j.user, protocol::JobStateName(j.state),
+                             name.substr(0, 18), node.empty() ? "-" : node, GpuText(j.spec),
+                             Age(j.submit_ms, now), info}));
   }
 }
 
-struct SubmitFlags {
-  int gpus = 0;
-  int min_gpus = 0;
-  int nodes = 0;
-  int total_gpus = 0;
-  int gpu_milli = 0;
-  std::string gpu_mem;
-  std::vector<std::string> gpu_models;
-  std::string mig;
-  double cpu = 0;
-  std::string mem;
-  std::string job_class;
-  int priority = 0;
-  bool preemptible = false;
-  bool movable = false;
-  std::string name;
-  std::string workdir;
-  std::vector<std::string> env;
-  std::string on_node_loss;
-  std::string user;
-  std::vector<std::string> command;
-};
+// One job as the server sent it, read with the protocol's decoder (the server's own; its errors
+// name the job's id).
+Result<Job> DecodeJob(const json& doc) {
+  auto job = protocol::JobFromJson(doc);
+  if (!job.ok()) return job.status().WithContext("the server's answer");
+  return job;
+}
 
-int RunSubmit(const ClientFlags& c, const SubmitFlags& s) {
-  json spec;
-  spec["command"] = s.command;
-  if (s.gpus) spec["gpus"] = s.gpus;
-  if (s.min_gpus) spec["min_gpus"] = s.min_gpus;
-  if (s.nodes) spec["nodes"] = s.nodes;
-  if (s.total_gpus) spec["total_gpus"] = s.total_gpus;
-  if (s.gpu_milli) spec["gpu_milli"] = s.gpu_milli;
-  if (!s.gpu_mem.empty()) {
-    auto v = ParseSizeMib(s.gpu_mem);
-    if (!v.ok()) return Fail(v.status().WithContext("--gpu-mem"));
-    spec["gpu_memory_mib"] = *v;
-  }
-  if (!s.gpu_models.empty()) spec["gpu_models"] = s.gpu_models;
-  if (!s.mig.empty()) spec["mig"] = s.mig;
-  if (s.cpu > 0) spec["cpu_milli"] = static_cast<int64_t>(s.cpu * 1000 + 0.5);
-  if (!s.mem.empty()) {
-    auto v = ParseSizeMib(s.mem);
-    if (!v.ok()) return Fail(v.status().WithContext("--mem"));
-    spec["memory_mib"] = *v;
-  }
-  if (!s.job_class.empty()) spec["class"] = s.job_class;
-  if (s.priority) spec["priority"] = s.priority;
-  if (s.preemptible) spec["preemptible"] = true;
-  if (s.movable) spec["movable"] = true;
-  if (!s.name.empty()) spec["name"] = s.name;
-  std::string workdir = s.workdir;
-  if (workdir.empty()) {
-    std::error_code ec;
-    workdir = fs::current_path(ec).string();
-  }
-  spec["workdir"] = workdir;
-  if (!s.on_node_loss.empty()) spec["on_node_loss"] = s.on_node_loss;
-  if (!s.user.empty()) spec["user"] = s.user;
-  json env = json::object();
-  for (const std::string& kv : s.env) {
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return Fail(InvalidArgument("--env: expected K=V, got '" + kv + "'"));
-    env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  if (!env.empty()) spec["env"] = env;
+// GET `path` (one job, or a listing when `list`); prints the answer as JSON with --json, else
+// decodes the jobs and prints them through `text`.
+int RunGetJobs(const ClientFlags& c, const std::string& path, bool list,
+               const std::function<void(const std::vector<Job>&)>& text) {
   auto client = MakeClient(c);
   if (!client.ok()) return Fail(client.status());
-  auto r = Call(*client, "POST", "/api/v1/jobs", spec);
+  auto r = Call(*client, "GET", path);
+  if (!r.ok()) return Fail(r.status());
+  if (c.json) {
+    fmt::print("{}\n", r->dump(2));
+    return kExitOk;
+  }
+  std::vector<Job> jobs;
+  if (!list) {
+    auto job = DecodeJob(*r);
+    if (!job.ok()) return Fail(job.status());
+    jobs.push_back(std::move(*job));
+  } else {
+    if (!r->is_array()) return Fail(InvalidArgument("the server's job listing is not an array"));
+    jobs.reserve(r->size());
+    for (const json& doc : *r) {
+      auto job = DecodeJob(doc);
+      if (!job.ok()) return Fail(job.status());
+      jobs.push_back(std::move(*job));
+    }
+  }
+  text(jobs);
+  return kExitOk;
+}
+
+int RunSubmit(const ClientFlags& c, const SubmitFlags& s) {
+  std::string cwd;
+  if (s.workdir.empty()) {
+    std::error_code ec;
+    cwd = fs::current_path(ec).string();
+  }
+  auto spec = SubmitSpec(s, cwd);
+  if (!spec.ok()) return Fail(spec.status());
+  auto client = MakeClient(c);
+  if (!client.ok()) return Fail(client.status());
+  auto r = Call(*client, "POST", "/api/v1/jobs", protocol::JobSpecToJson(*spec));
   if (!r.ok()) return Fail(r.status());
   if (c.json) {
     fmt::print("{}\n", r->dump(2));
@@ -170,6 +152,94 @@ int RunLogs(const ClientFlags& c, int64_t id, bool follow, bool stderr_stream, i
 
 }  // namespace
 
+void AddSubmitFlags(CLI::App* cmd, SubmitFlags* s) {
+  cmd->add_option("--gpus", s->gpus,
+                  "Whole GPUs (elastic maximum with --min-gpus; per node with --nodes)");
+  cmd->add_option("--min-gpus", s->min_gpus, "Elastic minimum GPUs");
+  cmd->add_option("--nodes", s->nodes,
+                  "A gang: this many parts, each on a node of its own with --gpus GPUs; all "
+                  "start together, with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set");
+  cmd->add_option("--total-gpus", s->total_gpus,
+                  "A gang of this many GPUs in all, split over as many nodes as needed (whole "
+                  "nodes first)");
+  cmd->add_option("--gpu-milli", s->gpu_milli, "A share of one GPU in milli-GPU (1..999)");
+  cmd->add_option("--gpu-mem", s->gpu_mem, "GPU memory per GPU (MiB, or 16G)");
+  cmd->add_option("--gpu-model", s->gpu_models, "Allowed GPU model (substring; repeatable)");
+  cmd->add_option("--mig", s->mig, "MIG profile, e.g. 1g.10gb");
+  cmd->add_option("--cpu", s->cpu, "CPU cores (e.g. 0.5)");
+  cmd->add_option("--mem", s->mem, "Memory (MiB, or 4G)");
+  cmd->add_option("--class", s->job_class, "Job class (weighted placement policy)");
+  cmd->add_option("--priority", s->priority, "Priority (-1000..1000, larger first)");
+  cmd->add_flag("--preemptible", s->preemptible, "The job may be preempted");
+  cmd->add_flag("--movable", s->movable,
+                "The job checkpoints: the system may restart it at once to consolidate GPUs");
+  cmd->add_option("--name", s->name, "Job name");
+  cmd->add_option("--workdir", s->workdir, "Working directory (default: the current one)");
+  cmd->add_option("--env", s->env, "Environment variable K=V (repeatable)");
+  cmd->add_option("--on-node-loss", s->on_node_loss, "requeue (default) or fail");
+  cmd->add_option("--user", s->user, "Submit for this user (admins)");
+  cmd->add_option("command", s->command, "The command and its arguments (after --)")->required();
+}
+
+Result<protocol::JobSpec> SubmitSpec(const SubmitFlags& s, const std::string& cwd) {
+  JobSpec spec;
+  spec.command = s.command;
+  const std::pair<const char*, int> counts[] = {{"--gpus", s.gpus},
+                                                {"--min-gpus", s.min_gpus},
+                                                {"--nodes", s.nodes},
+                                                {"--total-gpus", s.total_gpus},
+                                                {"--gpu-milli", s.gpu_milli}};
+  for (const auto& [flag, v] : counts) {
+    if (v < 0) return InvalidArgument(fmt::format("{}: must not be negative, got {}", flag, v));
+  }
+  spec.gpus = s.gpus;
+  spec.min_gpus = s.min_gpus;
+  spec.nodes = s.nodes;
+  spec.total_gpus = s.total_gpus;
+  spec.gpu_milli = s.gpu_milli;
+  if (!s.gpu_mem.empty()) {
+    auto v = ParseSizeMib(s.gpu_mem);
+    if (!v.ok()) return v.status().WithContext("--gpu-mem");
+    spec.gpu_memory_mib = *v;
+  }
+  spec.gpu_models = s.gpu_models;
+  spec.mig = s.mig;
+  // Not `s.cpu < 0`: NaN is refused too. 0 leaves the default.
+  if (!(s.cpu >= 0))
+    return InvalidArgument(fmt::format("--cpu: must not be negative, got {}", s.cpu));
+  if (s.cpu > 0) {
+    constexpr double kMaxCores = protocol::limits::kCpuMilliMax / 1000.0;
+    if (s.cpu > kMaxCores) {
+      return InvalidArgument(fmt::format("--cpu: at most {} cores, got {}", kMaxCores, s.cpu));
+    }
+    spec.cpu_milli = static_cast<int64_t>(s.cpu * 1000 + 0.5);
+    if (spec.cpu_milli < protocol::limits::kCpuMilliMin) {
+      return InvalidArgument(fmt::format("--cpu: at least 0.001 cores, got {}", s.cpu));
+    }
+  }
+  if (!s.mem.empty()) {
+    auto v = ParseSizeMib(s.mem);
+    if (!v.ok()) return v.status().WithContext("--mem");
+    spec.memory_mib = *v;
+  }
+  spec.job_class = s.job_class;
+  spec.priority = s.priority;
+  spec.preemptible = s.preemptible;
+  spec.movable = s.movable;
+  spec.name = s.name;
+  spec.workdir = s.workdir.empty() ? cwd : s.workdir;
+  if (!s.on_node_loss.empty()) spec.on_node_loss = s.on_node_loss;
+  spec.user = s.user;
+  for (const std::string& kv : s.env) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgument("--env: expected K=V, got '" + kv + "'");
+    }
+    spec.env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return spec;
+}
+
 void RegisterJobCommands(CLI::App& app, int& exit_code) {
   // stoker submit
   {
@@ -178,32 +248,7 @@ void RegisterJobCommands(CLI::App& app, int& exit_code) {
     auto* cmd =
         app.add_subcommand("submit", "Submit a job: stoker submit --gpus 2 -- python train.py");
     AddClientFlags(cmd, c);
-    cmd->add_option("--gpus", s->gpus,
-                    "Whole GPUs (elastic maximum with --min-gpus; per node with --nodes)");
-    cmd->add_option("--min-gpus", s->min_gpus, "Elastic minimum GPUs");
-    cmd->add_option("--nodes", s->nodes,
-                    "A gang: this many parts, each on a node of its own with --gpus GPUs; all "
-                    "start together, with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set");
-    cmd->add_option("--total-gpus", s->total_gpus,
-                    "A gang of this many GPUs in all, split over as many nodes as needed (whole "
-                    "nodes first)");
-    cmd->add_option("--gpu-milli", s->gpu_milli, "A share of one GPU in milli-GPU (1..999)");
-    cmd->add_option("--gpu-mem", s->gpu_mem, "GPU memory per GPU (MiB, or 16G)");
-    cmd->add_option("--gpu-model", s->gpu_models, "Allowed GPU model (substring; repeatable)");
-    cmd->add_option("--mig", s->mig, "MIG profile, e.g. 1g.10gb");
-    cmd->add_option("--cpu", s->cpu, "CPU cores (e.g. 0.5)");
-    cmd->add_option("--mem", s->mem, "Memory (MiB, or 4G)");
-    cmd->add_option("--class", s->job_class, "Job class (weighted placement policy)");
-    cmd->add_option("--priority", s->priority, "Priority (-1000..1000, larger first)");
-    cmd->add_flag("--preemptible", s->preemptible, "The job may be preempted");
-    cmd->add_flag("--movable", s->movable,
-                  "The job checkpoints: the system may restart it at once to consolidate GPUs");
-    cmd->add_option("--name", s->name, "Job name");
-    cmd->add_option("--workdir", s->workdir, "Working directory (default: the current one)");
-    cmd->add_option("--env", s->env, "Environment variable K=V (repeatable)");
-    cmd->add_option("--on-node-loss", s->on_node_loss, "requeue (default) or fail");
-    cmd->add_option("--user", s->user, "Submit for this user (admins)");
-    cmd->add_option("command", s->command, "The command and its arguments (after --)")->required();
+    AddSubmitFlags(cmd, s);
     cmd->callback([c, s, &exit_code] { exit_code = RunSubmit(*c, *s); });
   }
   // stoker jobs
@@ -225,7 +270,7 @@ void RegisterJobCommands(CLI::App& app, int& exit_code) {
       if (!user->empty()) q += "&user=" + UrlEncode(*user);
       if (!node->empty()) q += "&node=" + UrlEncode(*node);
       if (!q.empty()) q[0] = '?';
-      exit_code = RunGetAndPrint(*c, "/api/v1/jobs" + q, PrintJobsTable);
+      exit_code = RunGetJobs(*c, "/api/v1/jobs" + q, true, PrintJobsTable);
     });
   }
   // stoker job ID
@@ -236,32 +281,35 @@ void RegisterJobCommands(CLI::App& app, int& exit_code) {
     AddClientFlags(cmd, c);
     cmd->add_option("id", *id, "Job id")->required();
     cmd->callback([c, id, &exit_code] {
-      exit_code = RunGetAndPrint(*c, "/api/v1/jobs/" + std::to_string(*id), [&](const json& j) {
-        PrintJobsTable(json::array({j}));
-        fmt::print("\ncommand: {}\n", j["spec"]["command"].dump());
-        if (j.contains("assignment")) fmt::print("assignment: {}\n", j["assignment"].dump());
-        if (j.contains("parts")) {
-          fmt::print("parts:\n");
-          for (const json& p : j["parts"]) {
-            fmt::print("  {}  {:<14} {:<9} devices {}{}\n", p.value("rank", 0),
-                       p.value("node", std::string()), p.value("phase", std::string()),
-                       p.value("cuda_visible_devices", std::string("-")),
-                       p.contains("exit_code")
-                           ? "  exit " + std::to_string(p["exit_code"].get<int>())
-                       : p.contains("signal") ? "  signal " + std::to_string(p["signal"].get<int>())
-                                              : std::string());
-          }
-        }
-        auto client = MakeClient(*c);
-        if (!client.ok()) return;
-        auto ev = Call(*client, "GET", "/api/v1/jobs/" + std::to_string(*id) + "/events");
-        if (!ev.ok()) return;
-        fmt::print("events:\n");
-        for (const json& e : *ev) {
-          fmt::print("  {}  {:<10} {}\n", e["ts_ms"].get<int64_t>(), e["kind"].get<std::string>(),
-                     e["message"].get<std::string>());
-        }
-      });
+      exit_code =
+          RunGetJobs(*c, "/api/v1/jobs/" + std::to_string(*id), false, [&](const auto& one) {
+            const Job& j = one.front();
+            PrintJobsTable(one);
+            fmt::print("\ncommand: {}\n", json(j.spec.command).dump());
+            if (j.assignment) {
+              fmt::print("assignment: {}\n", protocol::AssignmentToJson(*j.assignment).dump());
+            }
+            if (!j.parts.empty()) {
+              fmt::print("parts:\n");
+              for (size_t rank = 0; rank < j.parts.size(); ++rank) {
+                const protocol::GangPart& p = j.parts[rank];
+                fmt::print("  {}  {:<14} {:<9} devices {}{}\n", rank, p.assignment.node,
+                           protocol::PartPhaseName(p.phase), p.assignment.cuda_visible_devices,
+                           p.exit_code ? "  exit " + std::to_string(*p.exit_code)
+                           : p.signal  ? "  signal " + std::to_string(*p.signal)
+                                       : std::string());
+              }
+            }
+            auto client = MakeClient(*c);
+            if (!client.ok()) return;
+            auto ev = Call(*client, "GET", "/api/v1/jobs/" + std::to_string(*id) + "/events");
+            if (!ev.ok()) return;
+            fmt::print("events:\n");
+            for (const json& e : *ev) {
+              fmt::print("  {}  {:<10} {}\n", e["ts_ms"].get<int64_t>(),
+                         e["kind"].get<std::string>(), e["message"].get<std::string>());
+            }
+          });
     });
   }
   // stoker cancel ID

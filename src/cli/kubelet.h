@@ -3,8 +3,9 @@
 // --kubelet-pod-resources`. gRPC and protobuf are linked only into the program stoker-k8s,
 // built and installed beside `stoker` (src/apps): linked into `stoker`, their static
 // initialisers ran in every command, a `stoker submit` too (docs/performance.md, "CLI").
-// `stoker` registers the same flags (help, checks) and, for those two commands, runs stoker-k8s
-// on the same command line; stoker-k8s sets the hooks (cli/kubelet/grpc.cc) before Main.
+// stoker-full (programs.h) registers the same flags (help, checks) and, for those two commands,
+// runs stoker-k8s on the same command line; stoker-k8s sets the hooks (cli/kubelet/grpc.cc)
+// before Main.
 
 #include <memory>
 #include <string>
@@ -32,7 +33,7 @@ struct DevicePluginFlags {
   std::string nvml_lib = "libnvidia-ml.so.1";
 };
 
-// What needs gRPC. Both null in `stoker`; set in stoker-k8s.
+// What needs gRPC. Both null in stoker-full; set in stoker-k8s.
 struct KubeletHooks {
   int (*run_device_plugin)(const DevicePluginFlags& flags) = nullptr;
   std::unique_ptr<k8s::PodResourcesSource> (*pod_resources)(const std::string& socket) = nullptr;
@@ -42,11 +43,9 @@ const KubeletHooks& Kubelet();
 // Sets stoker-k8s's hooks; defined in cli/kubelet/grpc.cc (the library stoker::cli_kubelet).
 void UseKubeletGrpc();
 
-// The command line Main was given, for RunKubeletProgram.
-void SetCommandLine(int argc, char** argv);
 // Replaces this process by stoker-k8s from the directory of this program's executable, on the
-// same command line. Returns only when that fails, with the exit code, after saying why on
-// stderr (`command` names the command in the message).
+// same command line (ExecSibling, programs.h). Returns only when that fails, with the exit code,
+// after saying why on stderr (`command` names the command in the message).
 int RunKubeletProgram(std::string_view command);
 
 }  // namespace stoker::cli

@@ -439,16 +439,6 @@ node::GpuSamplesFeed SamplesFrom(telemetry::Sampler* sampler) {
   }};
 }
 
-std::string HostName() {
-  char buf[256] = {0};
-  if (gethostname(buf, sizeof(buf) - 1) != 0 || !*buf) return "localhost";
-  std::string h = buf;
-  for (char& c : h) {
-    if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) c = '-';
-  }
-  return h;
-}
-
 // ---- commands -------------------------------------------------------------------------------
 
 int RunServer(ServerFlags f) {

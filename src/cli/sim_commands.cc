@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "cli/cli.h"
+#include "core/integer.h"
 #include "scheduler/registry.h"
 #include "sim/packing.h"
 #include "sim/packing_trace.h"
@@ -37,8 +37,9 @@ Result<std::vector<uint64_t>> ParseSeeds(const std::string& text) {
     pos = comma + 1;
     if (item.empty()) return InvalidArgument("--seeds: empty item in '" + text + "'");
     auto parse = [&](std::string_view s, uint64_t* v) {
-      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
-      return ec == std::errc() && p == s.data() + s.size();
+      auto parsed = ParseUint(s);
+      if (parsed.ok()) *v = *parsed;
+      return parsed.ok();
     };
     size_t dash = item.find('-');
     uint64_t a = 0, b = 0;

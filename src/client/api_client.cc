@@ -4,13 +4,16 @@
 #include <unistd.h>
 
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#ifndef STOKER_CLIENT_NO_TLS
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/ssl.hpp>
+#endif
 #include <cerrno>
-#include <charconv>
 #include <optional>
+
+#include "core/integer.h"
 
 namespace stoker::client {
 namespace {
@@ -18,7 +21,9 @@ namespace {
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 namespace net = boost::asio;
+#ifndef STOKER_CLIENT_NO_TLS
 namespace ssl = net::ssl;
+#endif
 using tcp = net::ip::tcp;
 
 // An answer's header block larger than this is refused (Beast's default is 8 KiB).
@@ -73,10 +78,9 @@ Result<Url> ParseUrl(std::string_view url) {
   }
   u.port = u.tls ? 443 : 80;
   if (!port.empty() || authority.ends_with(':')) {
-    auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), u.port);
-    if (ec != std::errc() || p != port.data() + port.size() || u.port == 0) {
-      return InvalidArgument(BadUrl(url, "the port must be 1..65535"));
-    }
+    auto p = ParseInt(port, 1, 65535);
+    if (!p.ok()) return InvalidArgument(BadUrl(url, "the port must be 1..65535"));
+    u.port = static_cast<uint16_t>(*p);
   }
   return u;
 }
@@ -86,19 +90,27 @@ Result<Url> ParseUrl(std::string_view url) {
 // most the timeout.
 struct ApiClient::Impl {
   net::io_context ioc;
-  std::optional<ssl::context> tls_context;
   std::optional<beast::tcp_stream> plain;
+#ifndef STOKER_CLIENT_NO_TLS
+  std::optional<ssl::context> tls_context;
   std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
+#endif
   beast::flat_buffer buffer;
   bool open = false;
 
+#ifndef STOKER_CLIENT_NO_TLS
   beast::tcp_stream& Tcp() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+#else
+  beast::tcp_stream& Tcp() { return *plain; }
+#endif
 
   void Close() {
     beast::error_code ec;
+#ifndef STOKER_CLIENT_NO_TLS
     if (tls) beast::get_lowest_layer(*tls).socket().close(ec);
-    if (plain) plain->socket().close(ec);
     tls.reset();
+#endif
+    if (plain) plain->socket().close(ec);
     plain.reset();
     buffer.clear();
     open = false;
@@ -113,6 +125,11 @@ struct ApiClient::Impl {
   Status Connect(const Url& u, const std::string& ca_file, std::chrono::milliseconds timeout) {
     Close();
     beast::error_code ec;
+#ifdef STOKER_CLIENT_NO_TLS
+    (void)ca_file;  // verifies HTTPS servers only
+    if (u.tls)
+      return FailedPrecondition("this program has no TLS: cannot reach " + u.host + " over https");
+#else
     if (u.tls && !tls_context) {
       tls_context.emplace(ssl::context::tls_client);
       tls_context->set_verify_mode(ssl::verify_peer);
@@ -127,14 +144,19 @@ struct ApiClient::Impl {
                                ec.message());
       }
     }
+#endif
     tcp::resolver resolver(ioc);
     const auto endpoints = resolver.resolve(u.host, std::to_string(u.port), ec);
     if (ec) return Unavailable("cannot resolve " + u.host + ": " + ec.message());
+#ifndef STOKER_CLIENT_NO_TLS
     if (u.tls) {
       tls.emplace(ioc, *tls_context);
     } else {
       plain.emplace(ioc);
     }
+#else
+    plain.emplace(ioc);
+#endif
     beast::error_code last = net::error::host_not_found;
     for (const auto& entry : endpoints) {
       // Close-on-exec from the start: no process this one starts (a node's job shims, the
@@ -163,6 +185,7 @@ struct ApiClient::Impl {
                                                        : "connection failed: " + last.message());
     }
     Tcp().socket().set_option(tcp::no_delay(true), ec);
+#ifndef STOKER_CLIENT_NO_TLS
     if (tls) {
       if (!SSL_set_tlsext_host_name(tls->native_handle(), u.host.c_str())) {
         Close();
@@ -177,6 +200,7 @@ struct ApiClient::Impl {
         return Unavailable("TLS handshake: " + last.message());
       }
     }
+#endif
     open = true;
     return Status::Ok();
   }
@@ -187,11 +211,15 @@ struct ApiClient::Impl {
     beast::error_code ec;
     Tcp().expires_after(timeout);
     auto on_write = [&](beast::error_code e, size_t) { ec = e; };
+#ifndef STOKER_CLIENT_NO_TLS
     if (tls) {
       bhttp::async_write(*tls, req, on_write);
     } else {
       bhttp::async_write(*plain, req, on_write);
     }
+#else
+    bhttp::async_write(*plain, req, on_write);
+#endif
     Run();
     if (ec) return Unavailable(ec == beast::error::timeout ? "timed out" : ec.message());
     bhttp::response_parser<bhttp::string_body> parser;
@@ -199,11 +227,15 @@ struct ApiClient::Impl {
     parser.body_limit(max_bytes);
     Tcp().expires_after(timeout);
     auto on_read = [&](beast::error_code e, size_t) { ec = e; };
+#ifndef STOKER_CLIENT_NO_TLS
     if (tls) {
       bhttp::async_read(*tls, buffer, parser, on_read);
     } else {
       bhttp::async_read(*plain, buffer, parser, on_read);
     }
+#else
+    bhttp::async_read(*plain, buffer, parser, on_read);
+#endif
     Run();
     if (ec == bhttp::error::body_limit) {
       return Unavailable("answer larger than " + std::to_string(max_bytes) + " bytes");
@@ -299,6 +331,14 @@ Result<HttpResult> HttpRequest(const std::string& method, const std::string& url
   ApiClient c((u.tls ? "https://" : "http://") + Authority(u), "",
               std::chrono::duration<double>(timeout).count());
   return c.Transfer(method, u.path.empty() ? "/" : u.path, body, content_type, max_bytes);
+}
+
+bool HasTls() {
+#ifdef STOKER_CLIENT_NO_TLS
+  return false;
+#else
+  return true;
+#endif
 }
 
 Status StatusFromHttp(const HttpResult& r) {

@@ -3,7 +3,10 @@
 // for HTTPS), used by the CLI, the node loop and the load generator for the Stoker API, and by
 // the server's adapters for webhooks, agents' snapshots and the Kubernetes API. A short command
 // such as `stoker submit` loads no HTTP library. Its sockets are close-on-exec from the moment
-// they exist; HTTPS verifies the server's certificate and host name.
+// they exist; HTTPS verifies the server's certificate and host name. The same source is built
+// twice: stoker::client with OpenSSL, and stoker::client_plain without it (plain HTTP only), for
+// the `stoker` program whose short commands must not map and relocate OpenSSL
+// (docs/architecture.md, "Programs").
 
 #include <cstdint>
 #include <memory>
@@ -87,6 +90,10 @@ class ApiClient {
 Result<HttpResult> HttpRequest(const std::string& method, const std::string& url,
                                const std::string& body, const std::string& content_type,
                                Duration timeout, uint64_t max_bytes = kMaxApiAnswerBytes);
+
+// Whether this build speaks HTTPS: true in stoker::client; false in stoker::client_plain, where
+// an https:// URL fails with FailedPrecondition before any connection is made.
+bool HasTls();
 
 // An API error from an HttpResult as a Status (code from the HTTP status, message from the body).
 Status StatusFromHttp(const HttpResult& r);

@@ -6,15 +6,25 @@
 //   inline constexpr EnumTable<Grade, 3> kGradeNames{
 //       "grade", {{{Grade::kYellow, "yellow"}, {Grade::kOrange, "orange"}, {Grade::kRed, "red"}}}};
 //
-// A test walks every table (tests/core/enum_table_test.cc and the module tests) so that a value
-// without a name is caught. Where an enum crosses JSON, to_json/from_json use the same table.
+// and beside it the function that finds the table from the enum (argument-dependent lookup), so
+// that generic code needs only the enum (HasEnumTable):
+//
+//   constexpr const auto& NamesOf(Grade) { return kGradeNames; }
+//
+// Where an enum crosses JSON it goes through this table too: json/enum_json.h (outside core,
+// which uses no JSON library) makes every enum with a table an nlohmann-json value written as
+// its name and read back through Find, refusing an unknown name with List() in the error. A test
+// walks every table (tests/support/enum_tables.h, from tests/core/enum_table_test.cc and the
+// module tests) so that a value without a name, or a table its enum does not find, is caught.
 
 #include <array>
 #include <cctype>
+#include <concepts>
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "core/status.h"
@@ -89,6 +99,13 @@ class EnumTable {
   std::string_view what_;
   std::array<EnumName<E>, N> names_;
   EnumCase match_;
+};
+
+// An enum whose table NamesOf(value) finds (declared beside the table, see the top).
+template <class E>
+concept HasEnumTable = std::is_enum_v<E> && requires(E e, std::string_view text) {
+  { NamesOf(e).Name(e) } -> std::same_as<std::string_view>;
+  { NamesOf(e).Find(text) } -> std::same_as<std::optional<E>>;
 };
 
 // True when every name is distinct and listed once; used by the tests of each table.

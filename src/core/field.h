@@ -52,6 +52,7 @@ inline constexpr EnumTable<FieldState, 4> kFieldStateNames{
       {FieldState::kValue, "value"},
       {FieldState::kUnsupported, "unsupported"},
       {FieldState::kError, "error"}}}};
+constexpr const auto& NamesOf(FieldState) { return kFieldStateNames; }
 inline const char* FieldStateName(FieldState v) { return kFieldStateNames.CName(v); }
 
 }  // namespace stoker

@@ -33,6 +33,7 @@ inline constexpr EnumTable<JobRef::Kind, 4> kJobKindNames{
       {JobRef::Kind::kStoker, "stoker"},
       {JobRef::Kind::kSlurm, "slurm"},
       {JobRef::Kind::kKubernetes, "kubernetes"}}}};
+constexpr const auto& NamesOf(JobRef::Kind) { return kJobKindNames; }
 inline const char* JobKindName(JobRef::Kind kind) { return kJobKindNames.CName(kind); }
 
 struct GpuProcess {
@@ -109,6 +110,7 @@ inline constexpr EnumTable<GpuHealth, 3> kGpuHealthNames{
     {{{GpuHealth::kOk, "ok"},
       {GpuHealth::kLost, "lost"},
       {GpuHealth::kUnreachable, "unreachable"}}}};
+constexpr const auto& NamesOf(GpuHealth) { return kGpuHealthNames; }
 inline const char* GpuHealthName(GpuHealth v) { return kGpuHealthNames.CName(v); }
 
 struct GpuSample {
@@ -187,6 +189,7 @@ inline constexpr EnumTable<ActivityMetric, 3> kActivityMetricNames{
     {{{ActivityMetric::kAuto, "auto"},
       {ActivityMetric::kSmActive, "sm_active"},
       {ActivityMetric::kGpuUtil, "gpu_util"}}}};
+constexpr const auto& NamesOf(ActivityMetric) { return kActivityMetricNames; }
 inline Result<ActivityMetric> ParseActivityMetric(std::string_view name) {
   return kActivityMetricNames.Parse(name);
 }

@@ -5,20 +5,6 @@
 
 namespace stoker::prom {
 
-const char* TypeName(Type t) {
-  switch (t) {
-    case Type::kCounter:
-      return "counter";
-    case Type::kGauge:
-      return "gauge";
-    case Type::kHistogram:
-      return "histogram";
-    case Type::kUntyped:
-      break;
-  }
-  return "untyped";
-}
-
 namespace {
 bool NameChar(char c, bool first, bool colon) {
   const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';

@@ -15,12 +15,20 @@
 #include <utility>
 #include <vector>
 
+#include "core/enum_table.h"
 #include "core/status.h"
 
 namespace stoker::prom {
 
 enum class Type { kCounter, kGauge, kHistogram, kUntyped };
-const char* TypeName(Type t);
+// The TYPE line's word.
+inline constexpr EnumTable<Type, 4> kTypeNames{"metric type",
+                                               {{{Type::kCounter, "counter"},
+                                                 {Type::kGauge, "gauge"},
+                                                 {Type::kHistogram, "histogram"},
+                                                 {Type::kUntyped, "untyped"}}}};
+constexpr const auto& NamesOf(Type) { return kTypeNames; }
+inline const char* TypeName(Type t) { return kTypeNames.CName(t); }
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 

@@ -15,6 +15,7 @@ inline constexpr EnumTable<XidGrade, 4> kXidGradeNames{"XID grade",
                                                          {XidGrade::kBlue, "blue"},
                                                          {XidGrade::kAmber, "amber"},
                                                          {XidGrade::kRed, "red"}}}};
+constexpr const auto& NamesOf(XidGrade) { return kXidGradeNames; }
 inline const char* XidGradeName(XidGrade v) { return kXidGradeNames.CName(v); }
 XidGrade GradeXid(uint64_t xid);
 

@@ -69,16 +69,20 @@ struct Member {
   Value value;
 };
 
-// Parses JSON text (one document; anything after it is an error). Errors are InvalidArgument
-// "<origin>:<line>:<column>: not valid JSON (...)" ("<line>:<column>: ..." without an origin).
-// `first_line`: the line the text starts on in its file (a line of a JSON-lines file).
-Result<Value> ParseJson(std::string_view text, std::string_view origin = {}, int first_line = 1);
-// Parses YAML text (JSON is YAML too). Errors as for JSON.
-Result<Value> ParseYaml(std::string_view text, std::string_view origin = {});
-// The largest document the parsers take (files and bodies are bounded by their readers too).
+// The largest document the parsers take by default (files and bodies are bounded by their
+// readers too).
 inline constexpr size_t kMaxDocumentBytes = size_t{64} << 20;
 // Deeper nesting is refused (the builders recurse).
 inline constexpr int kMaxDepth = 256;
+
+// Parses JSON text (one document; anything after it is an error). Errors are InvalidArgument
+// "<origin>:<line>:<column>: not valid JSON (...)" ("<line>:<column>: ..." without an origin).
+// `first_line`: the line the text starts on in its file (a line of a JSON-lines file).
+// `max_bytes`: a larger bound for a caller that reads bigger documents (Slurm's answers).
+Result<Value> ParseJson(std::string_view text, std::string_view origin = {}, int first_line = 1,
+                        size_t max_bytes = kMaxDocumentBytes);
+// Parses YAML text (JSON is YAML too). Errors as for JSON.
+Result<Value> ParseYaml(std::string_view text, std::string_view origin = {});
 
 // The text of a file of at most `max_bytes`: NotFound "PATH: cannot open", or InvalidArgument
 // "PATH: larger than N MiB" (only max_bytes + 1 bytes are ever read).

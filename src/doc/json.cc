@@ -2,6 +2,9 @@
 // parser's location in the text, turned into a line and a column.
 #include <simdjson.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "doc/document.h"
@@ -17,23 +20,28 @@ class Positions {
   Positions(std::string_view text, int first_line)
       : text_(text), first_line_(first_line), line_(first_line) {}
   Mark At(size_t offset) {
-    if (offset < pos_) pos_ = 0, line_ = first_line_, column_ = 1;
-    for (; pos_ < offset && pos_ < text_.size(); ++pos_) {
-      if (text_[pos_] == '\n') {
-        ++line_;
-        column_ = 1;
-      } else {
-        ++column_;
+    offset = std::min(offset, text_.size());
+    if (offset < pos_) pos_ = 0, line_ = first_line_, line_start_ = 0;
+    // memchr from newline to newline: the whole text is scanned once, not byte by byte.
+    while (pos_ < offset) {
+      const void* nl = std::memchr(text_.data() + pos_, '\n', offset - pos_);
+      if (nl == nullptr) {
+        pos_ = offset;
+        break;
       }
+      ++line_;
+      pos_ = static_cast<size_t>(static_cast<const char*>(nl) - text_.data()) + 1;
+      line_start_ = pos_;
     }
-    return Mark{line_, column_};
+    return Mark{line_, static_cast<int>(std::min<size_t>(offset - line_start_ + 1, INT32_MAX))};
   }
 
  private:
   std::string_view text_;
   int first_line_;
   size_t pos_ = 0;
-  int line_, column_ = 1;
+  size_t line_start_ = 0;
+  int line_;
 };
 
 // A number's text: a value gives it directly, a document as a result.
@@ -173,10 +181,11 @@ class Builder {
 
 }  // namespace
 
-Result<Value> ParseJson(std::string_view text, std::string_view origin, int first_line) {
-  if (text.size() > kMaxDocumentBytes) {
+Result<Value> ParseJson(std::string_view text, std::string_view origin, int first_line,
+                        size_t max_bytes) {
+  if (text.size() > max_bytes) {
     return InvalidArgument(std::string(origin) + (origin.empty() ? "" : ": ") +
-                           SizeText(kMaxDocumentBytes));
+                           SizeText(max_bytes));
   }
   // One parser per thread: it keeps its buffers between documents.
   thread_local od::parser parser;

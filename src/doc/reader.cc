@@ -1,5 +1,6 @@
 #include "doc/reader.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -227,17 +228,41 @@ Result<std::vector<std::string>> Reader::Strings(size_t max_items, size_t max_le
   return out;
 }
 
+// The Get functions take the value directly when it is what was asked for, and go through a
+// child Reader (which builds the field's path) only to say what is wrong: reading a field costs
+// a lookup, not a path string (Slurm's answers have millions of fields).
 Status Reader::Get(std::string_view key, std::string* out, size_t max_len) const {
-  auto f = Field(key);
-  if (!f) return Status::Ok();
-  STOKER_ASSIGN_OR_RETURN(*out, f->String(max_len));
+  const Value* f = v_->Find(key);
+  if (f == nullptr || f->is_null()) return Status::Ok();
+  if (f->kind() == Kind::kString && f->text().size() <= max_len) {
+    *out = f->text();
+    return Status::Ok();
+  }
+  STOKER_ASSIGN_OR_RETURN(*out, Child(f, key).String(max_len));
   return Status::Ok();
 }
 
 Status Reader::Get(std::string_view key, bool* out) const {
-  auto f = Field(key);
-  if (!f) return Status::Ok();
-  STOKER_ASSIGN_OR_RETURN(*out, f->Bool());
+  const Value* f = v_->Find(key);
+  if (f == nullptr || f->is_null()) return Status::Ok();
+  STOKER_ASSIGN_OR_RETURN(*out, Child(f, key).Bool());
+  return Status::Ok();
+}
+
+Status Reader::GetInt64(std::string_view key, int64_t* out, bool* present, int64_t min,
+                        int64_t max) const {
+  const Value* f = v_->Find(key);
+  if (f == nullptr || f->is_null()) return Status::Ok();
+  if (f->kind() == Kind::kNumber) {
+    auto v = ParseInteger<int64_t>(f->text(), f->plain());
+    if (v && *v >= min && *v <= max) {
+      *out = *v;
+      *present = true;
+      return Status::Ok();
+    }
+  }
+  STOKER_ASSIGN_OR_RETURN(*out, Child(f, key).Int(min, max));
+  *present = true;
   return Status::Ok();
 }
 
@@ -257,9 +282,19 @@ Status Reader::Get(std::string_view key, Duration* out) const {
 
 Status Reader::Get(std::string_view key, std::vector<std::string>* out, size_t max_items,
                    size_t max_len) const {
-  auto f = Field(key);
-  if (!f) return Status::Ok();
-  STOKER_ASSIGN_OR_RETURN(*out, f->Strings(max_items, max_len));
+  const Value* f = v_->Find(key);
+  if (f == nullptr || f->is_null()) return Status::Ok();
+  const auto plain_string = [&](const Value& item) {
+    return item.kind() == Kind::kString && item.text().size() <= max_len;
+  };
+  if (f->is_list() && f->items().size() <= max_items &&
+      std::all_of(f->items().begin(), f->items().end(), plain_string)) {
+    out->clear();
+    out->reserve(f->items().size());
+    for (const Value& item : f->items()) out->push_back(item.text());
+    return Status::Ok();
+  }
+  STOKER_ASSIGN_OR_RETURN(*out, Child(f, key).Strings(max_items, max_len));
   return Status::Ok();
 }
 

@@ -120,10 +120,10 @@ class Reader {
   template <class T>
   Status GetInt(std::string_view key, T* out, int64_t min = Lowest<T>(),
                 int64_t max = Highest<T>()) const {
-    auto f = Field(key);
-    if (!f) return Status::Ok();
-    STOKER_ASSIGN_OR_RETURN(int64_t v, f->Int(min, max));
-    *out = static_cast<T>(v);
+    int64_t v = 0;
+    bool present = false;
+    STOKER_RETURN_IF_ERROR(GetInt64(key, &v, &present, min, max));
+    if (present) *out = static_cast<T>(v);
     return Status::Ok();
   }
   template <class E, size_t N>
@@ -141,6 +141,13 @@ class Reader {
  private:
   Reader(const Value* v, std::shared_ptr<const std::string> origin, std::string path)
       : v_(v), origin_(std::move(origin)), path_(std::move(path)) {}
+  // The reader of this map's field `f` (named `key`): where a field's value is not what was
+  // asked for, the Get functions go through it for the error (the path is built only then).
+  Reader Child(const Value* f, std::string_view key) const {
+    return Reader(f, origin_, ChildPath(key));
+  }
+  Status GetInt64(std::string_view key, int64_t* out, bool* present, int64_t min,
+                  int64_t max) const;
   std::string Where(const Mark& m, std::string_view path) const;
   Status TypeError(std::string_view expected) const;
 

@@ -26,6 +26,7 @@ inline constexpr EnumTable<AlertState, 3> kAlertStateNames{"alert state",
                                                            {{{AlertState::kPending, "pending"},
                                                              {AlertState::kFiring, "firing"},
                                                              {AlertState::kResolved, "resolved"}}}};
+constexpr const auto& NamesOf(AlertState) { return kAlertStateNames; }
 inline const char* AlertStateName(AlertState v) { return kAlertStateNames.CName(v); }
 
 struct Alert {

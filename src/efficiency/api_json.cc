@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "json/enum_json.h"
+
 namespace stoker::efficiency {
 namespace {
 
@@ -13,19 +15,19 @@ double Unix(WallTime t) { return std::chrono::duration<double>(t.time_since_epoc
 
 json ZoneStatusToJson(const ZoneStatus& s) {
   return {{"key", s.key},
-          {"zone", ZoneName(s.zone)},
+          {"zone", s.zone},
           {"mean_pct", static_cast<double>(s.mean_milli) / 1000.0},
           {"peak_pct", static_cast<double>(s.peak_milli) / 1000.0},
           {"samples", s.samples},
           {"zero_samples", s.zero_samples},
           {"covered_s", std::chrono::duration<double>(s.covered).count()},
-          {"metric", ActivityMetricName(s.metric)},
+          {"metric", s.metric},
           {"last_sample", FormatRfc3339(s.last_sample)}};
 }
 
 json PackGroupToJson(const PackGroup& g) {
   return {{"jobs", g.jobs},
-          {"mode", ShareModeName(g.mode)},
+          {"mode", g.mode},
           {"mig_layout", g.mig_layout},
           {"combined_pct", static_cast<double>(g.combined_milli) / 1000.0},
           {"apply_now", g.apply_now},
@@ -52,8 +54,8 @@ json AlertToJson(const Alert& a) {
   auto summary = a.annotations.find("summary");
   return {
       {"rule", a.rule},
-      {"grade", GradeName(a.grade)},
-      {"state", AlertStateName(a.state)},
+      {"grade", a.grade},
+      {"state", a.state},
       {"subject", a.subject},
       {"labels", a.labels},
       // A pending alert has not started firing: no starts_at, only pending_since.
@@ -120,7 +122,7 @@ json ReclaimRecordToJson(const ReclaimRecord& r) {
   return {{"at", FormatRfc3339(r.at)},
           {"job", r.job},
           {"user", r.user},
-          {"action", ReclaimActionName(r.action)},
+          {"action", r.action},
           {"dry_run", r.dry_run},
           {"result", r.result.ok() ? "ok" : r.result.ToString()},
           {"reason", r.reason},
@@ -140,11 +142,11 @@ json LedgerEntryJson(const LedgerEntry& e) {
   return {{"seq", e.seq},
           {"at", FormatRfc3339(e.at)},
           {"team", e.team},
-          {"kind", LedgerKindName(e.kind)},
+          {"kind", e.kind},
           {"credits", static_cast<double>(e.micro_credits) / 1e6},
           {"micro_credits", e.micro_credits},
           {"job", e.job},
-          {"tier", TierName(e.tier)},
+          {"tier", e.tier},
           {"gpu_model", e.gpu_model},
           {"gpu_hours", static_cast<double>(e.milli_gpu_seconds) / 3.6e6},
           {"reclaimed", e.reclaimed},

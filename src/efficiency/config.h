@@ -70,6 +70,7 @@ inline constexpr EnumTable<Grade, 3> kGradeNames{
     "grade",
     {{{Grade::kYellow, "yellow"}, {Grade::kOrange, "orange"}, {Grade::kRed, "red"}}},
     EnumCase::kInsensitive};
+constexpr const auto& NamesOf(Grade) { return kGradeNames; }
 inline const char* GradeName(Grade g) { return kGradeNames.CName(g); }
 inline Result<Grade> ParseGrade(std::string_view name) { return kGradeNames.Parse(name); }
 
@@ -81,6 +82,7 @@ inline constexpr EnumTable<CompareOp, 6> kCompareOpNames{"operator",
                                                            {CompareOp::kGreaterEqual, ">="},
                                                            {CompareOp::kEqual, "=="},
                                                            {CompareOp::kNotEqual, "!="}}}};
+constexpr const auto& NamesOf(CompareOp) { return kCompareOpNames; }
 inline Result<CompareOp> ParseCompareOp(std::string_view op) { return kCompareOpNames.Parse(op); }
 inline const char* CompareOpName(CompareOp op) { return kCompareOpNames.CName(op); }
 bool Compare(double lhs, CompareOp op, double rhs);
@@ -90,6 +92,7 @@ enum class RuleScope : uint8_t { kGpu, kJob, kCluster };
 inline constexpr EnumTable<RuleScope, 3> kRuleScopeNames{
     "scope",
     {{{RuleScope::kGpu, "gpu"}, {RuleScope::kJob, "job"}, {RuleScope::kCluster, "cluster"}}}};
+constexpr const auto& NamesOf(RuleScope) { return kRuleScopeNames; }
 inline const char* RuleScopeName(RuleScope s) { return kRuleScopeNames.CName(s); }
 
 struct Condition {

@@ -169,11 +169,11 @@ Result<HistorySizing> SizeFromHistory(const RecordSet& history, const HistorySiz
     m.recorded_gpus = seen == gpus_of_model.end() ? 0 : static_cast<int>(seen->second.size());
     m.price_per_gpu_hour_micro = PricePerGpuHourMicro(prices, model);
     for (const bool right : {false, true}) {
-      std::vector<sim::JobSpec> specs;
+      std::vector<sim::SimJobSpec> specs;
       for (const JobUse* u : jobs) {
         const JobRecord& r = *u->rec;
         const std::string cls = r.info.job_class.empty() ? "-" : r.info.job_class;
-        sim::JobSpec j;
+        sim::SimJobSpec j;
         j.name = r.info.id;
         j.submit_ms =
             std::chrono::duration_cast<std::chrono::milliseconds>(r.submit - out.from).count();
@@ -186,7 +186,7 @@ Result<HistorySizing> SizeFromHistory(const RecordSet& history, const HistorySiz
         j.min_gpus = j.gpus;
         specs.push_back(std::move(j));
       }
-      std::sort(specs.begin(), specs.end(), [](const sim::JobSpec& a, const sim::JobSpec& b) {
+      std::sort(specs.begin(), specs.end(), [](const sim::SimJobSpec& a, const sim::SimJobSpec& b) {
         return a.submit_ms < b.submit_ms;
       });
       SizingOptions so;

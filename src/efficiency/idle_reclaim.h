@@ -22,6 +22,7 @@ inline constexpr EnumTable<ReclaimAction, 4> kReclaimActionNames{
       {ReclaimAction::kRequeue, "requeue"},
       {ReclaimAction::kCancel, "cancel"},
       {ReclaimAction::kExempt, "exempt"}}}};
+constexpr const auto& NamesOf(ReclaimAction) { return kReclaimActionNames; }
 inline const char* ReclaimActionName(ReclaimAction v) { return kReclaimActionNames.CName(v); }
 
 // The evidence behind an action: what was measured, over which window, against which policy.
@@ -43,7 +44,7 @@ struct ReclaimRecord {
   std::string user;
   ReclaimAction action = ReclaimAction::kWarn;
   bool dry_run = false;
-  Status result;  // what JobActions returned
+  Status result;  // what ReclaimActions returned
   std::string reason;
   ReclaimEvidence evidence;
 };
@@ -51,7 +52,7 @@ struct ReclaimRecord {
 // Not thread-safe: one owner serialises calls.
 class IdleReclaimer {
  public:
-  IdleReclaimer(IdleReclaimPolicy policy, const JobDirectory& jobs, JobActions& actions)
+  IdleReclaimer(IdleReclaimPolicy policy, const JobDirectory& jobs, ReclaimActions& actions)
       : policy_(std::move(policy)), jobs_(jobs), actions_(actions) {}
 
   // One reading of one of the job's GPUs (activity in milli-percent).
@@ -84,7 +85,7 @@ class IdleReclaimer {
 
   IdleReclaimPolicy policy_;
   const JobDirectory& jobs_;
-  JobActions& actions_;
+  ReclaimActions& actions_;
   std::unordered_map<std::string, JobState> state_;
   std::vector<ReclaimRecord> log_;
 };

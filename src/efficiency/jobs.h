@@ -15,6 +15,7 @@ namespace stoker::efficiency {
 enum class Tier : uint8_t { kGuaranteed, kPreemptible };
 inline constexpr EnumTable<Tier, 2> kTierNames{
     "tier", {{{Tier::kGuaranteed, "guaranteed"}, {Tier::kPreemptible, "preemptible"}}}};
+constexpr const auto& NamesOf(Tier) { return kTierNames; }
 inline const char* TierName(Tier v) { return kTierNames.CName(v); }
 
 struct JobInfo {
@@ -38,10 +39,12 @@ class JobDirectory {
   virtual std::vector<JobInfo> Running() const = 0;
 };
 
-// Applied by the server/scheduler (or the simulator). Errors are recorded, never fatal.
-class JobActions {
+// What the engine's idle reclaim does to a job, applied by the server/scheduler (or the
+// simulator). Errors are recorded, never fatal. (Named apart from server::JobActions, the
+// server's actions by job id, which the server's adapter implements it with.)
+class ReclaimActions {
  public:
-  virtual ~JobActions() = default;
+  virtual ~ReclaimActions() = default;
   virtual Status Warn(const JobInfo& job, const std::string& message) = 0;
   virtual Status Requeue(const JobInfo& job, const std::string& reason) = 0;
   virtual Status Cancel(const JobInfo& job, const std::string& reason) = 0;

@@ -3,28 +3,18 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "json/enum_json.h"
+
 namespace stoker::efficiency {
-
-namespace {
-
-Result<LedgerKind> ParseKind(const std::string& s) {
-  for (LedgerKind k :
-       {LedgerKind::kGrant, LedgerKind::kCharge, LedgerKind::kIdleCharge, LedgerKind::kRefund}) {
-    if (s == LedgerKindName(k)) return k;
-  }
-  return InvalidArgument("kind: unknown ledger kind '" + s + "'");
-}
-
-}  // namespace
 
 std::string LedgerEntryToJson(const LedgerEntry& e) {
   nlohmann::json j = {{"seq", e.seq},
                       {"at_ns", e.at.time_since_epoch().count()},
                       {"team", e.team},
-                      {"kind", LedgerKindName(e.kind)},
+                      {"kind", e.kind},
                       {"micro_credits", e.micro_credits},
                       {"job", e.job},
-                      {"tier", TierName(e.tier)},
+                      {"tier", e.tier},
                       {"gpu_model", e.gpu_model},
                       {"milli_gpu_seconds", e.milli_gpu_seconds},
                       {"reclaimed", e.reclaimed},
@@ -40,13 +30,10 @@ Result<LedgerEntry> LedgerEntryFromJson(const std::string& text, const std::stri
     e.seq = j.at("seq").get<int64_t>();
     e.at = WallTime(Duration(j.at("at_ns").get<int64_t>()));
     e.team = j.at("team").get<std::string>();
-    auto kind = ParseKind(j.at("kind").get<std::string>());
-    if (!kind.ok()) return kind.status().WithContext(where);
-    e.kind = *kind;
+    e.kind = j.at("kind").get<LedgerKind>();
     e.micro_credits = j.at("micro_credits").get<int64_t>();
     e.job = j.value("job", "");
-    e.tier =
-        j.value("tier", "guaranteed") == "preemptible" ? Tier::kPreemptible : Tier::kGuaranteed;
+    e.tier = j.value("tier", Tier::kGuaranteed);
     e.gpu_model = j.value("gpu_model", "");
     e.milli_gpu_seconds = j.value("milli_gpu_seconds", int64_t{0});
     e.reclaimed = j.value("reclaimed", false);

@@ -25,6 +25,7 @@ inline constexpr EnumTable<LedgerKind, 4> kLedgerKindNames{
       {LedgerKind::kCharge, "charge"},
       {LedgerKind::kIdleCharge, "idle_charge"},
       {LedgerKind::kRefund, "refund"}}}};
+constexpr const auto& NamesOf(LedgerKind) { return kLedgerKindNames; }
 inline const char* LedgerKindName(LedgerKind v) { return kLedgerKindNames.CName(v); }
 
 struct LedgerEntry {

@@ -123,7 +123,7 @@ AlertReplay ReplayAlerts(const RecordSet& records, const EfficiencyConfig& cfg,
 namespace {
 
 // Dry-run actions: a replay never touches jobs.
-class NoActions final : public JobActions {
+class NoActions final : public ReclaimActions {
  public:
   Status Warn(const JobInfo&, const std::string&) override { return Status::Ok(); }
   Status Requeue(const JobInfo&, const std::string&) override { return Status::Ok(); }

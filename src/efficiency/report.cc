@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "efficiency/alerts.h"
+#include "json/enum_json.h"
 
 namespace stoker::efficiency {
 namespace {
@@ -491,7 +492,7 @@ nlohmann::json ToJson(const Report& r) {
   for (const auto& x : r.jobs) {
     json h = json::array();
     for (const auto& z : x.zone_history)
-      h.push_back({{"at", FormatRfc3339(z.at)}, {"zone", ZoneName(z.zone)}});
+      h.push_back({{"at", FormatRfc3339(z.at)}, {"zone", z.zone}});
     j["jobs"].push_back({{"id", x.id},
                          {"user", x.user},
                          {"team", x.team},
@@ -513,7 +514,7 @@ nlohmann::json ToJson(const Report& r) {
                          {"achieved_tflops_estimate", opt(x.achieved_tflops)},
                          {"tflops_per_watt_estimate", opt(x.tflops_per_watt)},
                          {"peak_tflops", opt(x.peak_tflops)},
-                         {"zone", ZoneName(x.zone)},
+                         {"zone", x.zone},
                          {"zone_history", h},
                          {"cost", static_cast<double>(x.cost_micro) / 1e6}});
   }

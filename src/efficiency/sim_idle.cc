@@ -23,7 +23,7 @@ struct Rng {
   double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
 };
 
-class NoActions final : public JobActions {
+class NoActions final : public ReclaimActions {
  public:
   Status Warn(const JobInfo&, const std::string&) override { return Status::Ok(); }
   Status Requeue(const JobInfo&, const std::string&) override { return Status::Ok(); }
@@ -51,7 +51,7 @@ TierStats Stats(const sim::JobsSim& simulator, const std::vector<bool>& preempti
 
 }  // namespace
 
-std::vector<bool> DrawPreemptible(const std::vector<sim::JobSpec>& jobs,
+std::vector<bool> DrawPreemptible(const std::vector<sim::SimJobSpec>& jobs,
                                   const PreemptibleModel& m) {
   Rng rng{m.seed};
   std::vector<bool> out;
@@ -70,7 +70,7 @@ std::optional<sim::CoLocation> MakeCoLocation(const OversubscriptionPolicy& p) {
                          std::chrono::duration_cast<std::chrono::milliseconds>(p.grace).count()};
 }
 
-std::vector<IdleProfile> DrawIdleness(const std::vector<sim::JobSpec>& jobs,
+std::vector<IdleProfile> DrawIdleness(const std::vector<sim::SimJobSpec>& jobs,
                                       const IdlenessModel& m) {
   Rng rng{m.seed};
   std::vector<IdleProfile> out;
@@ -130,7 +130,7 @@ ReclaimDecision DecideReclaim(const IdleProfile& p, int gpus, const IdleReclaimP
   return d;
 }
 
-Result<VariantResult> RunReclaimVariant(const std::vector<sim::JobSpec>& jobs,
+Result<VariantResult> RunReclaimVariant(const std::vector<sim::SimJobSpec>& jobs,
                                         const std::vector<IdleProfile>& profiles,
                                         const std::vector<bool>& preemptible,
                                         const sim::JobsSimOptions& sim_options,
@@ -143,7 +143,7 @@ Result<VariantResult> RunReclaimVariant(const std::vector<sim::JobSpec>& jobs,
   v.name = std::string(name);
   const bool reclaim = v.name != "static";
   const bool oversub = v.name == "reclaim+oversub";
-  std::vector<sim::JobSpec> specs = jobs;
+  std::vector<sim::SimJobSpec> specs = jobs;
   for (size_t i = 0; i < specs.size(); ++i) {
     if (reclaim) {
       const ReclaimDecision d =
@@ -184,7 +184,7 @@ Result<VariantResult> RunReclaimVariant(const std::vector<sim::JobSpec>& jobs,
   return v;
 }
 
-Result<std::vector<VariantResult>> CompareReclaim(const std::vector<sim::JobSpec>& jobs,
+Result<std::vector<VariantResult>> CompareReclaim(const std::vector<sim::SimJobSpec>& jobs,
                                                   const sim::JobsSimOptions& sim_options,
                                                   const EfficiencySimOptions& o) {
   STOKER_RETURN_IF_ERROR(ValidateOversubscription(o.oversub));

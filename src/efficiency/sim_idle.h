@@ -43,7 +43,7 @@ struct IdleProfile {
 };
 
 // Deterministic for a seed.
-std::vector<IdleProfile> DrawIdleness(const std::vector<sim::JobSpec>& jobs,
+std::vector<IdleProfile> DrawIdleness(const std::vector<sim::SimJobSpec>& jobs,
                                       const IdlenessModel& m);
 
 struct ReclaimDecision {
@@ -59,7 +59,8 @@ struct PreemptibleModel {
   sim::SimMs max_duration_ms = 2 * 3'600'000;
   uint64_t seed = 7;
 };
-std::vector<bool> DrawPreemptible(const std::vector<sim::JobSpec>& jobs, const PreemptibleModel& m);
+std::vector<bool> DrawPreemptible(const std::vector<sim::SimJobSpec>& jobs,
+                                  const PreemptibleModel& m);
 
 // The oversubscription settings as the simulator's co-location. A preemptible job commits
 // max_ratio - 1.0 of a GPU (0.5 at 1.5 : 1). Empty when max_ratio is 1.0 (off).
@@ -115,7 +116,7 @@ inline constexpr const char* kReclaimVariants[] = {"static", "reclaim", "reclaim
 
 // One variant on one cluster, given the jobs' idle profiles and tiers (DrawIdleness,
 // DrawPreemptible). InvalidArgument for a name not in kReclaimVariants.
-Result<VariantResult> RunReclaimVariant(const std::vector<sim::JobSpec>& jobs,
+Result<VariantResult> RunReclaimVariant(const std::vector<sim::SimJobSpec>& jobs,
                                         const std::vector<IdleProfile>& profiles,
                                         const std::vector<bool>& preemptible,
                                         const sim::JobsSimOptions& sim_options,
@@ -123,7 +124,7 @@ Result<VariantResult> RunReclaimVariant(const std::vector<sim::JobSpec>& jobs,
 
 // Runs static, reclaim and reclaim+oversub on the same jobs and cluster. InvalidArgument for a
 // bad oversubscription policy.
-Result<std::vector<VariantResult>> CompareReclaim(const std::vector<sim::JobSpec>& jobs,
+Result<std::vector<VariantResult>> CompareReclaim(const std::vector<sim::SimJobSpec>& jobs,
                                                   const sim::JobsSimOptions& sim_options,
                                                   const EfficiencySimOptions& options);
 

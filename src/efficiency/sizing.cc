@@ -5,7 +5,7 @@
 
 namespace stoker::efficiency {
 
-Result<std::vector<SizedVariant>> SizeCluster(const std::vector<sim::JobSpec>& jobs,
+Result<std::vector<SizedVariant>> SizeCluster(const std::vector<sim::SimJobSpec>& jobs,
                                               const SizingOptions& o) {
   if (!(o.targets.max_mean_s > 0) || !(o.targets.max_p99_s > 0)) {
     return InvalidArgument("queueing targets: must be positive");
@@ -22,7 +22,7 @@ Result<std::vector<SizedVariant>> SizeCluster(const std::vector<sim::JobSpec>& j
   }
   if (jobs.empty()) return InvalidArgument("the trace has no jobs");
   int64_t widest = 0;
-  for (const sim::JobSpec& j : jobs) widest = std::max<int64_t>(widest, j.min_gpus);
+  for (const sim::SimJobSpec& j : jobs) widest = std::max<int64_t>(widest, j.min_gpus);
   const int32_t smallest = static_cast<int32_t>(std::max<int64_t>(1, (widest + gpn - 1) / gpn));
   if (smallest > o.max_nodes) {
     return InvalidArgument("the widest job (" + std::to_string(widest) +

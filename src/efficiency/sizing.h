@@ -55,7 +55,7 @@ struct SizedVariant {
 
 // InvalidArgument for non-positive targets or node shape, an unknown variant, or a bad
 // oversubscription policy.
-Result<std::vector<SizedVariant>> SizeCluster(const std::vector<sim::JobSpec>& jobs,
+Result<std::vector<SizedVariant>> SizeCluster(const std::vector<sim::SimJobSpec>& jobs,
                                               const SizingOptions& options);
 
 }  // namespace stoker::efficiency

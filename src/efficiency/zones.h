@@ -24,6 +24,7 @@ inline constexpr EnumTable<Zone, 5> kZoneNames{"zone",
                                                  {Zone::kSilver, "silver"},
                                                  {Zone::kGold, "gold"},
                                                  {Zone::kHot, "hot"}}}};
+constexpr const auto& NamesOf(Zone) { return kZoneNames; }
 inline const char* ZoneName(Zone v) { return kZoneNames.CName(v); }
 
 // Classifies a mean activity (milli-percent) with the configured bands.
@@ -114,6 +115,7 @@ inline constexpr EnumTable<ShareMode, 3> kShareModeNames{
     {{{ShareMode::kTimeSlicing, "time-slicing"},
       {ShareMode::kMps, "mps"},
       {ShareMode::kMig, "mig"}}}};
+constexpr const auto& NamesOf(ShareMode) { return kShareModeNames; }
 inline const char* ShareModeName(ShareMode v) { return kShareModeNames.CName(v); }
 
 struct JobLoad {

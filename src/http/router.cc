@@ -1,9 +1,10 @@
 #include "http/router.h"
 
-#include <charconv>
 #include <cstdlib>
 
 #include "core/duration.h"
+#include "core/integer.h"
+#include "json/enum_json.h"
 
 namespace stoker::http {
 namespace {
@@ -32,31 +33,10 @@ std::string Join(const std::vector<std::string>& v, const char* sep) {
   return out;
 }
 
-std::optional<int64_t> ParseInt(const std::string& s) {
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
 // The API's public prefix; /metrics is the one route outside it.
 constexpr std::string_view kPrefix = "/api/v1";
 
 }  // namespace
-
-const char* ScopeName(Scope s) {
-  switch (s) {
-    case Scope::kNone:
-      return "none";
-    case Scope::kOwnJob:
-      return "own-job";
-    case Scope::kOwnNode:
-      return "own-node";
-    case Scope::kOwnTeam:
-      return "own-team";
-  }
-  return "none";
-}
 
 QueryParam QueryParam::Int(std::string name, int64_t min, int64_t max, std::string description) {
   QueryParam q;
@@ -109,8 +89,7 @@ Status QueryParam::Check(const std::string& value) const {
   const auto bad = [&](const std::string& what) { return InvalidArgument(name + ": " + what); };
   switch (kind) {
     case Kind::kInt: {
-      auto v = ParseInt(value);
-      if (!v || *v < min || *v > max) {
+      if (!ParseInt(value, min, max).ok()) {
         return bad("must be an integer in " + std::to_string(min) + ".." + std::to_string(max) +
                    ", got '" + value.substr(0, 64) + "'");
       }
@@ -196,7 +175,8 @@ const std::string* RouteCall::Query(const std::string& name) const {
 int64_t RouteCall::QueryInt(const std::string& name, int64_t fallback) const {
   const std::string* v = Query(name);
   if (v == nullptr) return fallback;
-  return ParseInt(*v).value_or(fallback);
+  auto parsed = ParseInt(*v);
+  return parsed.ok() ? *parsed : fallback;
 }
 
 std::optional<Duration> RouteCall::QueryDuration(const std::string& name) const {
@@ -314,14 +294,12 @@ json Router::OpenApiOperations() const {
       }
     }
     for (const QueryParam& q : r.query) params.push_back(q.OpenApi());
-    std::vector<std::string> roles;
-    for (Role role : r.roles) roles.emplace_back(RoleName(role));
     std::string method = r.method;
     for (char& c : method) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     json op = {{"summary", r.summary},
                {"parameters", params},
-               {"x-stoker-roles", roles},
-               {"x-stoker-scope", ScopeName(r.scope)}};
+               {"x-stoker-roles", r.roles},
+               {"x-stoker-scope", r.scope}};
     if (r.roles.empty()) op["security"] = json::array();
     paths[r.pattern][method] = std::move(op);
   }

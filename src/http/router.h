@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/enum_table.h"
 #include "core/status.h"
 #include "http/server.h"
 #include "protocol/model.h"
@@ -36,7 +37,14 @@ enum class Scope {
   kOwnNode,  // a node: agents reach the node named like their token only (403); admins all
   kOwnTeam,  // a team's ledger or budget: users their own team only (403); admins all
 };
-const char* ScopeName(Scope s);
+// The x-stoker-scope of each operation in the OpenAPI document.
+inline constexpr EnumTable<Scope, 4> kScopeNames{"scope",
+                                                 {{{Scope::kNone, "none"},
+                                                   {Scope::kOwnJob, "own-job"},
+                                                   {Scope::kOwnNode, "own-node"},
+                                                   {Scope::kOwnTeam, "own-team"}}}};
+constexpr const auto& NamesOf(Scope) { return kScopeNames; }
+inline const char* ScopeName(Scope s) { return kScopeNames.CName(s); }
 
 // A query parameter and its bounds. Values outside them are refused with a 400 that names the
 // parameter, so no request can ask for unbounded work or memory.

@@ -23,12 +23,13 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 #include <utility>  // Boost 1.74's asio uses std::exchange without including it
+
+#include "core/integer.h"
 
 namespace stoker::http {
 namespace {
@@ -113,13 +114,11 @@ Result<std::pair<std::string, int>> ParseHostPort(const std::string& s) {
   if (colon == std::string::npos || colon == 0) {
     return InvalidArgument("listen: expected HOST:PORT, got '" + s + "'");
   }
-  int port = 0;
-  const std::string p = s.substr(colon + 1);
-  auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
-  if (ec != std::errc() || ptr != p.data() + p.size() || port < 0 || port > 65535) {
-    return InvalidArgument("listen: bad port in '" + s + "'");
+  auto port = ParseInt(std::string_view(s).substr(colon + 1), 0, 65535);
+  if (!port.ok()) {
+    return InvalidArgument("listen: bad port in '" + s + "': " + port.status().message());
   }
-  return std::make_pair(s.substr(0, colon), port);
+  return std::make_pair(s.substr(0, colon), static_cast<int>(*port));
 }
 
 struct Server::Impl {

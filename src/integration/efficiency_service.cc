@@ -58,7 +58,7 @@ class EfficiencyService::Directory final : public JobDirectory {
   std::map<std::string, JobInfo> jobs_;
 };
 
-class EfficiencyService::Actions final : public JobActions {
+class EfficiencyService::Actions final : public ReclaimActions {
  public:
   explicit Actions(server::JobActions* server) : server_(server) {}
   Status Warn(const JobInfo& j, const std::string& message) override {

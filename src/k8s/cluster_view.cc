@@ -7,21 +7,21 @@
 
 namespace stoker::k8s {
 
-uint64_t GpuView::FreeMemory() const {
+uint64_t ExtenderGpu::FreeMemory() const {
   const uint64_t taken = std::max(memory_used, memory_claimed + memory_unowned);
   return taken >= memory_total ? 0 : memory_total - taken;
 }
 
-uint64_t GpuView::FreeMemoryWithoutPods() const {
+uint64_t ExtenderGpu::FreeMemoryWithoutPods() const {
   return memory_unowned >= memory_total ? 0 : memory_total - memory_unowned;
 }
 
-std::vector<GpuView> GpusFromSamples(const std::vector<GpuSample>& samples,
-                                     const efficiency::ZoneTracker* zones) {
-  std::vector<GpuView> out;
+std::vector<ExtenderGpu> GpusFromSamples(const std::vector<GpuSample>& samples,
+                                         const efficiency::ZoneTracker* zones) {
+  std::vector<ExtenderGpu> out;
   out.reserve(samples.size());
   for (const GpuSample& s : samples) {
-    GpuView g;
+    ExtenderGpu g;
     g.index = s.id.index;
     g.uuid = s.id.uuid;
     g.model = s.id.name;
@@ -90,12 +90,12 @@ std::vector<GpuView> GpusFromSamples(const std::vector<GpuSample>& samples,
   return out;
 }
 
-const NodeView* ClusterView::Find(const std::string& name) const {
+const ExtenderNode* ClusterView::Find(const std::string& name) const {
   auto it = nodes_.find(name);
   return it == nodes_.end() ? nullptr : &it->second;
 }
 
-const std::vector<const NodeView*>& ClusterView::Resolve(
+const std::vector<const ExtenderNode*>& ClusterView::Resolve(
     const std::vector<std::string>& names) const {
   if (resolved_membership_ == membership_ && names == resolved_names_) return resolved_;
   resolved_.clear();
@@ -107,15 +107,15 @@ const std::vector<const NodeView*>& ClusterView::Resolve(
   return resolved_;
 }
 
-void ClusterView::Update(const std::string& node, std::vector<GpuView> gpus, WallTime at) {
+void ClusterView::Update(const std::string& node, std::vector<ExtenderGpu> gpus, WallTime at) {
   auto [it, added] = nodes_.try_emplace(node);
   if (added) ++membership_;
-  NodeView& n = it->second;
+  ExtenderNode& n = it->second;
   n.name = node;
   n.gpus = std::move(gpus);
   n.caps.clear();
   n.any_mig = false;
-  for (const GpuView& g : n.gpus) {
+  for (const ExtenderGpu& g : n.gpus) {
     GpuCaps c;
     c.memory_total = g.memory_total;
     c.zone = g.zone;

@@ -32,7 +32,8 @@ struct MigView {
   bool claimed = false;
 };
 
-struct GpuView {
+// One GPU of a node as the extender sees it (pass::GpuView is the scheduling pass's view).
+struct ExtenderGpu {
   uint32_t index = 0;
   std::string uuid;
   std::string model;
@@ -55,20 +56,21 @@ struct GpuView {
   uint64_t FreeMemoryWithoutPods() const;
 };
 
-// What a placement attempt reads of one GPU, kept apart from GpuView so that a filter over
+// What a placement attempt reads of one GPU, kept apart from ExtenderGpu so that a filter over
 // thousands of nodes reads one small block per node.
 struct GpuCaps {
   int32_t milli = 0;                 // unclaimed share (0: usable for no share or whole GPU)
   int32_t milli_without_pods = 0;    // the same with every pod's claim gone
-  uint64_t memory = 0;               // GpuView::FreeMemory() (0 where not usable)
-  uint64_t memory_without_pods = 0;  // GpuView::FreeMemoryWithoutPods()
+  uint64_t memory = 0;               // ExtenderGpu::FreeMemory() (0 where not usable)
+  uint64_t memory_without_pods = 0;  // ExtenderGpu::FreeMemoryWithoutPods()
   uint64_t memory_total = 0;
   efficiency::Zone zone = efficiency::Zone::kUnknown;
 };
 
-struct NodeView {
+// One node as the extender sees it.
+struct ExtenderNode {
   std::string name;
-  std::vector<GpuView> gpus;
+  std::vector<ExtenderGpu> gpus;
   std::vector<GpuCaps> caps;  // one per GPU, from `gpus` (ClusterView::Update)
   bool any_mig = false;       // some GPU has MIG instances
   WallTime sampled_at{};      // the newest sample's time
@@ -78,34 +80,34 @@ struct NodeView {
 };
 
 // Builds a node's GPUs from its agent's samples. `zones` (may be null) gives each GPU's zone.
-std::vector<GpuView> GpusFromSamples(const std::vector<GpuSample>& samples,
-                                     const efficiency::ZoneTracker* zones);
+std::vector<ExtenderGpu> GpusFromSamples(const std::vector<GpuSample>& samples,
+                                         const efficiency::ZoneTracker* zones);
 
 // The cluster as the extender sees it: nodes by name. Not thread-safe, const methods included
 // (the owner locks).
 class ClusterView {
  public:
-  const NodeView* Find(const std::string& name) const;
+  const ExtenderNode* Find(const std::string& name) const;
   // The node of each name (nullptr where unknown). kube-scheduler sends the same list call after
   // call, so the answer is kept until the list or the set of nodes changes.
-  const std::vector<const NodeView*>& Resolve(const std::vector<std::string>& names) const;
+  const std::vector<const ExtenderNode*>& Resolve(const std::vector<std::string>& names) const;
   // Changes whenever Resolve computes a new answer (callers cache what they derive from it).
   uint64_t resolve_generation() const { return resolve_generation_; }
   // Replaces a node's GPUs from its latest samples taken at `at`.
-  void Update(const std::string& node, std::vector<GpuView> gpus, WallTime at);
+  void Update(const std::string& node, std::vector<ExtenderGpu> gpus, WallTime at);
   void SetState(const std::string& node, bool drained, bool lost);
   void Remove(const std::string& node);
-  const std::unordered_map<std::string, NodeView>& nodes() const { return nodes_; }
+  const std::unordered_map<std::string, ExtenderNode>& nodes() const { return nodes_; }
   uint64_t version() const { return version_; }
   // Changes when a node is added or removed.
   uint64_t membership() const { return membership_; }
 
  private:
-  std::unordered_map<std::string, NodeView> nodes_;
+  std::unordered_map<std::string, ExtenderNode> nodes_;
   uint64_t version_ = 0;
   uint64_t membership_ = 0;  // changes when a node is added or removed
   mutable std::vector<std::string> resolved_names_;
-  mutable std::vector<const NodeView*> resolved_;
+  mutable std::vector<const ExtenderNode*> resolved_;
   mutable uint64_t resolved_membership_ = UINT64_MAX;
   mutable uint64_t resolve_generation_ = 0;
 };

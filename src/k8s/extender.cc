@@ -34,7 +34,7 @@ struct Work {
   bool without_pods = false;
 };
 
-void Capacities(const NodeView& n, bool without_pods, Work* w) {
+void Capacities(const ExtenderNode& n, bool without_pods, Work* w) {
   w->without_pods = without_pods;
   w->caps.resize(n.caps.size());
   for (size_t i = 0; i < n.caps.size(); ++i) {
@@ -45,14 +45,14 @@ void Capacities(const NodeView& n, bool without_pods, Work* w) {
   w->mig_taken.clear();
   w->mig_first.clear();
   if (!n.any_mig) return;
-  for (const GpuView& g : n.gpus) {
+  for (const ExtenderGpu& g : n.gpus) {
     w->mig_first.push_back(static_cast<uint32_t>(w->mig_taken.size()));
     for (const MigView& m : g.mig) w->mig_taken.push_back(!without_pods && m.claimed);
   }
 }
 
 // Why GPU `i` cannot take a container needing `milli` (1000 for whole) and `need` bytes.
-std::string WhyNot(const GpuView& g, const Cap& c, int32_t milli, uint64_t need, bool whole) {
+std::string WhyNot(const ExtenderGpu& g, const Cap& c, int32_t milli, uint64_t need, bool whole) {
   const std::string at = "GPU " + std::to_string(g.index) + ": ";
   if (!g.usable) return at + g.why_unusable;
   if (g.mig_enabled) return at + "in MIG mode (ask for a stoker.io/mig-<profile> instance)";
@@ -70,7 +70,7 @@ std::string WhyNot(const GpuView& g, const Cap& c, int32_t milli, uint64_t need,
   return at + "taken by another container of the pod";
 }
 
-std::string WhyNoGpu(const NodeView& n, const PodGpuRequest& pod, const ContainerGpuRequest& c,
+std::string WhyNoGpu(const ExtenderNode& n, const PodGpuRequest& pod, const ContainerGpuRequest& c,
                      const ExtenderOptions& options, const Work& w, bool whole,
                      const uint32_t* chosen, int nchosen) {
   std::string why;
@@ -84,7 +84,7 @@ std::string WhyNoGpu(const NodeView& n, const PodGpuRequest& pod, const Containe
 }
 
 // Places `containers` (in order) into `w`; fills *out when not null; on failure says why.
-bool Place(const NodeView& n, const PodGpuRequest& pod,
+bool Place(const ExtenderNode& n, const PodGpuRequest& pod,
            const std::vector<const ContainerGpuRequest*>& containers,
            const ExtenderOptions& options, Work& w, std::vector<ContainerPlacement>* out,
            std::string* reason) {
@@ -134,7 +134,7 @@ bool Place(const NodeView& n, const PodGpuRequest& pod,
       w.caps[best].memory -= memory;
     } else if (c->mig_count > 0) {
       for (size_t i = 0; i < n.gpus.size() && nchosen < c->mig_count; ++i) {
-        const GpuView& g = n.gpus[i];
+        const ExtenderGpu& g = n.gpus[i];
         if (!g.usable || !g.mig_enabled) continue;
         for (size_t k = 0; k < g.mig.size() && nchosen < c->mig_count; ++k) {
           const MigView& m = g.mig[k];
@@ -200,7 +200,7 @@ const std::vector<const ContainerGpuRequest*>& Ordered(
 }
 
 // Every phase of the pod (each init container alone, then the app containers together).
-bool PlaceAllPhases(const NodeView& n, const PodGpuRequest& pod, const ExtenderOptions& options,
+bool PlaceAllPhases(const ExtenderNode& n, const PodGpuRequest& pod, const ExtenderOptions& options,
                     bool without_pods, std::vector<ContainerPlacement>* app, std::string* reason) {
   thread_local Work w;
   thread_local std::vector<const ContainerGpuRequest*> one(1);
@@ -240,7 +240,7 @@ uint64_t MemoryNeed(const PodGpuRequest& pod, const ContainerGpuRequest& c,
              : 0;
 }
 
-NodeFit FitPod(const NodeView& node, const PodGpuRequest& pod, const ExtenderOptions& options,
+NodeFit FitPod(const ExtenderNode& node, const PodGpuRequest& pod, const ExtenderOptions& options,
                WallTime now, bool with_placement) {
   NodeFit fit;
   if (!pod.any()) {
@@ -287,9 +287,9 @@ FilterOutcome FilterNodes(const ClusterView& view, const PodGpuRequest& pod,
     for (size_t i = 0; i < names.size(); ++i) out.passed.push_back(i);
     return out;
   }
-  const std::vector<const NodeView*>& nodes = view.Resolve(names);
+  const std::vector<const ExtenderNode*>& nodes = view.Resolve(names);
   for (size_t i = 0; i < names.size(); ++i) {
-    const NodeView* n = nodes[i];
+    const ExtenderNode* n = nodes[i];
     if (n == nullptr) {
       out.unresolvable[names[i]] = "stoker: no Stoker agent reports this node";
       continue;
@@ -333,7 +333,7 @@ Scorer::~Scorer() = default;
 
 namespace {
 
-scheduler::NodeSpec SpecOf(const NodeView& n, scheduler::GpuModelTable& models) {
+scheduler::NodeSpec SpecOf(const ExtenderNode& n, scheduler::GpuModelTable& models) {
   scheduler::NodeSpec s;
   s.name = n.name;
   // kube-scheduler owns CPU and memory fit; the mirror gives them room so only GPUs count.
@@ -351,13 +351,13 @@ scheduler::NodeSpec SpecOf(const NodeView& n, scheduler::GpuModelTable& models) 
 }
 
 // The capacity the view says is not free on each GPU of the node's mirror.
-scheduler::Placement Taken(const NodeView& n, const scheduler::NodeSpec& spec, int32_t index,
+scheduler::Placement Taken(const ExtenderNode& n, const scheduler::NodeSpec& spec, int32_t index,
                            const ExtenderOptions& options) {
   scheduler::Placement p;
   p.node = index;
   const bool node_ok = !n.drained && !n.lost;
   for (int32_t i = 0; i < spec.num_gpus; ++i) {
-    const GpuView& g = n.gpus[i];
+    const ExtenderGpu& g = n.gpus[i];
     scheduler::GpuShare share;
     share.gpu = static_cast<uint8_t>(i);
     if (spec.mig_enabled) {
@@ -413,11 +413,11 @@ void Scorer::Sync(const ClusterView& view) {
     membership_ = view.membership();
     cluster_ = scheduler::ClusterState();
     mirror_.clear();
-    std::vector<const NodeView*> sorted;
+    std::vector<const ExtenderNode*> sorted;
     for (const auto& [name, n] : view.nodes()) sorted.push_back(&n);
     std::sort(sorted.begin(), sorted.end(),
-              [](const NodeView* a, const NodeView* b) { return a->name < b->name; });
-    for (const NodeView* n : sorted) {
+              [](const ExtenderNode* a, const ExtenderNode* b) { return a->name < b->name; });
+    for (const ExtenderNode* n : sorted) {
       auto index = cluster_.AddNode(SpecOf(*n, cluster_.models()));
       if (!index.ok()) continue;
       Mirrored m;
@@ -450,7 +450,7 @@ std::vector<int64_t> Scorer::Score(const ClusterView& view, const PodGpuRequest&
   std::vector<int64_t> raw(names.size(), kUnscored);
   std::vector<int> zone(names.size(), 100);
   std::vector<bool> fits(names.size(), false);
-  const std::vector<const NodeView*>& nodes = view.Resolve(names);
+  const std::vector<const ExtenderNode*>& nodes = view.Resolve(names);
   if (indices_generation_ != view.resolve_generation() || indices_rebuild_ != rebuilds_) {
     indices_generation_ = view.resolve_generation();
     indices_rebuild_ = rebuilds_;
@@ -461,7 +461,7 @@ std::vector<int64_t> Scorer::Score(const ClusterView& view, const PodGpuRequest&
     }
   }
   for (size_t i = 0; i < names.size(); ++i) {
-    const NodeView* n = nodes[i];
+    const ExtenderNode* n = nodes[i];
     if (n == nullptr) continue;
     const NodeFit fit = FitPod(*n, pod, options_, now);
     if (!fit.fits) continue;

@@ -44,7 +44,7 @@ struct ExtenderOptions {
 // Where one container would go on a node.
 struct ContainerPlacement {
   std::string container;
-  std::vector<uint32_t> gpus;  // positions in NodeView::gpus (whole GPUs, or the share's GPU)
+  std::vector<uint32_t> gpus;  // positions in ExtenderNode::gpus (whole GPUs, or the share's GPU)
   int32_t gpu_milli = 0;       // share size (shares only)
   uint64_t memory_bytes = 0;   // memory per GPU this container is promised
   std::vector<std::string> mig_uuids;
@@ -62,7 +62,7 @@ uint64_t MemoryNeed(const PodGpuRequest& pod, const ContainerGpuRequest& c,
                     uint64_t gpu_memory_total, const ExtenderOptions& options);
 
 // `with_placement` false: only whether and why (the filter's question), without the placement.
-NodeFit FitPod(const NodeView& node, const PodGpuRequest& pod, const ExtenderOptions& options,
+NodeFit FitPod(const ExtenderNode& node, const PodGpuRequest& pod, const ExtenderOptions& options,
                WallTime now, bool with_placement = true);
 
 // `view` may not know some names: those are unresolvable ("no Stoker agent reports it").
@@ -98,7 +98,7 @@ class Scorer {
   };
   // Keyed by the view's node (its address is stable while the node stays in the view; a node
   // added or removed rebuilds the mirror).
-  std::unordered_map<const NodeView*, Mirrored> mirror_;
+  std::unordered_map<const ExtenderNode*, Mirrored> mirror_;
   uint64_t view_version_ = 0;
   uint64_t membership_ = UINT64_MAX;
   uint64_t rebuilds_ = 0;

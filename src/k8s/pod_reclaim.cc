@@ -138,7 +138,7 @@ std::unique_ptr<PodEvictor> NewKubeApiEvictor(KubeApiConfig config) {
 
 // The reclaimer's actions on pods: a warning is logged (the record is the evidence); requeue and
 // cancel are evictions.
-class PodReclaim::Actions final : public efficiency::JobActions {
+class PodReclaim::Actions final : public efficiency::ReclaimActions {
  public:
   explicit Actions(PodEvictor* evictor) : evictor_(evictor) {}
   Status Warn(const efficiency::JobInfo& job, const std::string& message) override {

@@ -1,8 +1,8 @@
 #include "k8s/resources.h"
 
-#include <charconv>
 #include <set>
 
+#include "core/integer.h"
 #include "k8s/quantity.h"
 
 namespace stoker::k8s {
@@ -155,14 +155,11 @@ std::optional<DeviceId> ParseDeviceId(std::string_view id) {
     return d;
   }
   const std::string_view k = id.substr(sep + kShareSeparator.size());
-  int32_t index = -1;
-  auto [p, ec] = std::from_chars(k.data(), k.data() + k.size(), index);
-  if (ec != std::errc() || p != k.data() + k.size() || index < 0 || index >= kMilliPerGpu) {
-    return std::nullopt;
-  }
+  auto index = ParseInt(k, 0, kMilliPerGpu - 1);
+  if (!index.ok()) return std::nullopt;
   d.kind = DeviceId::Kind::kShare;
   d.uuid = std::string(id.substr(0, sep));
-  d.share_index = index;
+  d.share_index = static_cast<int32_t>(*index);
   return d;
 }
 

@@ -37,7 +37,7 @@ struct NodeOptions {
   std::vector<std::string> shim_argv;  // e.g. {"/usr/bin/stoker", "_job-shim"}
   Duration heartbeat_interval = std::chrono::seconds(1);
   Duration cancel_grace = std::chrono::seconds(10);
-  size_t max_log_chunk = 256 * 1024;  // per stream per heartbeat
+  size_t max_log_chunk = size_t{256} * 1024;  // per stream per heartbeat
   // Who jobs may run as when the agent is root: a start order for anyone else (root and
   // system accounts, by default) is refused here, whatever the server says.
   runner::UserPolicy users;

@@ -8,19 +8,19 @@
 #include <span>
 #include <string_view>
 
-#include "scheduler/resources.h"
+#include "core/gpu_shapes.h"
 
 namespace stoker::protocol::limits {
 
 // Job specs (POST /jobs).
 inline constexpr int64_t kJobNameBytes = 128;
 inline constexpr int64_t kCommandItems = 1024;
-inline constexpr int64_t kArgumentBytes = 64 * 1024;
+inline constexpr int64_t kArgumentBytes = int64_t{64} * 1024;
 inline constexpr int64_t kEnvVariables = 256;
 inline constexpr int64_t kEnvNameBytes = 256;
-inline constexpr int64_t kEnvValueBytes = 64 * 1024;
+inline constexpr int64_t kEnvValueBytes = int64_t{64} * 1024;
 inline constexpr int64_t kPathBytes = 4096;
-inline constexpr int64_t kGpusPerJob = scheduler::kMaxGpusPerNode;
+inline constexpr int64_t kGpusPerJob = kMaxGpusPerNode;
 inline constexpr int64_t kGpuMilliMax = 999;  // a share of one GPU; 1000 is a whole GPU
 inline constexpr int64_t kGpuMemoryMibMax = int64_t{1} << 24;
 inline constexpr int64_t kGpuModels = 16;
@@ -46,7 +46,7 @@ inline constexpr int64_t kNodeTextBytes = 1024;    // source, isolation
 inline constexpr int64_t kNodeAddressBytes = 253;  // a DNS name's longest text form
 inline constexpr int64_t kNodeCpuMilliMax = int64_t{1} << 32;
 inline constexpr int64_t kNodeMemoryMibMax = int64_t{1} << 32;
-inline constexpr int64_t kGpusPerNode = scheduler::kMaxGpusPerNode;
+inline constexpr int64_t kGpusPerNode = kMaxGpusPerNode;
 inline constexpr int64_t kGpuIndexMax = 63;
 inline constexpr int64_t kUuidBytes = 128;
 inline constexpr int64_t kGpuMemoryMibTotalMax = int64_t{1} << 24;

@@ -6,440 +6,23 @@
 #include <limits>
 #include <set>
 
+#include "json/enum_json.h"
+#include "protocol/json_fields.h"
 #include "protocol/limits.h"
 #include "protocol/samples.h"
-#include "scheduler/resources.h"
 
 namespace stoker::protocol {
 namespace {
 
-Status FieldError(const std::string& field, const std::string& what) {
-  return InvalidArgument(field + ": " + what);
-}
-
-// Typed getters that name the field on error. Absent -> keep the default.
-Status GetString(const json& o, const char* key, std::string* out, size_t max_len = 4096) {
-  auto it = o.find(key);
-  if (it == o.end() || it->is_null()) return Status::Ok();
-  if (!it->is_string()) return FieldError(key, "must be a string");
-  const auto& s = it->get_ref<const std::string&>();
-  if (s.size() > max_len)
-    return FieldError(key, "longer than " + std::to_string(max_len) + " bytes");
-  *out = s;
-  return Status::Ok();
-}
-
-template <typename T>
-Status GetInt(const json& o, const char* key, T* out, int64_t lo, int64_t hi) {
-  auto it = o.find(key);
-  if (it == o.end() || it->is_null()) return Status::Ok();
-  if (!it->is_number_integer()) return FieldError(key, "must be an integer");
-  // Compare as int64 after checking the unsigned range, so huge values do not wrap.
-  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-    return FieldError(key, "must be in " + std::to_string(lo) + ".." + std::to_string(hi));
-  }
-  const int64_t v = it->get<int64_t>();
-  if (v < lo || v > hi) {
-    return FieldError(key, "must be in " + std::to_string(lo) + ".." + std::to_string(hi));
-  }
-  *out = static_cast<T>(v);
-  return Status::Ok();
-}
-
-Status GetBool(const json& o, const char* key, bool* out) {
-  auto it = o.find(key);
-  if (it == o.end() || it->is_null()) return Status::Ok();
-  if (!it->is_boolean()) return FieldError(key, "must be true or false");
-  *out = it->get<bool>();
-  return Status::Ok();
-}
-
-Status GetStringList(const json& o, const char* key, std::vector<std::string>* out,
-                     size_t max_items, size_t max_len) {
-  auto it = o.find(key);
-  if (it == o.end() || it->is_null()) return Status::Ok();
-  if (!it->is_array()) return FieldError(key, "must be an array of strings");
-  if (it->size() > max_items)
-    return FieldError(key, "more than " + std::to_string(max_items) + " items");
-  out->clear();
-  for (size_t i = 0; i < it->size(); ++i) {
-    const auto& v = (*it)[i];
-    const std::string f = std::string(key) + "[" + std::to_string(i) + "]";
-    if (!v.is_string()) return FieldError(f, "must be a string");
-    if (v.get_ref<const std::string&>().size() > max_len) return FieldError(f, "too long");
-    out->push_back(v.get<std::string>());
-  }
-  return Status::Ok();
-}
-
-bool ValidEnvName(const std::string& k) {
-  if (k.empty() || k.size() > static_cast<size_t>(limits::kEnvNameBytes)) return false;
-  if (!(isalpha(static_cast<unsigned char>(k[0])) || k[0] == '_')) return false;
-  for (char c : k) {
-    if (!(isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-  }
-  return true;
-}
-
-Status CheckObject(const json& body, const char* what) {
-  if (!body.is_object()) return InvalidArgument(std::string(what) + ": body must be a JSON object");
-  return Status::Ok();
-}
-
-Status CheckKnownFields(const json& body, const std::set<std::string>& known) {
-  for (const auto& [k, v] : body.items()) {
-    if (!known.count(k)) return FieldError(k, "unknown field");
-  }
-  return Status::Ok();
-}
-
-template <typename T>
-void PutOptional(json& j, const char* key, const std::optional<T>& v) {
-  if (v) j[key] = *v;
-}
+using fields::CheckKnownFields;
+using fields::CheckObject;
+using fields::FieldError;
+using fields::GetBool;
+using fields::GetInt;
+using fields::GetString;
+using fields::PutOptional;
 
 }  // namespace
-
-bool IsTerminal(JobState s) {
-  return s == JobState::kSucceeded || s == JobState::kFailed || s == JobState::kCancelled;
-}
-bool IsActive(JobState s) {
-  return s == JobState::kAssigned || s == JobState::kRunning || s == JobState::kCancelling;
-}
-
-Result<JobSpec> ParseJobSpec(const json& body) {
-  STOKER_RETURN_IF_ERROR(CheckObject(body, "job"));
-  STOKER_RETURN_IF_ERROR(CheckKnownFields(
-      body, {"name",       "command",     "env",        "workdir",      "gpus",
-             "min_gpus",   "nodes",       "total_gpus", "gpu_milli",    "gpu_memory_mib",
-             "gpu_models", "mig",         "cpu_milli",  "memory_mib",   "class",
-             "priority",   "preemptible", "movable",    "on_node_loss", "user"}));
-  JobSpec s;
-  STOKER_RETURN_IF_ERROR(GetString(body, "name", &s.name, limits::kJobNameBytes));
-  if (!body.contains("command")) return FieldError("command", "required (argv array)");
-  STOKER_RETURN_IF_ERROR(
-      GetStringList(body, "command", &s.command, limits::kCommandItems, limits::kArgumentBytes));
-  if (s.command.empty() || s.command[0].empty()) {
-    return FieldError("command", "must be a non-empty array whose first item names a program");
-  }
-  if (auto it = body.find("env"); it != body.end() && !it->is_null()) {
-    if (!it->is_object()) return FieldError("env", "must be an object of string values");
-    if (it->size() > static_cast<size_t>(limits::kEnvVariables)) {
-      return FieldError("env", "more than " + std::to_string(limits::kEnvVariables) + " variables");
-    }
-    for (const auto& [k, v] : it->items()) {
-      if (!ValidEnvName(k)) return FieldError("env." + k, "invalid variable name");
-      if (!v.is_string()) return FieldError("env." + k, "must be a string");
-      if (v.get_ref<const std::string&>().size() > static_cast<size_t>(limits::kEnvValueBytes))
-        return FieldError("env." + k, "too long");
-      s.env[k] = v.get<std::string>();
-    }
-  }
-  STOKER_RETURN_IF_ERROR(GetString(body, "workdir", &s.workdir, limits::kPathBytes));
-  if (!s.workdir.empty() && s.workdir[0] != '/')
-    return FieldError("workdir", "must be an absolute path");
-  STOKER_RETURN_IF_ERROR(GetInt(body, "gpus", &s.gpus, 0, limits::kGpusPerJob));
-  STOKER_RETURN_IF_ERROR(GetInt(body, "min_gpus", &s.min_gpus, 0, limits::kGpusPerJob));
-  STOKER_RETURN_IF_ERROR(GetInt(body, "nodes", &s.nodes, 0, limits::kGangPartsMax));
-  STOKER_RETURN_IF_ERROR(GetInt(body, "total_gpus", &s.total_gpus, 0, limits::kGangGpusMax));
-  STOKER_RETURN_IF_ERROR(GetInt(body, "gpu_milli", &s.gpu_milli, 0, limits::kGpuMilliMax));
-  STOKER_RETURN_IF_ERROR(
-      GetInt(body, "gpu_memory_mib", &s.gpu_memory_mib, 0, limits::kGpuMemoryMibMax));
-  STOKER_RETURN_IF_ERROR(
-      GetStringList(body, "gpu_models", &s.gpu_models, limits::kGpuModels, limits::kGpuModelBytes));
-  STOKER_RETURN_IF_ERROR(GetString(body, "mig", &s.mig, limits::kMigProfileBytes));
-  STOKER_RETURN_IF_ERROR(
-      GetInt(body, "cpu_milli", &s.cpu_milli, limits::kCpuMilliMin, limits::kCpuMilliMax));
-  STOKER_RETURN_IF_ERROR(GetInt(body, "memory_mib", &s.memory_mib, 0, limits::kJobMemoryMibMax));
-  STOKER_RETURN_IF_ERROR(GetString(body, "class", &s.job_class, limits::kJobClassBytes));
-  STOKER_RETURN_IF_ERROR(
-      GetInt(body, "priority", &s.priority, limits::kPriorityMin, limits::kPriorityMax));
-  STOKER_RETURN_IF_ERROR(GetBool(body, "preemptible", &s.preemptible));
-  STOKER_RETURN_IF_ERROR(GetBool(body, "movable", &s.movable));
-  STOKER_RETURN_IF_ERROR(
-      GetString(body, "on_node_loss", &s.on_node_loss, limits::kOnNodeLossBytes));
-  STOKER_RETURN_IF_ERROR(GetString(body, "user", &s.user, limits::kUserBytes));
-
-  const int shapes = (s.gpus > 0 ? 1 : 0) + (s.gpu_milli > 0 ? 1 : 0) + (!s.mig.empty() ? 1 : 0);
-  if (shapes > 1) {
-    return FieldError(s.gpu_milli > 0 ? "gpu_milli" : "mig",
-                      "use only one of gpus, gpu_milli and mig");
-  }
-  if (!s.mig.empty()) {
-    auto p = scheduler::ParseMigProfile(s.mig);
-    if (!p.ok())
-      return FieldError("mig", "unknown MIG profile '" + s.mig + "' (e.g. 1g.10gb, 3g.40gb)");
-  }
-  if (s.total_gpus > 0) {
-    if (s.nodes > 0 || s.gpus > 0 || s.gpu_milli > 0 || !s.mig.empty() || s.min_gpus > 0) {
-      return FieldError("total_gpus",
-                        "a gang's total GPU count: use it without gpus, min_gpus, gpu_milli, mig "
-                        "and nodes (the parts follow the nodes' sizes)");
-    }
-  }
-  if (s.nodes > 0) {
-    if (s.gpu_milli > 0 || !s.mig.empty()) {
-      return FieldError("nodes", "a gang's parts take whole GPUs (gpus per node) or none");
-    }
-    if (s.min_gpus > 0) return FieldError("min_gpus", "a gang (nodes) is not elastic");
-  }
-  if (s.min_gpus > 0) {
-    if (s.gpus == 0) return FieldError("min_gpus", "needs gpus (the elastic maximum)");
-    if (s.min_gpus > s.gpus) return FieldError("min_gpus", "must not exceed gpus");
-  }
-  if (s.gpu_memory_mib > 0 && shapes == 0 && s.total_gpus == 0) {
-    return FieldError("gpu_memory_mib", "needs a GPU request (gpus, gpu_milli or mig)");
-  }
-  if (!kOnNodeLossNames.Find(s.on_node_loss)) {
-    return FieldError("on_node_loss", "must be 'requeue' or 'fail'");
-  }
-  return s;
-}
-
-namespace {
-constexpr std::string_view kGangEnvNames[] = {
-    "RANK",           "NODE_RANK",        "GROUP_RANK",         "LOCAL_RANK",
-    "WORLD_SIZE",     "LOCAL_WORLD_SIZE", "MASTER_ADDR",        "MASTER_PORT",
-    "PET_NNODES",     "PET_NODE_RANK",    "PET_NPROC_PER_NODE", "PET_MASTER_ADDR",
-    "PET_MASTER_PORT"};
-}  // namespace
-
-bool IsGangEnvName(std::string_view name) {
-  return std::find(std::begin(kGangEnvNames), std::end(kGangEnvNames), name) !=
-         std::end(kGangEnvNames);
-}
-
-std::map<std::string, std::string> GangEnv(int32_t rank, const std::vector<std::string>& addresses,
-                                           int32_t part_gpus, int32_t master_port) {
-  const std::string r = std::to_string(rank);
-  const std::string size = std::to_string(addresses.size());
-  const std::string master = addresses.empty() ? std::string() : addresses.front();
-  const std::string port = std::to_string(master_port);
-  std::string nodes;
-  for (const std::string& a : addresses) nodes += (nodes.empty() ? "" : ",") + a;
-  return {{"RANK", r},
-          {"NODE_RANK", r},
-          {"GROUP_RANK", r},
-          {"LOCAL_RANK", "0"},
-          {"WORLD_SIZE", size},
-          {"LOCAL_WORLD_SIZE", "1"},
-          {"MASTER_ADDR", master},
-          {"MASTER_PORT", port},
-          {"PET_NNODES", size},
-          {"PET_NODE_RANK", r},
-          {"PET_NPROC_PER_NODE", std::to_string(std::max(part_gpus, 1))},
-          {"PET_MASTER_ADDR", master},
-          {"PET_MASTER_PORT", port},
-          {"STOKER_GANG_RANK", r},
-          {"STOKER_GANG_SIZE", size},
-          {"STOKER_GANG_NODES", nodes}};
-}
-
-bool IsReservedEnvName(std::string_view name) {
-  return name == "CUDA_VISIBLE_DEVICES" || name == "NVIDIA_VISIBLE_DEVICES" ||
-         name.starts_with("STOKER_") || name.starts_with("CUDA_MPS_");
-}
-
-Status CheckSubmission(const JobSpec& s) {
-  auto nul = [](const std::string& v) { return v.find('\0') != std::string::npos; };
-  auto bad = [](const std::string& field) {
-    return FieldError(field, "must not contain NUL bytes");
-  };
-  if (nul(s.name)) return bad("name");
-  for (size_t i = 0; i < s.command.size(); ++i) {
-    if (nul(s.command[i])) return bad("command[" + std::to_string(i) + "]");
-  }
-  if (nul(s.workdir)) return bad("workdir");
-  for (const auto& [k, v] : s.env) {
-    if (IsReservedEnvName(k)) {
-      return FieldError("env." + k, "set by Stoker from the job's assignment; not settable");
-    }
-    if (IsGang(s) && IsGangEnvName(k)) {
-      return FieldError("env." + k, "set by Stoker for every part of a gang; not settable");
-    }
-    if (nul(v)) return bad("env." + k);
-  }
-  for (size_t i = 0; i < s.gpu_models.size(); ++i) {
-    if (nul(s.gpu_models[i])) return bad("gpu_models[" + std::to_string(i) + "]");
-  }
-  if (nul(s.mig)) return bad("mig");
-  if (nul(s.job_class)) return bad("class");
-  if (nul(s.user)) return bad("user");
-  return Status::Ok();
-}
-
-json JobSpecToJson(const JobSpec& s) {
-  json j;
-  j["name"] = s.name;
-  j["command"] = s.command;
-  j["env"] = s.env;
-  j["workdir"] = s.workdir;
-  j["gpus"] = s.gpus;
-  j["min_gpus"] = s.min_gpus;
-  if (s.nodes > 0) j["nodes"] = s.nodes;
-  if (s.total_gpus > 0) j["total_gpus"] = s.total_gpus;
-  j["gpu_milli"] = s.gpu_milli;
-  j["gpu_memory_mib"] = s.gpu_memory_mib;
-  j["gpu_models"] = s.gpu_models;
-  j["mig"] = s.mig;
-  j["cpu_milli"] = s.cpu_milli;
-  j["memory_mib"] = s.memory_mib;
-  j["class"] = s.job_class;
-  j["priority"] = s.priority;
-  j["preemptible"] = s.preemptible;
-  if (s.movable) j["movable"] = true;
-  j["on_node_loss"] = s.on_node_loss;
-  if (!s.user.empty()) j["user"] = s.user;
-  return j;
-}
-
-namespace {
-
-json AssignmentToJson(const Assignment& a) {
-  json aj;
-  aj["node"] = a.node;
-  aj["gpu_indices"] = a.gpu_indices;
-  aj["gpu_milli"] = a.gpu_milli;
-  aj["mig_slices"] = a.mig_slices;
-  aj["mig_uuid"] = a.mig_uuid;
-  aj["cuda_visible_devices"] = a.cuda_visible_devices;
-  aj["env"] = a.env;
-  json shares = json::array();
-  for (const auto& [g, m] : a.shares) shares.push_back({g, m});
-  aj["shares"] = shares;
-  return aj;
-}
-
-// Throws json::exception on a malformed document (JobFromJson catches it).
-Assignment AssignmentFromJson(const json& aj) {
-  Assignment a;
-  a.node = aj.at("node").get<std::string>();
-  a.gpu_indices = aj.at("gpu_indices").get<std::vector<uint32_t>>();
-  a.gpu_milli = aj.at("gpu_milli").get<int32_t>();
-  a.mig_slices = aj.at("mig_slices").get<uint8_t>();
-  a.mig_uuid = aj.at("mig_uuid").get<std::string>();
-  a.cuda_visible_devices = aj.at("cuda_visible_devices").get<std::string>();
-  a.env = aj.at("env").get<std::map<std::string, std::string>>();
-  for (const auto& s : aj.at("shares"))
-    a.shares.emplace_back(s.at(0).get<uint8_t>(), s.at(1).get<int16_t>());
-  return a;
-}
-
-}  // namespace
-
-std::vector<const Assignment*> Assignments(const Job& j) {
-  std::vector<const Assignment*> out;
-  if (j.assignment) out.push_back(&*j.assignment);
-  for (const GangPart& p : j.parts) out.push_back(&p.assignment);
-  return out;
-}
-
-GangPart* PartOn(Job& j, const std::string& node) {
-  for (GangPart& p : j.parts) {
-    if (p.assignment.node == node) return &p;
-  }
-  return nullptr;
-}
-
-const GangPart* PartOn(const Job& j, const std::string& node) {
-  return PartOn(const_cast<Job&>(j), node);
-}
-
-json JobToJson(const Job& job) {
-  json j = JobStatusToJson(job);
-  j["id"] = job.id;
-  j["user"] = job.user;
-  j["name"] = job.spec.name;
-  j["spec"] = JobSpecToJson(job.spec);
-  return j;
-}
-
-json JobStatusToJson(const Job& job) {
-  json j;
-  j["state"] = JobStateName(job.state);
-  if (job.assignment) j["assignment"] = AssignmentToJson(*job.assignment);
-  if (!job.parts.empty()) {
-    json parts = json::array();
-    for (size_t rank = 0; rank < job.parts.size(); ++rank) {
-      const GangPart& p = job.parts[rank];
-      json pj = AssignmentToJson(p.assignment);
-      pj["rank"] = rank;
-      pj["phase"] = PartPhaseName(p.phase);
-      PutOptional(pj, "exit_code", p.exit_code);
-      PutOptional(pj, "signal", p.signal);
-      if (!p.error.empty()) pj["error"] = p.error;
-      parts.push_back(std::move(pj));
-    }
-    j["parts"] = std::move(parts);
-  }
-  PutOptional(j, "exit_code", job.exit_code);
-  PutOptional(j, "signal", job.signal);
-  j["reason"] = job.reason;
-  j["submit_ms"] = job.submit_ms;
-  j["start_ms"] = job.start_ms;
-  j["end_ms"] = job.end_ms;
-  j["requeues"] = job.requeues;
-  j["preemptions"] = job.preemptions;
-  if (job.preempted_by != 0) j["preempted_by"] = job.preempted_by;
-  if (!job.stop_to_requeue.empty()) j["stop_to_requeue"] = job.stop_to_requeue;
-  if (job.consolidate_milli != 0) j["consolidate_milli"] = job.consolidate_milli;
-  if (!job.stop_to_fail.empty()) j["stop_to_fail"] = job.stop_to_fail;
-  return j;
-}
-
-Result<Job> JobFromJson(const json& j) {
-  if (!j.is_object()) return InvalidArgument("job document is not an object");
-  try {
-    Job job;
-    job.id = j.at("id").get<int64_t>();
-    job.user = j.at("user").get<std::string>();
-    auto state = ParseJobState(j.at("state").get<std::string>());
-    if (!state) return InvalidArgument("job " + std::to_string(job.id) + ": unknown state");
-    job.state = *state;
-    STOKER_ASSIGN_OR_RETURN(job.spec, ParseJobSpec(j.at("spec")));
-    if (j.contains("assignment")) job.assignment = AssignmentFromJson(j["assignment"]);
-    if (auto it = j.find("parts"); it != j.end()) {
-      for (const json& pj : *it) {
-        GangPart p;
-        p.assignment = AssignmentFromJson(pj);
-        auto phase = kPartPhaseNames.Find(pj.at("phase").get<std::string>());
-        if (!phase)
-          return InvalidArgument("job " + std::to_string(job.id) + ": unknown part phase");
-        p.phase = *phase;
-        if (pj.contains("exit_code")) p.exit_code = pj["exit_code"].get<int>();
-        if (pj.contains("signal")) p.signal = pj["signal"].get<int>();
-        p.error = pj.value("error", std::string());
-        job.parts.push_back(std::move(p));
-      }
-    }
-    if (j.contains("exit_code")) job.exit_code = j["exit_code"].get<int>();
-    if (j.contains("signal")) job.signal = j["signal"].get<int>();
-    job.reason = j.value("reason", "");
-    job.submit_ms = j.value("submit_ms", int64_t{0});
-    job.start_ms = j.value("start_ms", int64_t{0});
-    job.end_ms = j.value("end_ms", int64_t{0});
-    job.requeues = j.value("requeues", 0);
-    job.preemptions = j.value("preemptions", 0);
-    job.preempted_by = j.value("preempted_by", int64_t{0});
-    job.stop_to_requeue = j.value("stop_to_requeue", std::string());
-    job.consolidate_milli = j.value("consolidate_milli", int32_t{0});
-    job.stop_to_fail = j.value("stop_to_fail", std::string());
-    return job;
-  } catch (const json::exception& e) {
-    return InvalidArgument(std::string("job document: ") + e.what());
-  }
-}
-
-Result<Job> JobFromJson(const json& doc, const json& status) {
-  if (status.is_null()) return JobFromJson(doc);
-  if (!doc.is_object()) return InvalidArgument("job document is not an object");
-  if (!status.is_object()) return InvalidArgument("job status document is not an object");
-  json merged = status;
-  for (const char* key : kJobFixedKeys) {
-    if (auto it = doc.find(key); it != doc.end()) merged[key] = *it;
-  }
-  return JobFromJson(merged);
-}
 
 Result<NodeInventory> ParseNodeInventory(const json& body) {
   STOKER_RETURN_IF_ERROR(CheckObject(body, "node"));
@@ -560,7 +143,7 @@ json NodeInventoryToJson(const NodeInventory& n) {
 
 json NodeStatusToJson(const NodeStatus& n) {
   json j = NodeInventoryToJson(n.inventory);
-  j["state"] = NodeStateName(n.state);
+  j["state"] = n.state;
   j["drained"] = n.drained;
   j["last_heartbeat_ms"] = n.last_heartbeat_ms;
   j["registered_ms"] = n.registered_ms;
@@ -573,7 +156,7 @@ json NodeStatusToJson(const NodeStatus& n) {
     json samples = json::array();
     for (const GpuSample& g : *n.samples) {
       json one = GpuSampleToJson(g, g.id.index, /*fresh=*/true);
-      one["health"] = GpuHealthName(g.health);
+      one["health"] = g.health;
       samples.push_back(std::move(one));
     }
     j["samples"] = std::move(samples);
@@ -584,7 +167,7 @@ json NodeStatusToJson(const NodeStatus& n) {
 json AllocationToJson(const Allocation& a) {
   json j{{"job", a.job},
          {"user", a.user},
-         {"state", JobStateName(a.state)},
+         {"state", a.state},
          {"node", a.node},
          {"gpu_indices", a.gpu_indices},
          {"gpu_milli", a.gpu_milli},

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "json/enum_json.h"
 #include "protocol/limits.h"
 
 namespace stoker::protocol {
@@ -95,13 +96,7 @@ Status ReadTyped(simdjson::dom::object o, std::string_view key, const std::strin
       o, key, where, [out](const FieldView& v) { return AssignFrom(v, out); }, plain);
 }
 
-std::optional<JobRef::Kind> ParseJobKind(std::string_view s) {
-  for (JobRef::Kind k : {JobRef::Kind::kNone, JobRef::Kind::kStoker, JobRef::Kind::kSlurm,
-                         JobRef::Kind::kKubernetes}) {
-    if (s == JobKindName(k)) return k;
-  }
-  return std::nullopt;
-}
+std::optional<JobRef::Kind> ParseJobKind(std::string_view s) { return kJobKindNames.Find(s); }
 
 // The parts of a GPU's object beyond its scalar fields: MIG instances ("mig_instances", or
 // "mig" in the compact form), processes and claims. `plain`: readings are bare numbers.
@@ -171,8 +166,8 @@ Status ReadParts(simdjson::dom::object g, const std::string& where, bool plain, 
         return InvalidArgument(at + ".job: needs kind and id");
       }
       claim.job.id = text;
-      auto parsed = ParseJobKind(kind);
-      if (!parsed) return InvalidArgument(at + ".job.kind: unknown '" + std::string(kind) + "'");
+      auto parsed = kJobKindNames.Parse(kind);
+      if (!parsed.ok()) return parsed.status().WithContext(at + ".job.kind");
       claim.job.kind = *parsed;
       if (!c["job"]["container"].get_string().get(text)) claim.job.container = text;
       bool whole = false;
@@ -190,7 +185,7 @@ Status ReadParts(simdjson::dom::object g, const std::string& where, bool plain, 
 }
 
 json JobJson(const JobRef& job) {
-  json j{{"kind", JobKindName(job.kind)}, {"id", job.id}, {"container", job.container}};
+  json j{{"kind", job.kind}, {"id", job.id}, {"container", job.container}};
   if (!job.step.empty()) j["step"] = job.step;
   return j;
 }
@@ -198,7 +193,7 @@ json JobJson(const JobRef& job) {
 json ClaimsJson(const std::vector<GpuClaim>& claims) {
   json out = json::array();
   for (const GpuClaim& c : claims) {
-    json job{{"kind", JobKindName(c.job.kind)}, {"id", c.job.id}, {"container", c.job.container}};
+    json job{{"kind", c.job.kind}, {"id", c.job.id}, {"container", c.job.container}};
     out.push_back({{"job", std::move(job)},
                    {"whole", c.whole},
                    {"gpu_milli", c.gpu_milli},
@@ -240,7 +235,7 @@ json FieldJson(const FieldView& v) {
       j["value"] = v.state == FieldState::kValue ? json(v.u != 0) : json();
       break;
   }
-  j["state"] = FieldStateName(v.state);
+  j["state"] = v.state;
   if (v.state == FieldState::kError) j["error_code"] = v.error_code;
   return j;
 }
@@ -395,7 +390,7 @@ std::string CompactGpusJson(const std::vector<GpuSample>& gpus, bool identity) {
     g["v"] = std::move(values);
     if (!unsupported.empty()) g["unsupported"] = std::move(unsupported);
     if (!errors.empty()) g["errors"] = std::move(errors);
-    if (s.health != GpuHealth::kOk) g["health"] = GpuHealthName(s.health);
+    if (s.health != GpuHealth::kOk) g["health"] = s.health;
     if (!s.mig_instances.empty()) {
       json migs = json::array();
       for (const MigInstance& m : s.mig_instances) {
@@ -489,6 +484,7 @@ Result<std::vector<SampleTick>> ParseCompactTicks(simdjson::dom::array keys,
       return InvalidArgument(where + ".gpus: more than " + std::to_string(limits::kGpusPerNode) +
                              " GPUs");
     }
+    st.gpus.reserve(gpus.size());  // a GpuSample is large: no moves as the vector grows
     size_t i = 0;
     for (simdjson::dom::element ge : gpus) {
       const std::string at = where + ".gpus[" + std::to_string(i++) + "]";

@@ -143,6 +143,7 @@ inline constexpr EnumTable<JobPhase, 3> kJobPhaseNames{"job phase",
                                                        {{{JobPhase::kStarting, "starting"},
                                                          {JobPhase::kRunning, "running"},
                                                          {JobPhase::kExited, "exited"}}}};
+constexpr const auto& NamesOf(JobPhase) { return kJobPhaseNames; }
 inline std::string JobPhaseName(JobPhase v) { return std::string(kJobPhaseNames.Name(v)); }
 
 }  // namespace stoker::runner

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <string>
+#include <utility>
 
 namespace stoker::scheduler {
 namespace {
@@ -25,6 +26,55 @@ void ClusterState::Journal(int32_t node) {
     journal_base_ += kJournalKeep;
   }
   journal_.push_back(node);
+}
+
+int32_t ClusterState::Adopt(const ClusterState& fresh) {
+  bool same = specs_ == fresh.specs_ && be_cap_permille_ == fresh.be_cap_permille_ &&
+              models_.size() == fresh.models_.size();
+  for (int m = 0; same && m < models_.size(); ++m) {
+    const auto id = static_cast<GpuModelId>(m);
+    same = models_.Name(id) == fresh.models_.Name(id);
+  }
+  if (!same) {
+    *this = fresh;  // a new history (HistoryId's assignment)
+    return num_nodes();
+  }
+  // The same specs give the same totals, maxima and shapes; only the free state differs.
+  int32_t copied = 0;
+  for (int32_t i = 0; i < num_nodes(); ++i) {
+    NodeState want = fresh.nodes_[i];
+    want.version = nodes_[i].version;
+    if (want == nodes_[i]) continue;
+    nodes_[i] = fresh.nodes_[i];  // fresh's version: drawn once, so no cached score matches it
+    Journal(i);
+    ++copied;
+  }
+  allocated_cpu_milli_ = fresh.allocated_cpu_milli_;
+  allocated_memory_mib_ = fresh.allocated_memory_mib_;
+  allocated_gpu_milli_ = fresh.allocated_gpu_milli_;
+  return copied;
+}
+
+void ClusterState::Swap(ClusterState& other) noexcept {
+  using std::swap;
+  swap(models_, other.models_);
+  swap(specs_, other.specs_);
+  swap(nodes_, other.nodes_);
+  swap(shapes_, other.shapes_);
+  swap(be_cap_permille_, other.be_cap_permille_);
+  swap(total_cpu_milli_, other.total_cpu_milli_);
+  swap(total_memory_mib_, other.total_memory_mib_);
+  swap(total_gpu_milli_, other.total_gpu_milli_);
+  swap(total_gpus_, other.total_gpus_);
+  swap(allocated_cpu_milli_, other.allocated_cpu_milli_);
+  swap(allocated_memory_mib_, other.allocated_memory_mib_);
+  swap(allocated_gpu_milli_, other.allocated_gpu_milli_);
+  swap(max_cpu_milli_, other.max_cpu_milli_);
+  swap(max_memory_mib_, other.max_memory_mib_);
+  swap(max_gpus_, other.max_gpus_);
+  swap(history_.id, other.history_.id);
+  swap(journal_, other.journal_);
+  swap(journal_base_, other.journal_base_);
 }
 
 int GpuClassOf(const Placement& p) {

@@ -24,6 +24,7 @@ struct NodeSpec {
   GpuModelId gpu_model = 0;    // meaningful when num_gpus > 0 (nodes are homogeneous)
   int64_t gpu_memory_mib = 0;  // per GPU; 0 = unknown (gpu_memory_mib requests then ignored)
   bool mig_enabled = false;    // GPUs are partitioned into kMigSlicesPerGpu slices
+  friend bool operator==(const NodeSpec&, const NodeSpec&) = default;
 };
 
 // What one GPU contributes to a placement.
@@ -71,6 +72,7 @@ struct NodeState {
   uint8_t measured_gpus = 0;
   std::array<int16_t, kMaxGpusPerNode> gpu_busy_milli{};
   std::array<int16_t, kMaxGpusPerNode> gpu_busy_base_milli{};
+  friend bool operator==(const NodeState&, const NodeState&) = default;
 };
 
 // How busy GPU `g` of node `n` is, in milli-GPU: its measured busy share plus what was allocated
@@ -141,6 +143,15 @@ class ClusterState {
   // time, against what is allocated on it now (GpuUseMilli). Policies that place by utilization
   // read it; allocation and fit are unchanged.
   Status SetMeasuredBusy(int32_t node, int gpu, int32_t busy_milli);
+
+  // Brings this cluster to `fresh`'s state. Where both have the same layout (the same node
+  // specs in the same order, the same model table and best-effort cap), this keeps its history
+  // and copies and journals only the nodes whose state differs from `fresh` (versions aside), so
+  // a policy's index of this cluster catches up on those alone; otherwise it becomes a copy of
+  // `fresh` with a new history. Returns how many nodes it copied.
+  int32_t Adopt(const ClusterState& fresh);
+  // Exchanges the contents of two clusters, their histories included (neither gets a new one).
+  void Swap(ClusterState& other) noexcept;
 
   // Checks that the placement fits (node exists, CPU/memory/GPU free) and applies it.
   Status Allocate(const Placement& p);

@@ -35,17 +35,6 @@ Result<GpuModelMask> GpuModelTable::ParseMask(std::string_view pipe_list) const 
   return mask;
 }
 
-Result<MigProfile> ParseMigProfile(std::string_view text) {
-  std::string_view head = text.substr(0, text.find('.'));
-  if (head == "1g") return MigProfile::k1g;
-  if (head == "2g") return MigProfile::k2g;
-  if (head == "3g") return MigProfile::k3g;
-  if (head == "4g") return MigProfile::k4g;
-  if (head == "7g") return MigProfile::k7g;
-  return InvalidArgument("unknown MIG profile '" + std::string(text) +
-                         "' (expected 1g, 2g, 3g, 4g or 7g, optionally with .<mem>gb)");
-}
-
 bool ModelSupportsMig(std::string_view m) {
   return m.starts_with("A100") || m.starts_with("H100") || m.starts_with("H200") ||
          m.starts_with("A30") || m.starts_with("NVIDIA A100") || m.starts_with("NVIDIA H100") ||

@@ -9,14 +9,21 @@
 #include <string_view>
 #include <vector>
 
+#include "core/gpu_shapes.h"
 #include "core/status.h"
 
 namespace stoker::scheduler {
 
+// The whole-GPU bound and the MIG profiles are core's (core/gpu_shapes.h), shared with the
+// protocol's check of a job spec.
+using ::stoker::kMaxGpusPerNode;
+using ::stoker::kMigSlicesPerGpu;
+using ::stoker::MigProfile;
+using ::stoker::MigSlices;
+using ::stoker::ParseMigProfile;
+
 inline constexpr int32_t kMilliPerGpu = 1000;
-inline constexpr int kMaxGpusPerNode = 8;   // also the largest whole-GPU request
-inline constexpr int kMaxGpuModels = 64;    // GpuModelMask has one bit per model
-inline constexpr int kMigSlicesPerGpu = 7;  // A100/H100/H200: 7 compute slices
+inline constexpr int kMaxGpuModels = 64;  // GpuModelMask has one bit per model
 
 using GpuModelId = uint8_t;
 // Bit i set = model i allowed. 0 = any model.
@@ -41,13 +48,6 @@ class GpuModelTable {
   std::vector<std::string> names_;
 };
 
-// Multi-Instance GPU profiles as allocatable units: the value is the number of compute slices
-// (of kMigSlicesPerGpu) the instance occupies on one GPU.
-enum class MigProfile : uint8_t { kNone = 0, k1g = 1, k2g = 2, k3g = 3, k4g = 4, k7g = 7 };
-
-inline int MigSlices(MigProfile p) { return static_cast<int>(p); }
-// Accepts "1g", "1g.10gb", "3g.40gb", "7g.80gb" (memory suffix ignored: it follows the GPU model).
-Result<MigProfile> ParseMigProfile(std::string_view text);
 // True for the models whose GPUs can be partitioned (A100, H100, H200 families).
 bool ModelSupportsMig(std::string_view model_name);
 

@@ -1,9 +1,9 @@
 #include "server/api.h"
 
-#include <charconv>
-
 #include "core/duration.h"
+#include "core/integer.h"
 #include "core/prometheus_text.h"
+#include "json/enum_json.h"
 #include "protocol/limits.h"
 
 namespace stoker::server {
@@ -11,13 +11,6 @@ namespace {
 using http::QueryParam;
 using http::RouteCall;
 using http::Scope;
-
-std::optional<int64_t> ParseId(const std::string& s) {
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v <= 0) return std::nullopt;
-  return v;
-}
 
 Result<json> ParseBody(const std::string& body) {
   if (body.size() > kMaxRequestBody) return ResourceExhausted("body: larger than 4 MiB");
@@ -41,18 +34,16 @@ ApiResponse ReplyList(const Result<std::vector<T>>& r, Encode encode) {
 }
 
 json TokenInfoToJson(const TokenInfo& t) {
-  json j{{"id", t.id},
-         {"name", t.name},
-         {"role", RoleName(t.role)},
-         {"created_ms", t.created_unix_ms}};
+  json j{{"id", t.id}, {"name", t.name}, {"role", t.role}, {"created_ms", t.created_unix_ms}};
   j["expires_ms"] = t.expires_unix_ms == 0 ? json(nullptr) : json(t.expires_unix_ms);
   return j;
 }
 
 // The job named by a route's {id}.
 Result<int64_t> JobIdOf(const RouteCall& c) {
-  auto id = ParseId(c.path.at("id"));
-  if (!id) return InvalidArgument("id: '" + c.path.at("id").substr(0, 64) + "' is not a job id");
+  auto id = ParseInt(c.path.at("id"), 1);
+  if (!id.ok())
+    return InvalidArgument("id: '" + c.path.at("id").substr(0, 64) + "' is not a job id");
   return *id;
 }
 
@@ -152,7 +143,7 @@ void Api::AddCoreRoutes() {
                {},
                "The caller's name and role",
                [](const RouteCall& c) {
-                 return JsonResponse(200, {{"name", c.who.name}, {"role", RoleName(c.who.role)}});
+                 return JsonResponse(200, {{"name", c.who.name}, {"role", c.who.role}});
                }});
 
   // Jobs.
@@ -392,7 +383,7 @@ void Api::AddCoreRoutes() {
                  }
                  auto token = s->CreateToken(c.who, *role, b["name"].get<std::string>(), expires);
                  if (!token.ok()) return ErrorResponse(token.status());
-                 json out{{"token", *token}, {"name", b["name"]}, {"role", RoleName(*role)}};
+                 json out{{"token", *token}, {"name", b["name"]}, {"role", *role}};
                  out["expires_ms"] = expires == 0 ? json(nullptr) : json(expires);
                  return JsonResponse(201, out);
                }});

@@ -89,6 +89,11 @@ struct ServerOptions {
   bool backfill = true;
   Duration node_timeout = std::chrono::seconds(30);
   Duration schedule_interval = std::chrono::milliseconds(500);
+  // Each pass reuses what it built before where nothing changed: the node view (built again only
+  // after a registration, a drain or undrain, a node lost or back) and the cluster it places on
+  // (only the nodes whose state changed are scored again). false builds both afresh every pass,
+  // which gives the same decisions (tests compare the two); it costs O(nodes) per pass.
+  bool incremental_pass = true;
   size_t max_log_read = 1 << 20;
   // GPU oversubscription for preemptible jobs: a GPU's total commitments may reach this many
   // milli-GPU (1000 = off, the default; at most 1500 = 1.5:1). Guaranteed work never shares
@@ -332,7 +337,7 @@ class Server final : public JobActions {
   // What a node is told to start for `a` (the job's assignment, or one part of a gang).
   static LaunchOrder StartOrder(const Job& j, const Assignment& a);
   // The job's assignment for the pass's decision `pa` (a one-node job, or one part of a gang).
-  static Assignment FromPass(const pass::Assignment& pa);
+  static Assignment FromPass(pass::Assignment pa);
   // Tells the node in `reply` to stop `j` (cancelling), with the preemption grace when `j` is
   // preempted.
   void TellToCancel(const Job& j, HeartbeatReply& reply) const;
@@ -425,6 +430,15 @@ class Server final : public JobActions {
   // used without mu_, which a pass takes only to read its view and to apply its decision.
   std::mutex pass_mu_;                          // taken before mu_
   std::unique_ptr<pass::SchedulingPass> pass_;  // guarded by pass_mu_
+  // What a pass reads of the nodes (inventory, drained, lost) changed: raised by a
+  // registration, a drain or undrain, a node lost or back. A pass builds its node view again
+  // only then; between, it reuses the one it kept (its activity filled in again each pass).
+  uint64_t nodes_version_ = 0;                                  // guarded by mu_
+  std::vector<pass::NodeView> view_nodes_;                      // guarded by pass_mu_
+  std::unordered_map<std::string, uint64_t> view_generations_;  // guarded by pass_mu_
+  std::optional<uint64_t> view_version_;  // guarded by pass_mu_: the nodes_version_ it was built at
+  // Builds view_nodes_ and view_generations_ from nodes_ (mu_ held).
+  void RebuildNodeView();
   std::mutex log_mu_;
   // Copy-on-write, so observers are called without a server lock: a heartbeat's observer work
   // (the efficiency engine's) must not serialize all heartbeats.

@@ -1,9 +1,9 @@
 #include "sim/jobs_partition.h"
 
-#include <charconv>
 #include <fstream>
 #include <map>
 
+#include "core/integer.h"
 #include "scheduler/queue/queue_policy.h"
 
 namespace stoker::sim {
@@ -29,11 +29,11 @@ Result<std::vector<GroupCluster>> ParseGroupClusters(std::istream& in, std::stri
     GroupCluster g;
     g.group = line.substr(0, comma);
     const std::string n = line.substr(comma + 1);
-    const auto [ptr, ec] = std::from_chars(n.data(), n.data() + n.size(), g.nodes);
-    if (g.group.empty() || ec != std::errc() || ptr != n.data() + n.size() || g.nodes <= 0 ||
-        g.nodes > 100000) {
+    auto nodes = ParseInt(n, 1, 100000);
+    if (g.group.empty() || !nodes.ok()) {
       return InvalidArgument(where + ": nodes: expected a positive integer, got '" + n + "'");
     }
+    g.nodes = static_cast<decltype(g.nodes)>(*nodes);
     for (const auto& prev : out) {
       if (prev.group == g.group)
         return InvalidArgument(where + ": group '" + g.group + "' listed twice");
@@ -53,10 +53,10 @@ Result<std::vector<GroupCluster>> LoadGroupClusters(const std::string& path) {
 Result<GroupedRun> RunPerGroup(const Trace& trace, const std::vector<GroupCluster>& groups,
                                int gpus_per_node, std::string_view queue_policy,
                                const JobsSimOptions& base) {
-  std::map<std::string, std::vector<JobSpec>, std::less<>> by_group;
+  std::map<std::string, std::vector<SimJobSpec>, std::less<>> by_group;
   for (const auto& g : groups) by_group[g.group];
   GroupedRun run;
-  const std::vector<JobSpec> all = JobsFromTrace(trace);
+  const std::vector<SimJobSpec> all = JobsFromTrace(trace);
   for (size_t i = 0; i < all.size(); ++i) {
     auto it = by_group.find(trace.jobs[i].group);
     if (it == by_group.end()) {
@@ -66,7 +66,7 @@ Result<GroupedRun> RunPerGroup(const Trace& trace, const std::vector<GroupCluste
     it->second.push_back(all[i]);
   }
   for (const auto& g : groups) {
-    std::vector<JobSpec>& jobs = by_group[g.group];
+    std::vector<SimJobSpec>& jobs = by_group[g.group];
     if (jobs.empty()) continue;
     STOKER_ASSIGN_OR_RETURN(auto policy, queue::CreateQueuePolicy(queue_policy));
     JobsSimOptions opt = base;

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <limits>
 
-#include "scheduler/gang.h"
 #include "scheduler/pass/gpu_commitments.h"
 #include "scheduler/registry.h"
 
@@ -35,39 +34,17 @@ Percentiles Summarise(std::vector<double> v) {
   return p;
 }
 
-// Whether a whole-GPU gang of `gpus` could be placed on `state` right now: full nodes for every
-// complete node's worth, plus one more node for the remainder. On a homogeneous cluster with
-// whole-GPU requests this is exactly when any placement policy finds a placement, so what-if
-// checks on a copy of the cluster need no policy (whose per-node caches belong to the live one).
-bool GangFits(const scheduler::ClusterState& state, int gpus, int per_node) {
-  const int full = gpus / per_node;
-  const int rem = gpus % per_node;
-  int full_free = 0;
-  bool rem_elsewhere = false;
-  for (int32_t n = 0; n < state.num_nodes(); ++n) {
-    const int free = state.node(n).full_free_gpus;
-    if (free == per_node) {
-      ++full_free;
-    } else if (rem > 0 && free >= rem) {
-      rem_elsewhere = true;
-    }
-  }
-  if (full_free < full) return false;
-  if (rem == 0) return true;
-  return rem_elsewhere || full_free > full;
-}
-
 }  // namespace
 
 Percentiles SummarisePercentiles(std::vector<double> values) {
   return Summarise(std::move(values));
 }
 
-std::vector<JobSpec> JobsFromTrace(const Trace& trace) {
-  std::vector<JobSpec> out;
+std::vector<SimJobSpec> JobsFromTrace(const Trace& trace) {
+  std::vector<SimJobSpec> out;
   out.reserve(trace.jobs.size());
   for (const auto& t : trace.jobs) {
-    JobSpec s;
+    SimJobSpec s;
     s.name = t.id;
     s.submit_ms = t.submit_ms;
     s.duration_ms = t.duration_ms;
@@ -79,7 +56,7 @@ std::vector<JobSpec> JobsFromTrace(const Trace& trace) {
   return out;
 }
 
-JobsSim::JobsSim(std::vector<JobSpec> jobs, std::unique_ptr<queue::QueuePolicy> queue_policy,
+JobsSim::JobsSim(std::vector<SimJobSpec> jobs, std::unique_ptr<queue::QueuePolicy> queue_policy,
                  JobsSimOptions options)
     : policy_(std::move(queue_policy)), options_(std::move(options)), waiting_(*policy_) {
   jobs_.reserve(jobs.size());
@@ -90,7 +67,7 @@ JobsSim::JobsSim(std::vector<JobSpec> jobs, std::unique_ptr<queue::QueuePolicy> 
   }
 }
 
-Result<std::unique_ptr<JobsSim>> JobsSim::Create(std::vector<JobSpec> jobs,
+Result<std::unique_ptr<JobsSim>> JobsSim::Create(std::vector<SimJobSpec> jobs,
                                                  std::unique_ptr<queue::QueuePolicy> queue_policy,
                                                  JobsSimOptions options) {
   if (!queue_policy) return InvalidArgument("jobs sim: no queue policy");
@@ -122,10 +99,11 @@ Status JobsSim::Init() {
                                ? std::string(scheduler::kDefaultPolicyName)
                                : options_.placement_policy;
   options_.placement_policy = name;
-  STOKER_ASSIGN_OR_RETURN(placement_,
+  STOKER_ASSIGN_OR_RETURN(auto placement,
                           scheduler::CreatePlacementPolicy(name, options_.placement_config));
+  pass_ = std::make_unique<pass::SchedulingPass>(std::move(placement));
   for (size_t i = 0; i < jobs_.size(); ++i) {
-    JobSpec& s = jobs_[i].spec;
+    SimJobSpec& s = jobs_[i].spec;
     const std::string where = "job " + std::to_string(i) + " ('" + s.name + "')";
     if (s.duration_ms <= 0) return InvalidArgument(where + ": duration must be positive");
     if (s.submit_ms < 0) return InvalidArgument(where + ": submission time is negative");
@@ -157,6 +135,15 @@ Status JobsSim::Init() {
       return InvalidArgument("colocation: shared speed must be above 0 and at most 1");
     gpu_host_.assign(static_cast<size_t>(cluster_.total_gpus()), kNoJob);
     gpu_pre_.assign(static_cast<size_t>(cluster_.total_gpus()), {});
+  }
+  views_.resize(jobs_.size());
+  for (size_t i = 0; i < jobs_.size(); ++i) {
+    pass::JobView& v = views_[i];
+    v.id = static_cast<int64_t>(i);
+    v.gpus = jobs_[i].spec.gpus;
+    v.min_gpus = jobs_[i].spec.min_gpus;
+    v.priority = jobs_[i].spec.priority;
+    v.submit_ms = jobs_[i].spec.submit_ms;
   }
   return Status::Ok();
 }
@@ -199,6 +186,7 @@ void JobsSim::Enqueue(queue::JobId id) {
   SimJob& j = jobs_[id];
   j.state = JobState::kWaiting;
   j.waiting_since_ms = now_;
+  views_[id].work_gpu_ms = j.remaining_work;
   if (coloc() && j.spec.preemptible) {
     pre_waiting_.insert({j.spec.submit_ms, id});
     pre_scan_dirty_ = true;
@@ -213,39 +201,33 @@ void JobsSim::MarkInfeasible(queue::JobId id) {
   Notify(JobEventKind::kInfeasible, id);
 }
 
-Result<std::vector<scheduler::Placement>> JobsSim::PlaceGang(const SimJob& job, int gpus,
-                                                             bool* infeasible) {
-  if (gpus <= 0) return std::vector<scheduler::Placement>{};
-  // The one notion of a gang (scheduler/gang.h): whole nodes first, then the remainder.
-  std::vector<scheduler::Request> parts;
-  for (int32_t part : scheduler::SplitGang(gpus, options_.cluster.gpus_per_node)) {
-    parts.push_back(scheduler::Request::WholeGpus(part, 0, 0));
-  }
-  auto placed = scheduler::PlaceGang(*placement_, cluster_, parts);
-  if (!placed.ok()) {
-    return placed.status().WithContext("jobs sim: job '" + job.spec.name + "'");
-  }
-  if (placed->status == scheduler::PlacementStatus::kInfeasible) *infeasible = true;
-  if (placed->status != scheduler::PlacementStatus::kPlaced) {
-    return std::vector<scheduler::Placement>{};  // no capacity now (or infeasible)
-  }
-  return std::move(placed->parts);
-}
-
-Result<bool> JobsSim::TryStart(queue::JobId id, bool* infeasible) {
-  SimJob& j = jobs_[id];
-  const int64_t free = cluster_.total_gpus() - allocated_gpus_;
-  // Elastic jobs take as many GPUs as are free, down to their minimum.
-  int g = static_cast<int>(std::min<int64_t>(j.spec.gpus, free));
-  for (; g >= j.spec.min_gpus; --g) {
-    STOKER_ASSIGN_OR_RETURN(auto placements, PlaceGang(j, g, infeasible));
-    if (*infeasible) return false;
-    if (!placements.empty()) {
-      STOKER_RETURN_IF_ERROR(Start(id, std::move(placements), g));
-      return true;
+Result<pass::Decision> JobsSim::RunPass(pass::KeptCluster kept) {
+  kept.cluster = &cluster_;
+  kept.gpus_per_node = options_.cluster.gpus_per_node;
+  kept.jobs = views_;
+  pass::PassInput in;
+  in.kept = &kept;
+  pass::Decision d = pass_->Run(in, *policy_, pass::PassOptions{});
+  // What the pass placed is allocated on cluster_ already: the allocation counts all of it
+  // before the starts are told, so observers see the cluster and the allocation agree (the
+  // decision is one instant's).
+  for (const pass::Action& act : d.actions) allocated_gpus_ += act.gpus;
+  // An EASY reservation is told before the jobs that start behind it.
+  if (d.reserved_at_ms) {
+    for (SimObserver* o : observers_) {
+      o->OnReservation(now_, static_cast<queue::JobId>(kept.head), *d.reserved_at_ms);
     }
   }
-  return false;
+  for (pass::Action& act : d.actions) {
+    const auto id = static_cast<queue::JobId>(act.job);
+    if (act.kind == pass::Action::Kind::kInfeasible) {
+      MarkInfeasible(id);
+    } else {
+      STOKER_RETURN_IF_ERROR(Start(id, std::move(act.placed), act.gpus));
+    }
+  }
+  if (!d.status.ok()) return d.status.WithContext("jobs sim");
+  return d;
 }
 
 Status JobsSim::Start(queue::JobId id, std::vector<scheduler::Placement> placements, int gpus) {
@@ -299,7 +281,6 @@ Status JobsSim::Start(queue::JobId id, std::vector<scheduler::Placement> placeme
   j.last_update_ms = now_ + delay;
   ++j.epoch;
   running_.push_back(id);
-  allocated_gpus_ += gpus;
   ScheduleJobEvents(id);
   for (int32_t g : gpu_ids) Retime(g);
   Notify(JobEventKind::kStart, id);
@@ -547,14 +528,13 @@ Status JobsSim::Schedule() {
         for (const auto& p : jobs_[v].placements) STOKER_RETURN_IF_ERROR(cluster_.Release(p));
         allocated_gpus_ -= jobs_[v].alloc_gpus;
       }
-      int plan_failed_from = std::numeric_limits<int>::max();  // as in the fill below
-      for (queue::JobId s : plan.start) {
-        if (!waiting_.Contains(s) || jobs_[s].spec.min_gpus >= plan_failed_from) continue;
-        bool infeasible = false;
-        STOKER_ASSIGN_OR_RETURN(const bool started, TryStart(s, &infeasible));
-        if (infeasible) MarkInfeasible(s);
-        if (!started && !infeasible) plan_failed_from = jobs_[s].spec.min_gpus;
-      }
+      // The plan's starts (distinct waiting jobs) in its order, through the scheduling pass,
+      // which goes on past a job that does not fit, as the plan does.
+      const std::vector<int64_t> starts(plan.start.begin(), plan.start.end());
+      pass::KeptCluster kept;
+      kept.order = starts;
+      kept.blocked = pass::Blocked::kSkip;
+      STOKER_RETURN_IF_ERROR(RunPass(std::move(kept)).status());
       for (queue::JobId v : plan.preempt) {
         SimJob& j = jobs_[v];
         size_t restored = 0;
@@ -570,102 +550,37 @@ Status JobsSim::Schedule() {
       }
     }
   }
-  // Fill in key order. With EASY the first job that cannot start gets a reservation; otherwise it
-  // blocks the rest under non-preemptive policies (strict order, as Helios' FIFO/SJF), while
-  // preemptive policies skip it like their capacity plan does (Helios' SRTF, Tiresias).
+  // Fill in key order, through the scheduling pass. With EASY the first job that cannot start
+  // gets a reservation; otherwise it blocks the rest under non-preemptive policies (strict order,
+  // as Helios' FIFO/SJF), while preemptive policies skip it like their capacity plan does
+  // (Helios' SRTF, Tiresias).
   const bool skip_blocked = policy_->preemptive() && options_.backfill == BackfillMode::kNone;
-  // Nothing is released during the fill, so once a gang of g GPUs failed to place, any gang of at
-  // least g GPUs fails too: skip those without asking the placement policy.
-  int failed_from = std::numeric_limits<int>::max();
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    const queue::JobId id = it->key.id;
-    ++it;  // `id` may leave the queue below; other iterators stay valid
-    const int64_t free = total - allocated_gpus_;
-    if (free <= 0) break;
-    bool infeasible = false;
-    bool started = false;
-    const int min_gpus = jobs_[id].spec.min_gpus;
-    if (min_gpus <= free && min_gpus < failed_from) {
-      STOKER_ASSIGN_OR_RETURN(started, TryStart(id, &infeasible));
-      if (!started && !infeasible) failed_from = min_gpus;
-    }
-    if (infeasible) {
-      MarkInfeasible(id);
-      continue;
-    }
-    if (started || skip_blocked) continue;
-    if (options_.backfill == BackfillMode::kEasy) STOKER_RETURN_IF_ERROR(EasyBackfill(id));
-    break;
+  pass::KeptCluster kept;
+  kept.queue = &waiting_;
+  kept.blocked = skip_blocked ? pass::Blocked::kSkip : pass::Blocked::kStop;
+  STOKER_ASSIGN_OR_RETURN(const pass::Decision d, RunPass(std::move(kept)));
+  if (d.blocked && options_.backfill == BackfillMode::kEasy) {
+    STOKER_RETURN_IF_ERROR(EasyBackfill(static_cast<queue::JobId>(*d.blocked)));
   }
   SchedulePreemptible();
   return Status::Ok();
 }
 
 Status JobsSim::EasyBackfill(queue::JobId head) {
-  const int per_node = options_.cluster.gpus_per_node;
-  const int head_gpus = jobs_[head].spec.min_gpus;
-  // Reservation: release running jobs in the order they will finish until the head fits.
-  std::vector<std::pair<SimMs, queue::JobId>> ends;
-  ends.reserve(running_.size());
+  // The reservation and the backfill behind it are the scheduling pass's; it needs when each
+  // running job is expected to end.
+  pass::KeptCluster kept;
+  kept.queue = &waiting_;
+  kept.blocked = pass::Blocked::kBackfill;
+  kept.head = static_cast<int64_t>(head);
+  kept.now_ms = now_;
+  kept.running.reserve(running_.size());
   for (queue::JobId r : running_) {
     UpdateProgress(jobs_[r]);
-    ends.emplace_back(now_ + RunMs(jobs_[r], jobs_[r].remaining_work), r);
+    kept.running.push_back(pass::RunningEnd{now_ + RunMs(jobs_[r], jobs_[r].remaining_work),
+                                            static_cast<int64_t>(r), &jobs_[r].placements});
   }
-  std::sort(ends.begin(), ends.end());
-  scheduler::ClusterState shadow = cluster_;
-  SimMs reserve_at = -1;
-  for (size_t i = 0; i < ends.size();) {
-    const SimMs t = ends[i].first;
-    for (; i < ends.size() && ends[i].first == t; ++i) {
-      for (const auto& p : jobs_[ends[i].second].placements)
-        STOKER_RETURN_IF_ERROR(shadow.Release(p));
-    }
-    if (GangFits(shadow, head_gpus, per_node)) {
-      reserve_at = t;
-      break;
-    }
-  }
-  if (reserve_at < 0) return Status::Ok();  // cannot happen for a feasible head
-  for (SimObserver* o : observers_) o->OnReservation(now_, head, reserve_at);
-
-  // Backfill: a job may start now if it ends by the reservation, or if the head still fits at
-  // the reservation with the job's GPUs taken (checked on the shadow cluster).
-  int reject_from = std::numeric_limits<int>::max();  // smallest long job that delayed the head
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    const queue::JobId id = it->key.id;
-    ++it;
-    if (id == head) continue;
-    const int64_t free = cluster_.total_gpus() - allocated_gpus_;
-    if (free <= 0) break;
-    SimJob& c = jobs_[id];
-    const int g = c.spec.gpus;  // backfill rigidly at the full size
-    if (g > free) continue;
-    const SimMs end = now_ + CeilDiv(c.remaining_work, g);
-    const bool long_job = end > reserve_at;
-    if (long_job && g >= reject_from) continue;
-    bool infeasible = false;
-    STOKER_ASSIGN_OR_RETURN(auto placements, PlaceGang(c, g, &infeasible));
-    if (infeasible) {
-      MarkInfeasible(id);
-      continue;
-    }
-    if (placements.empty()) continue;
-    if (long_job) {
-      bool ok = true;
-      for (const auto& p : placements) STOKER_RETURN_IF_ERROR(shadow.Allocate(p));
-      if (!GangFits(shadow, head_gpus, per_node)) {
-        ok = false;
-        for (const auto& p : placements) STOKER_RETURN_IF_ERROR(shadow.Release(p));
-      }
-      if (!ok) {
-        for (const auto& p : placements) STOKER_RETURN_IF_ERROR(cluster_.Release(p));
-        reject_from = std::min(reject_from, g);
-        continue;
-      }
-    }
-    STOKER_RETURN_IF_ERROR(Start(id, std::move(placements), g));
-  }
-  return Status::Ok();
+  return RunPass(std::move(kept)).status();
 }
 
 void JobsSim::RecordAllocation() {
@@ -737,7 +652,7 @@ Result<JobsSimReport> JobsSim::Run() {
       // Co-located jobs never go through the placement policy, so they are not part of the
       // workload it learns from.
       for (int left = j.spec.gpus; left > 0 && !(coloc() && j.spec.preemptible); left -= per_node) {
-        placement_->Observe(scheduler::Request::WholeGpus(std::min(left, per_node), 0, 0));
+        pass_->placement().Observe(scheduler::Request::WholeGpus(std::min(left, per_node), 0, 0));
       }
       if (j.spec.min_gpus > cluster_.total_gpus()) {
         j.state = JobState::kInfeasible;

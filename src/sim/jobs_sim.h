@@ -1,13 +1,14 @@
 #pragma once
 // The dynamic trace simulator: an event-driven replay of a job trace (arrivals, starts,
-// completions, preemptions) on a homogeneous cluster. Placement goes through the production
-// scheduler (scheduler::PlacementPolicy on a scheduler::ClusterState) and ordering through a
-// queue::QueuePolicy, so the simulator measures the code the server runs, not a model of it.
+// completions, preemptions) on a homogeneous cluster. Placement is the production scheduling
+// pass's (pass::SchedulingPass::Run over the scheduler::ClusterState the simulator keeps, through
+// a scheduler::PlacementPolicy; EASY reservations and backfill included) and ordering a
+// queue::QueuePolicy's, so the simulator measures the code the server runs, not a model of it.
 //
 // Time is simulated only: integer milliseconds since the first submission, advanced from event
 // to event; nothing reads a clock. Jobs larger than the cluster are reported infeasible.
 //
-// Extension points for idleness models and idle reclaim: JobSpec::gpu_util carries a per-job
+// Extension points for idleness models and idle reclaim: SimJobSpec::gpu_util carries a per-job
 // utilisation profile, and SimObserver sees every event, every interval of constant allocation
 // (OnAdvance) and optional periodic ticks. Oversubscription is a co-location mode
 // (JobsSimOptions::colocation, off by default) decided by the scheduling pass's admission and
@@ -24,6 +25,7 @@
 #include "core/enum_table.h"
 #include "core/status.h"
 #include "scheduler/cluster.h"
+#include "scheduler/pass/pass.h"
 #include "scheduler/policy.h"
 #include "scheduler/queue/job_queue.h"
 #include "scheduler/queue/queue_policy.h"
@@ -38,12 +40,13 @@ enum class BackfillMode {
 };
 inline constexpr EnumTable<BackfillMode, 2> kBackfillModeNames{
     "backfill mode", {{{BackfillMode::kNone, "none"}, {BackfillMode::kEasy, "easy"}}}};
+constexpr const auto& NamesOf(BackfillMode) { return kBackfillModeNames; }
 inline Result<BackfillMode> ParseBackfillMode(std::string_view name) {
   return kBackfillModeNames.Parse(name);
 }
 
 // One job as the simulator runs it (built from a TraceJob, or directly by tests).
-struct JobSpec {
+struct SimJobSpec {
   std::string name;
   SimMs submit_ms = 0;
   SimMs duration_ms = 0;  // at `gpus` GPUs; elastic jobs at fewer GPUs run proportionally longer
@@ -61,13 +64,13 @@ struct JobSpec {
   // GPU beside other work and guaranteed jobs preempt it; without it, an ordinary job.
   bool preemptible = false;
 };
-std::vector<JobSpec> JobsFromTrace(const Trace& trace);
+std::vector<SimJobSpec> JobsFromTrace(const Trace& trace);
 
 enum class JobState { kPending, kWaiting, kRunning, kDone, kInfeasible };
 
 // Runtime state of one job; index in JobsSim::jobs() is the queue::JobId.
 struct SimJob {
-  JobSpec spec;
+  SimJobSpec spec;
   JobState state = JobState::kPending;  // kPending = not yet arrived
   int alloc_gpus = 0;                   // GPUs held while running
   int64_t remaining_work = 0;           // GPU-ms still to do (duration_ms * gpus at arrival)
@@ -188,7 +191,7 @@ struct JobsSimReport {
 class JobsSim {
  public:
   // InvalidArgument for a bad cluster shape, NotFound for an unknown placement policy.
-  static Result<std::unique_ptr<JobsSim>> Create(std::vector<JobSpec> jobs,
+  static Result<std::unique_ptr<JobsSim>> Create(std::vector<SimJobSpec> jobs,
                                                  std::unique_ptr<queue::QueuePolicy> queue_policy,
                                                  JobsSimOptions options);
 
@@ -216,16 +219,17 @@ class JobsSim {
 
  private:
   friend Result<JobsSimReport> SummariseRuns(const std::vector<const JobsSim*>& sims);
-  JobsSim(std::vector<JobSpec> jobs, std::unique_ptr<queue::QueuePolicy> queue_policy,
+  JobsSim(std::vector<SimJobSpec> jobs, std::unique_ptr<queue::QueuePolicy> queue_policy,
           JobsSimOptions options);
   Status Init();
 
   queue::JobView View(queue::JobId id) const;
   void UpdateProgress(SimJob& job);
   Status Schedule();
-  // Tries to place every task of `id` on `cluster_`; on success allocates them. Infeasible jobs
-  // are flagged in `*infeasible`.
-  Result<bool> TryStart(queue::JobId id, bool* infeasible);
+  // One scheduling pass over the kept cluster (pass::KeptCluster), its decision applied in order:
+  // jobs started, jobs found infeasible. Returns the decision for what else it says.
+  Result<pass::Decision> RunPass(pass::KeptCluster kept);
+  // Starts `id` on `placements` at `gpus` GPUs (both counted already: see RunPass).
   Status Start(queue::JobId id, std::vector<scheduler::Placement> placements, int gpus);
   // `released`: the placements were already returned to the cluster (and allocated_gpus_).
   Status Preempt(queue::JobId id, bool released = false);
@@ -233,8 +237,6 @@ class JobsSim {
   void MarkInfeasible(queue::JobId id);
   void Enqueue(queue::JobId id);
   void ScheduleJobEvents(queue::JobId id);
-  Result<std::vector<scheduler::Placement>> PlaceGang(const SimJob& job, int gpus,
-                                                      bool* infeasible);
   Status EasyBackfill(queue::JobId head);
   void RecordAllocation();
   void Notify(JobEventKind kind, queue::JobId id);
@@ -270,7 +272,10 @@ class JobsSim {
   std::vector<SimJob> jobs_;
   std::unique_ptr<queue::QueuePolicy> policy_;
   JobsSimOptions options_;
-  std::unique_ptr<scheduler::PlacementPolicy> placement_;
+  // The production scheduling pass, placing on cluster_ (kept between passes) through the
+  // placement policy it owns; views_ are the jobs as the pass reads them (by id), kept up to date.
+  std::unique_ptr<pass::SchedulingPass> pass_;
+  std::vector<pass::JobView> views_;
   scheduler::ClusterState cluster_;
   queue::JobQueue waiting_;
   std::vector<queue::JobId> running_;  // unordered

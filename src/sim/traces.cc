@@ -8,6 +8,8 @@
 #include <limits>
 #include <sstream>
 
+#include "core/integer.h"
+
 namespace stoker::sim {
 namespace {
 
@@ -35,12 +37,8 @@ std::string_view Trim(std::string_view s) {
 }
 
 Result<int64_t> ParseInt(std::string_view text, std::string_view field) {
-  text = Trim(text);
-  int64_t v = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) {
-    return InvalidArgument(std::string(field) + ": not an integer: '" + std::string(text) + "'");
-  }
+  auto v = stoker::ParseInt(Trim(text));
+  if (!v.ok()) return InvalidArgument(std::string(field) + ": " + v.status().message());
   return v;
 }
 

@@ -28,6 +28,7 @@ inline constexpr EnumTable<TraceFormat, 3> kTraceFormatNames{
     {{{TraceFormat::kItp, "itp"},
       {TraceFormat::kPhilly, "philly"},
       {TraceFormat::kTiresias, "tiresias"}}}};
+constexpr const auto& NamesOf(TraceFormat) { return kTraceFormatNames; }
 inline Result<TraceFormat> ParseTraceFormat(std::string_view name) {
   return kTraceFormatNames.Parse(name);
 }

@@ -4,11 +4,12 @@
 #include <spdlog/spdlog.h>
 #include <zlib.h>
 
-#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "core/integer.h"
 
 namespace stoker::slurm {
 namespace {
@@ -58,12 +59,6 @@ Result<std::string> Gunzip(std::string_view in) {
   inflateEnd(&z);
   if (rc != Z_STREAM_END) return InvalidArgument("JS1: not a complete gzip stream");
   return out;
-}
-
-bool ParseI64(std::string_view s, int64_t* out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && p == s.data() + s.size();
 }
 
 std::optional<std::string> Env(std::string_view block, std::string_view name) {
@@ -229,11 +224,9 @@ Result<JobCompRecord> ParseJobCompEnv(std::string_view block) {
   };
   auto number = [&](std::string_view name, int64_t lo, int64_t hi) -> Result<int64_t> {
     STOKER_ASSIGN_OR_RETURN(std::string v, need(name));
-    int64_t n = 0;
-    if (!ParseI64(v, &n) || n < lo || n > hi) {
-      return InvalidArgument("jobcomp: " + std::string(name) + "='" + v.substr(0, 40) +
-                             "' is not a number in range");
-    }
+    auto n = ParseInt(v, lo, hi);
+    if (!n.ok())
+      return InvalidArgument("jobcomp: " + std::string(name) + ": " + n.status().message());
     return n;
   };
   STOKER_ASSIGN_OR_RETURN(int64_t id, number("JOBID", 1, UINT32_MAX));

@@ -1,110 +1,69 @@
 #include "slurm/model.h"
 
 #include <algorithm>
-#include <charconv>
-#include <nlohmann/json.hpp>
+#include <limits>
 #include <optional>
+
+#include "core/integer.h"
+#include "doc/reader.h"
 
 namespace stoker::slurm {
 namespace {
 
-using nlohmann::json;
+constexpr size_t kMaxErrorText = 500;
+// The largest GPU index an "(IDX:...)" list may name.
+constexpr int64_t kMaxGpuIndex = 4095;
 
-std::string Where(std::string_view what, size_t i, std::string_view field) {
-  return std::string(what) + "[" + std::to_string(i) + "]." + std::string(field);
-}
-
-const char* TypeName(const json& v) { return v.type_name(); }
-
-// Accessors: absent or null fields take the default; a field of the wrong type is an error.
-Status GetString(const json& obj, std::string_view key, const std::string& where,
-                 std::string* out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return Status::Ok();
-  if (!it->is_string()) {
-    return InvalidArgument(where + ": expected a string, got " + TypeName(*it));
-  }
-  *out = it->get<std::string>();
-  return Status::Ok();
-}
-
-template <typename Int>
-Status GetInt(const json& obj, std::string_view key, const std::string& where, Int* out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return Status::Ok();
-  if (!it->is_number_integer()) {
-    return InvalidArgument(where + ": expected an integer, got " + TypeName(*it));
-  }
-  if (it->is_number_unsigned()) {
-    const uint64_t v = it->get<uint64_t>();
-    if (v > static_cast<uint64_t>(std::numeric_limits<Int>::max())) {
-      return InvalidArgument(where + ": " + std::to_string(v) + " out of range");
+// The "errors" of an answer, for the message: each error's scalar fields ("description:
+// Failed ..., error_number: -1, ..."), at most kMaxErrorText bytes.
+std::string ErrorsText(const doc::Value& errors) {
+  std::string out;
+  for (const doc::Value& e : errors.items()) {
+    if (!out.empty()) out += "; ";
+    if (e.is_map()) {
+      bool first = true;
+      for (const doc::Member& m : e.members()) {
+        if (!m.value.is_scalar()) continue;
+        out += (first ? "" : ", ") + m.key + ": " + m.value.text();
+        first = false;
+      }
+    } else {
+      out += e.text();
     }
-    *out = static_cast<Int>(v);
-    return Status::Ok();
+    if (out.size() > kMaxErrorText) break;
   }
-  const int64_t v = it->get<int64_t>();
-  if (v < static_cast<int64_t>(std::numeric_limits<Int>::min()) ||
-      (v > 0 &&
-       static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<Int>::max()))) {
-    return InvalidArgument(where + ": " + std::to_string(v) + " out of range");
-  }
-  *out = static_cast<Int>(v);
-  return Status::Ok();
-}
-
-Status GetBool(const json& obj, std::string_view key, const std::string& where, bool* out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return Status::Ok();
-  if (!it->is_boolean()) {
-    return InvalidArgument(where + ": expected a boolean, got " + TypeName(*it));
-  }
-  *out = it->get<bool>();
-  return Status::Ok();
-}
-
-Status GetStrings(const json& obj, std::string_view key, const std::string& where,
-                  std::vector<std::string>* out) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return Status::Ok();
-  if (!it->is_array()) return InvalidArgument(where + ": expected an array, got " + TypeName(*it));
-  for (size_t i = 0; i < it->size(); ++i) {
-    if (!(*it)[i].is_string()) {
-      return InvalidArgument(where + "[" + std::to_string(i) + "]: expected a string");
-    }
-    out->push_back((*it)[i].get<std::string>());
-  }
-  return Status::Ok();
+  if (out.size() > kMaxErrorText) out.resize(kMaxErrorText);
+  return out;
 }
 
 // Parses the document and checks the top-level shape: an object with an array `key` and an
-// "errors" array that, when non-empty, is Slurm reporting a failure.
-Result<json> ParseTop(std::string_view text, std::string_view command, std::string_view key) {
+// "errors" array that, when non-empty, is Slurm reporting a failure. Errors in the records are
+// then "<command>:<line>:<column>: <key>[i].<field>: what" (doc/reader.h).
+Result<doc::Value> ParseTop(std::string_view text, std::string_view command, std::string_view key) {
   if (text.size() > kMaxAnswerBytes) {
     return InvalidArgument(std::string(command) + ": answer of " + std::to_string(text.size()) +
                            " bytes exceeds the limit");
   }
-  json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return InvalidArgument(std::string(command) + ": answer is not JSON");
-  if (!doc.is_object()) return InvalidArgument(std::string(command) + ": answer is not an object");
-  auto errs = doc.find("errors");
-  if (errs != doc.end() && errs->is_array() && !errs->empty()) {
-    std::string msg = std::string(command) + ": Slurm reported errors: ";
-    msg += errs->dump().substr(0, 500);
-    return Unavailable(msg);
+  STOKER_ASSIGN_OR_RETURN(doc::Value root, doc::ParseJson(text, command, 1, kMaxAnswerBytes));
+  if (!root.is_map()) return InvalidArgument(std::string(command) + ": answer is not an object");
+  const doc::Value* errs = root.Find("errors");
+  if (errs != nullptr && errs->is_list() && !errs->items().empty()) {
+    return Unavailable(std::string(command) + ": Slurm reported errors: " + ErrorsText(*errs));
   }
-  auto it = doc.find(key);
-  if (it == doc.end() || !it->is_array()) {
+  const doc::Value* list = root.Find(key);
+  if (list == nullptr || !list->is_list()) {
     return InvalidArgument(std::string(command) + ": answer has no \"" + std::string(key) +
                            "\" array");
   }
-  return doc;
+  return root;
 }
 
-bool ParseInt(std::string_view s, int64_t* out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && p == s.data() + s.size();
+// A field parsed by one of the text grammars below: its error names the field.
+template <class T>
+Status Checked(const doc::Reader& r, std::string_view field, Result<T> parsed, T* out) {
+  if (!parsed.ok()) return r.FieldError(field, parsed.status().message());
+  *out = std::move(parsed).value();
+  return Status::Ok();
 }
 
 // Splits on commas outside parentheses and brackets.
@@ -165,16 +124,16 @@ Result<std::vector<int32_t>> ParseIndexList(std::string_view list) {
     if (comma == std::string_view::npos) comma = list.size();
     std::string_view part = list.substr(pos, comma - pos);
     const size_t dash = part.find('-');
-    int64_t lo = 0, hi = 0;
-    if (dash == std::string_view::npos) {
-      if (!ParseInt(part, &lo)) return InvalidArgument("bad index '" + std::string(part) + "'");
-      hi = lo;
-    } else if (!ParseInt(part.substr(0, dash), &lo) || !ParseInt(part.substr(dash + 1), &hi)) {
-      return InvalidArgument("bad index range '" + std::string(part) + "'");
-    }
-    if (lo < 0 || hi < lo || hi > 4095) {
-      return InvalidArgument("index range '" + std::string(part) + "' out of bounds");
-    }
+    const auto index = [&](std::string_view s) -> Result<int64_t> {
+      auto v = ParseInt(s, 0, kMaxGpuIndex);
+      if (!v.ok())
+        return InvalidArgument("bad index in '" + std::string(part) + "': " + v.status().message());
+      return v;
+    };
+    STOKER_ASSIGN_OR_RETURN(const int64_t lo, index(part.substr(0, dash)));
+    STOKER_ASSIGN_OR_RETURN(const int64_t hi,
+                            dash == std::string_view::npos ? lo : index(part.substr(dash + 1)));
+    if (hi < lo) return InvalidArgument("index range '" + std::string(part) + "' is reversed");
     for (int64_t v = lo; v <= hi; ++v) out.push_back(static_cast<int32_t>(v));
     pos = comma + 1;
   }
@@ -211,10 +170,10 @@ Result<GresGpu> ParseGresGpu(std::string_view gres) {
       return InvalidArgument("gres '" + std::string(gres) + "': expected " + std::string(parts[0]) +
                              "[:type]:count");
     }
-    int64_t count = 0;
-    if (!ParseInt(parts.back(), &count) || count < 0 || count > (gpu ? 4096 : 1 << 20)) {
+    auto count = ParseInt(parts.back(), 0, gpu ? 4096 : 1 << 20);
+    if (!count.ok()) {
       return InvalidArgument("gres '" + std::string(gres) + "': bad " + std::string(parts[0]) +
-                             " count '" + std::string(parts.back()) + "'");
+                             " count: " + count.status().message());
     }
     std::vector<int32_t> indices;
     if (extra.starts_with("IDX:")) {
@@ -223,11 +182,11 @@ Result<GresGpu> ParseGresGpu(std::string_view gres) {
       indices = std::move(idx).value();
     }
     if (gpu) {
-      g.count += static_cast<int32_t>(count);
+      g.count += static_cast<int32_t>(*count);
       if (parts.size() == 3) g.type = std::string(parts[1]);
       g.indices.insert(g.indices.end(), indices.begin(), indices.end());
     } else {
-      g.shards += static_cast<int32_t>(count);
+      g.shards += static_cast<int32_t>(*count);
       g.shard_indices.insert(g.shard_indices.end(), indices.begin(), indices.end());
     }
   }
@@ -251,13 +210,16 @@ Result<int32_t> ParseTresGresCount(std::string_view tres, std::string_view name,
       const size_t at = c == std::string_view::npos    ? eq
                         : eq == std::string_view::npos ? c
                                                        : std::max(c, eq);
-      int64_t n = 0;
-      if (at == std::string_view::npos || !ParseInt(rest.substr(at + 1), &n) || n < 0 ||
-          n > (1 << 20)) {
+      if (at == std::string_view::npos) {
         return InvalidArgument("tres '" + std::string(tres) + "': bad " + std::string(name) +
-                               " count");
+                               " count: none given");
       }
-      total += static_cast<int32_t>(n);
+      auto n = ParseInt(rest.substr(at + 1), 0, 1 << 20);
+      if (!n.ok()) {
+        return InvalidArgument("tres '" + std::string(tres) + "': bad " + std::string(name) +
+                               " count: " + n.status().message());
+      }
+      total += static_cast<int32_t>(*n);
       // "gres:gpu:a100:2": the type sits between the name and the count.
       if (type != nullptr && at > 1 && rest[0] == ':') *type = std::string(rest.substr(1, at - 1));
     }
@@ -305,15 +267,20 @@ Result<std::vector<std::string>> ExpandHostList(std::string_view list) {
         const size_t dash = r.find('-');
         std::string_view a = dash == std::string_view::npos ? r : r.substr(0, dash);
         std::string_view b = dash == std::string_view::npos ? r : r.substr(dash + 1);
-        int64_t lo = 0, hi = 0;
-        if (!ParseInt(a, &lo) || !ParseInt(b, &hi) || lo < 0 || hi < lo) {
+        auto lo = ParseInt(a, 0);
+        auto hi = ParseInt(b, 0);
+        if (!lo.ok() || !hi.ok()) {
           return InvalidArgument("host list '" + std::string(list) + "': bad range '" +
-                                 std::string(r) + "'");
+                                 std::string(r) + "': " + (lo.ok() ? hi : lo).status().message());
         }
-        if (static_cast<uint64_t>(hi - lo) + out.size() >= kMaxHostListNames) {
+        if (*hi < *lo) {
+          return InvalidArgument("host list '" + std::string(list) + "': range '" + std::string(r) +
+                                 "' is reversed");
+        }
+        if (static_cast<uint64_t>(*hi - *lo) + out.size() >= kMaxHostListNames) {
           return InvalidArgument("host list '" + std::string(list) + "': too many names");
         }
-        for (int64_t v = lo; v <= hi; ++v) {
+        for (int64_t v = *lo; v <= *hi; ++v) {
           std::string num = std::to_string(v);
           if (num.size() < a.size()) num.insert(0, a.size() - num.size(), '0');  // zero padding
           out.push_back(std::string(prefix) + num + std::string(suffix));
@@ -329,45 +296,44 @@ Result<std::vector<std::string>> ExpandHostList(std::string_view list) {
 }
 
 Result<std::vector<SlurmNode>> ParseSinfoJson(std::string_view text) {
-  STOKER_ASSIGN_OR_RETURN(json doc, ParseTop(text, "sinfo --json", "nodes"));
+  constexpr std::string_view kCommand = "sinfo --json";
+  STOKER_ASSIGN_OR_RETURN(doc::Value root, ParseTop(text, kCommand, "nodes"));
+  const doc::Reader top(root, std::string(kCommand));
+  STOKER_ASSIGN_OR_RETURN(std::vector<doc::Reader> records, top.Required("nodes")->Items());
   std::vector<SlurmNode> nodes;
-  const json& arr = doc["nodes"];
-  nodes.reserve(arr.size());
-  for (size_t i = 0; i < arr.size(); ++i) {
-    const json& o = arr[i];
-    auto w = [&](std::string_view f) { return Where("sinfo --json: nodes", i, f); };
-    if (!o.is_object()) return InvalidArgument(w("") + " is not an object");
+  nodes.reserve(records.size());
+  for (const doc::Reader& r : records) {
+    STOKER_RETURN_IF_ERROR(r.ExpectMap());
     SlurmNode n;
-    STOKER_RETURN_IF_ERROR(GetString(o, "name", w("name"), &n.name));
-    if (n.name.empty()) return InvalidArgument(w("name") + ": missing");
+    STOKER_RETURN_IF_ERROR(r.Get("name", &n.name));
+    if (n.name.empty()) return r.FieldError("name", "required field is missing or empty");
     std::string gres, gres_used;
-    STOKER_RETURN_IF_ERROR(GetString(o, "state", w("state"), &n.state));
-    STOKER_RETURN_IF_ERROR(GetStrings(o, "state_flags", w("state_flags"), &n.state_flags));
-    STOKER_RETURN_IF_ERROR(GetInt(o, "cpus", w("cpus"), &n.cpus));
-    STOKER_RETURN_IF_ERROR(GetInt(o, "alloc_cpus", w("alloc_cpus"), &n.alloc_cpus));
-    STOKER_RETURN_IF_ERROR(GetInt(o, "real_memory", w("real_memory"), &n.real_memory_mib));
-    STOKER_RETURN_IF_ERROR(GetInt(o, "alloc_memory", w("alloc_memory"), &n.alloc_memory_mib));
-    STOKER_RETURN_IF_ERROR(GetInt(o, "weight", w("weight"), &n.weight));
-    STOKER_RETURN_IF_ERROR(GetStrings(o, "partitions", w("partitions"), &n.partitions));
-    STOKER_RETURN_IF_ERROR(GetString(o, "reason", w("reason"), &n.reason));
-    STOKER_RETURN_IF_ERROR(GetString(o, "gres", w("gres"), &gres));
-    STOKER_RETURN_IF_ERROR(GetString(o, "gres_used", w("gres_used"), &gres_used));
+    STOKER_RETURN_IF_ERROR(r.Get("state", &n.state));
+    STOKER_RETURN_IF_ERROR(r.Get("state_flags", &n.state_flags));
+    STOKER_RETURN_IF_ERROR(r.GetInt("cpus", &n.cpus));
+    STOKER_RETURN_IF_ERROR(r.GetInt("alloc_cpus", &n.alloc_cpus));
+    STOKER_RETURN_IF_ERROR(r.GetInt("real_memory", &n.real_memory_mib));
+    STOKER_RETURN_IF_ERROR(r.GetInt("alloc_memory", &n.alloc_memory_mib));
+    STOKER_RETURN_IF_ERROR(r.GetInt("weight", &n.weight));
+    STOKER_RETURN_IF_ERROR(r.Get("partitions", &n.partitions));
+    STOKER_RETURN_IF_ERROR(r.Get("reason", &n.reason));
+    STOKER_RETURN_IF_ERROR(r.Get("gres", &gres));
+    STOKER_RETURN_IF_ERROR(r.Get("gres_used", &gres_used));
     if (n.cpus < 0 || n.alloc_cpus < 0 || n.alloc_cpus > n.cpus) {
-      return InvalidArgument(w("alloc_cpus") + ": " + std::to_string(n.alloc_cpus) + " of " +
-                             std::to_string(n.cpus) + " CPUs");
+      return r.FieldError("alloc_cpus",
+                          std::to_string(n.alloc_cpus) + " of " + std::to_string(n.cpus) + " CPUs");
     }
-    auto g = ParseGresGpu(gres);
-    if (!g.ok()) return g.status().WithContext(w("gres"));
-    auto u = ParseGresGpu(gres_used);
-    if (!u.ok()) return u.status().WithContext(w("gres_used"));
-    n.gpus = g->count;
-    n.gpu_type = g->type;
-    n.shards = g->shards;
-    n.gpus_used = u->count;
-    n.gpu_used_indices = u->indices;
+    GresGpu g, u;
+    STOKER_RETURN_IF_ERROR(Checked(r, "gres", ParseGresGpu(gres), &g));
+    STOKER_RETURN_IF_ERROR(Checked(r, "gres_used", ParseGresGpu(gres_used), &u));
+    n.gpus = g.count;
+    n.gpu_type = std::move(g.type);
+    n.shards = g.shards;
+    n.gpus_used = u.count;
+    n.gpu_used_indices = std::move(u.indices);
     if (n.gpus_used > n.gpus) {
-      return InvalidArgument(w("gres_used") + ": " + std::to_string(n.gpus_used) +
-                             " GPUs used of " + std::to_string(n.gpus));
+      return r.FieldError("gres_used",
+                          std::to_string(n.gpus_used) + " GPUs used of " + std::to_string(n.gpus));
     }
     nodes.push_back(std::move(n));
   }
@@ -375,69 +341,64 @@ Result<std::vector<SlurmNode>> ParseSinfoJson(std::string_view text) {
 }
 
 Result<std::vector<SlurmJob>> ParseSqueueJson(std::string_view text) {
-  STOKER_ASSIGN_OR_RETURN(json doc, ParseTop(text, "squeue --json", "jobs"));
+  constexpr std::string_view kCommand = "squeue --json";
+  STOKER_ASSIGN_OR_RETURN(doc::Value root, ParseTop(text, kCommand, "jobs"));
+  const doc::Reader top(root, std::string(kCommand));
+  STOKER_ASSIGN_OR_RETURN(std::vector<doc::Reader> records, top.Required("jobs")->Items());
   std::vector<SlurmJob> jobs;
-  const json& arr = doc["jobs"];
-  jobs.reserve(arr.size());
-  for (size_t i = 0; i < arr.size(); ++i) {
-    const json& o = arr[i];
-    auto w = [&](std::string_view f) { return Where("squeue --json: jobs", i, f); };
-    if (!o.is_object()) return InvalidArgument(w("") + " is not an object");
+  jobs.reserve(records.size());
+  for (const doc::Reader& r : records) {
+    STOKER_RETURN_IF_ERROR(r.ExpectMap());
     SlurmJob j;
-    if (!o.contains("job_id")) return InvalidArgument(w("job_id") + ": missing");
-    STOKER_RETURN_IF_ERROR(GetInt(o, "job_id", w("job_id"), &j.id));
-    if (j.id == 0) return InvalidArgument(w("job_id") + ": 0 is not a job id");
-    STOKER_RETURN_IF_ERROR(GetString(o, "name", w("name"), &j.name));
-    STOKER_RETURN_IF_ERROR(GetString(o, "user_name", w("user_name"), &j.user));
-    STOKER_RETURN_IF_ERROR(GetInt(o, "user_id", w("user_id"), &j.user_id));
-    STOKER_RETURN_IF_ERROR(GetString(o, "partition", w("partition"), &j.partition));
-    STOKER_RETURN_IF_ERROR(GetString(o, "qos", w("qos"), &j.qos));
-    STOKER_RETURN_IF_ERROR(GetString(o, "job_state", w("job_state"), &j.state));
-    STOKER_RETURN_IF_ERROR(GetString(o, "state_reason", w("state_reason"), &j.state_reason));
-    STOKER_RETURN_IF_ERROR(GetInt(o, "cpus", w("cpus"), &j.cpus));
-    STOKER_RETURN_IF_ERROR(GetInt(o, "submit_time", w("submit_time"), &j.submit_time));
-    STOKER_RETURN_IF_ERROR(GetInt(o, "start_time", w("start_time"), &j.start_time));
-    STOKER_RETURN_IF_ERROR(GetInt(o, "end_time", w("end_time"), &j.end_time));
-    STOKER_RETURN_IF_ERROR(GetInt(o, "priority", w("priority"), &j.priority));
-    STOKER_RETURN_IF_ERROR(GetBool(o, "requeue", w("requeue"), &j.requeue));
-    STOKER_RETURN_IF_ERROR(GetBool(o, "batch_flag", w("batch_flag"), &j.batch));
-    STOKER_RETURN_IF_ERROR(GetString(o, "comment", w("comment"), &j.comment));
-    STOKER_RETURN_IF_ERROR(GetString(o, "admin_comment", w("admin_comment"), &j.admin_comment));
-    if (j.state.empty()) return InvalidArgument(w("job_state") + ": missing");
-    std::string nodes, per_node, per_job;
-    STOKER_RETURN_IF_ERROR(GetString(o, "nodes", w("nodes"), &nodes));
-    STOKER_RETURN_IF_ERROR(GetString(o, "tres_per_node", w("tres_per_node"), &per_node));
-    STOKER_RETURN_IF_ERROR(GetString(o, "tres_per_job", w("tres_per_job"), &per_job));
-    auto hosts = ExpandHostList(nodes);
-    if (!hosts.ok()) return hosts.status().WithContext(w("nodes"));
-    j.nodes = std::move(hosts).value();
-    std::string required;
-    STOKER_RETURN_IF_ERROR(GetString(o, "required_nodes", w("required_nodes"), &required));
-    auto req = ExpandHostList(required);
-    if (!req.ok()) return req.status().WithContext(w("required_nodes"));
-    j.required_nodes = std::move(req).value();
-    std::string excluded;
-    STOKER_RETURN_IF_ERROR(GetString(o, "excluded_nodes", w("excluded_nodes"), &excluded));
-    auto exc = ExpandHostList(excluded);
-    if (!exc.ok()) return exc.status().WithContext(w("excluded_nodes"));
-    j.excluded_nodes = std::move(exc).value();
-    auto pn = ParseTresGpuCount(per_node, &j.gpu_type);
-    if (!pn.ok()) return pn.status().WithContext(w("tres_per_node"));
-    auto ps = ParseTresShardCount(per_node);
-    if (!ps.ok()) return ps.status().WithContext(w("tres_per_node"));
-    j.shards_per_node = *ps;
-    auto pj = ParseTresGpuCount(per_job);
-    if (!pj.ok()) return pj.status().WithContext(w("tres_per_job"));
-    j.gpus_per_node = *pn;
-    j.gpus_per_job = *pj;
-    std::vector<std::string> detail;
-    STOKER_RETURN_IF_ERROR(GetStrings(o, "gres_detail", w("gres_detail"), &detail));
-    for (size_t d = 0; d < detail.size(); ++d) {
-      auto g = ParseGresGpu(detail[d]);
-      if (!g.ok()) return g.status().WithContext(w("gres_detail[" + std::to_string(d) + "]"));
-      j.gpu_indices.push_back(g->indices);
-      j.shard_counts.push_back(g->shards);
-      j.shard_gpus.push_back(g->shard_indices);
+    STOKER_ASSIGN_OR_RETURN(doc::Reader id, r.Required("job_id"));
+    STOKER_ASSIGN_OR_RETURN(int64_t id_value, id.Int(0, std::numeric_limits<uint32_t>::max()));
+    if (id_value == 0) return id.Error("0 is not a job id");
+    j.id = static_cast<uint32_t>(id_value);
+    STOKER_RETURN_IF_ERROR(r.Get("name", &j.name));
+    STOKER_RETURN_IF_ERROR(r.Get("user_name", &j.user));
+    STOKER_RETURN_IF_ERROR(r.GetInt("user_id", &j.user_id));
+    STOKER_RETURN_IF_ERROR(r.Get("partition", &j.partition));
+    STOKER_RETURN_IF_ERROR(r.Get("qos", &j.qos));
+    STOKER_RETURN_IF_ERROR(r.Get("job_state", &j.state));
+    STOKER_RETURN_IF_ERROR(r.Get("state_reason", &j.state_reason));
+    STOKER_RETURN_IF_ERROR(r.GetInt("cpus", &j.cpus));
+    STOKER_RETURN_IF_ERROR(r.GetInt("submit_time", &j.submit_time));
+    STOKER_RETURN_IF_ERROR(r.GetInt("start_time", &j.start_time));
+    STOKER_RETURN_IF_ERROR(r.GetInt("end_time", &j.end_time));
+    if (auto priority = r.Field("priority")) {
+      STOKER_ASSIGN_OR_RETURN(j.priority, priority->Uint());
+    }
+    STOKER_RETURN_IF_ERROR(r.Get("requeue", &j.requeue));
+    STOKER_RETURN_IF_ERROR(r.Get("batch_flag", &j.batch));
+    STOKER_RETURN_IF_ERROR(r.Get("comment", &j.comment));
+    STOKER_RETURN_IF_ERROR(r.Get("admin_comment", &j.admin_comment));
+    if (j.state.empty()) return r.FieldError("job_state", "required field is missing or empty");
+    std::string nodes, required, excluded, per_node, per_job;
+    STOKER_RETURN_IF_ERROR(r.Get("nodes", &nodes));
+    STOKER_RETURN_IF_ERROR(r.Get("required_nodes", &required));
+    STOKER_RETURN_IF_ERROR(r.Get("excluded_nodes", &excluded));
+    STOKER_RETURN_IF_ERROR(r.Get("tres_per_node", &per_node));
+    STOKER_RETURN_IF_ERROR(r.Get("tres_per_job", &per_job));
+    STOKER_RETURN_IF_ERROR(Checked(r, "nodes", ExpandHostList(nodes), &j.nodes));
+    STOKER_RETURN_IF_ERROR(
+        Checked(r, "required_nodes", ExpandHostList(required), &j.required_nodes));
+    STOKER_RETURN_IF_ERROR(
+        Checked(r, "excluded_nodes", ExpandHostList(excluded), &j.excluded_nodes));
+    STOKER_RETURN_IF_ERROR(
+        Checked(r, "tres_per_node", ParseTresGpuCount(per_node, &j.gpu_type), &j.gpus_per_node));
+    STOKER_RETURN_IF_ERROR(
+        Checked(r, "tres_per_node", ParseTresShardCount(per_node), &j.shards_per_node));
+    STOKER_RETURN_IF_ERROR(Checked(r, "tres_per_job", ParseTresGpuCount(per_job), &j.gpus_per_job));
+    if (auto detail = r.Field("gres_detail")) {
+      STOKER_ASSIGN_OR_RETURN(std::vector<doc::Reader> items, detail->Items());
+      for (const doc::Reader& item : items) {
+        STOKER_ASSIGN_OR_RETURN(std::string text, item.String());
+        auto g = ParseGresGpu(text);
+        if (!g.ok()) return item.Error(g.status().message());
+        j.gpu_indices.push_back(std::move(g->indices));
+        j.shard_counts.push_back(g->shards);
+        j.shard_gpus.push_back(std::move(g->shard_indices));
+      }
     }
     jobs.push_back(std::move(j));
   }

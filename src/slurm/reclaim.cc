@@ -29,7 +29,7 @@ class SlurmReclaim::Directory final : public efficiency::JobDirectory {
   std::map<std::string, int64_t> start_;  // job -> Slurm start_time of the run observed
 };
 
-class SlurmReclaim::Actions final : public efficiency::JobActions {
+class SlurmReclaim::Actions final : public efficiency::ReclaimActions {
  public:
   Actions(SlurmReclaim* owner, std::string rule) : owner_(owner), rule_(std::move(rule)) {}
 

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <fstream>
 #include <future>
 #include <mutex>
@@ -242,6 +243,9 @@ class SqliteStore final : public Store {
                                           "ON CONFLICT(key) DO UPDATE SET value=excluded.value");
     add_ledger_ =
         std::make_unique<Stmt>(writer_, "INSERT INTO ledger(seq,ts_ms,team,doc) VALUES(?,?,?,?)");
+    // The writer checkpoints the log itself, after acknowledging a commit (WriterLoop); this
+    // replaces SQLite's automatic checkpoint, which runs inside the COMMIT that crosses it.
+    sqlite3_wal_hook(writer_, &SqliteStore::OnWalCommit, this);
     writer_thread_ = std::thread([this] { WriterLoop(); });
   }
 
@@ -278,19 +282,17 @@ class SqliteStore final : public Store {
     auto p = std::make_unique<Pending>();
     p->batch = std::move(batch);
     p->fill = std::move(fill);
-    std::shared_future<Status> f = p->promise.get_future().share();
     if (p->batch.empty() && !p->fill) {
       p->promise.set_value(Status::Ok());
-      return f;
+      return p->promise.get_future().share();
     }
-    std::lock_guard lock(mu_);
-    if (stopping_) {
-      p->promise.set_value(Unavailable("store is closing"));
-      return f;
-    }
-    queue_.push_back(std::move(p));
-    cv_.notify_all();
-    return f;
+    return Enqueue(std::move(p));
+  }
+
+  std::shared_future<Status> ApplyPartsAsync(std::function<bool(WriteBatch*)> next) override {
+    auto p = std::make_unique<Pending>();
+    p->next = std::move(next);
+    return Enqueue(std::move(p));
   }
 
   Result<std::vector<JobRow>> LoadJobs() override {
@@ -419,8 +421,39 @@ class SqliteStore final : public Store {
   struct Pending {
     WriteBatch batch;
     std::function<void(WriteBatch*)> fill;
+    std::function<bool(WriteBatch*)> next;  // a batch in parts (ApplyPartsAsync)
     std::promise<Status> promise;
   };
+
+  // Queues `p` for the writer thread (or fails it when the store is closing); its future.
+  std::shared_future<Status> Enqueue(std::unique_ptr<Pending> p) {
+    std::shared_future<Status> f = p->promise.get_future().share();
+    std::lock_guard lock(mu_);
+    if (stopping_) {
+      p->promise.set_value(Unavailable("store is closing"));
+      return f;
+    }
+    queue_.push_back(std::move(p));
+    cv_.notify_all();
+    return f;
+  }
+
+  // The batch `p`: its rows, or each of its parts as `next` gives them. A part that fails ends
+  // it (the caller's SAVEPOINT rolls every part back); `next` is not called again.
+  Status ApplyPending(Pending& p) {
+    if (!p.next) return ApplyOne(p.batch);
+    bool more = true;
+    while (more) {
+      WriteBatch part;
+      try {
+        more = p.next(&part);
+      } catch (const std::exception& e) {
+        return Internal(std::string("a batch in parts could not give its next part: ") + e.what());
+      }
+      STOKER_RETURN_IF_ERROR(ApplyOne(part));
+    }
+    return Status::Ok();
+  }
 
   Status ApplyOne(const WriteBatch& b) {
     for (const JobRow& j : b.jobs()) {
@@ -490,8 +523,17 @@ class SqliteStore final : public Store {
     return Status::Ok();
   }
 
+  // Called by SQLite on the writer thread after each COMMIT: the log's length in frames.
+  static int OnWalCommit(void* self, sqlite3*, const char*, int frames) {
+    static_cast<SqliteStore*>(self)->wal_frames_ = frames;
+    return SQLITE_OK;
+  }
+
   // Group commit: take every batch waiting now, run each inside its own SAVEPOINT (a failing
-  // batch rolls back alone), COMMIT once, then acknowledge them all.
+  // batch rolls back alone), COMMIT once, then acknowledge them all. Then, once the log holds
+  // kCheckpointFrames or more, copy it into the database (a passive checkpoint, SQLite's own
+  // default threshold and kind): the commit is durable in the log already, so its callers do
+  // not wait for the copy; the next group does.
   void WriterLoop() {
     std::unique_lock lock(mu_);
     while (true) {
@@ -512,7 +554,7 @@ class SqliteStore final : public Store {
         for (size_t i = 0; i < group.size(); ++i) {
           Status s = Exec(writer_, "SAVEPOINT b");
           if (s.ok()) {
-            s = ApplyOne(group[i]->batch);
+            s = ApplyPending(*group[i]);
             if (s.ok()) {
               s = Exec(writer_, "RELEASE b");
             } else {
@@ -531,6 +573,14 @@ class SqliteStore final : public Store {
         for (auto& r : results) r = begin;
       }
       for (size_t i = 0; i < group.size(); ++i) group[i]->promise.set_value(results[i]);
+      group.clear();
+      if (wal_frames_ >= kCheckpointFrames) {
+        // A checkpoint that cannot finish now (a reader holds old pages) leaves the rest for
+        // the next one; nothing committed depends on it.
+        (void)sqlite3_wal_checkpoint_v2(writer_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr,
+                                        nullptr);
+        wal_frames_ = 0;
+      }
       lock.lock();
     }
   }
@@ -543,6 +593,9 @@ class SqliteStore final : public Store {
   std::unique_ptr<Stmt> put_job_, clear_job_status_, update_job_, put_node_, put_token_, del_token_,
       add_audit_, add_event_, add_ledger_, put_setting_;
   std::mutex mark_mu_;
+  // SQLite's default threshold (SQLITE_DEFAULT_WAL_AUTOCHECKPOINT).
+  static constexpr int kCheckpointFrames = 1000;
+  int wal_frames_ = 0;  // writer thread only
 
   std::mutex mu_;
   std::condition_variable cv_;

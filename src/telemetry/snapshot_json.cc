@@ -1,5 +1,6 @@
 #include "telemetry/snapshot_json.h"
 
+#include "json/enum_json.h"
 #include "protocol/samples.h"
 #include "telemetry/xid.h"
 
@@ -64,10 +65,9 @@ json SnapshotToJson(const TelemetrySnapshot& snap, const std::string& hostname) 
     if (!g.have_sample) j["timestamp_unix"] = json();
     json counts = json::object();
     for (const auto& [xid, count] : g.xid_counts) counts[std::to_string(xid)] = count;
-    j["xid"] = {
-        {"counts", std::move(counts)},
-        {"last", g.last_xid},
-        {"last_grade", g.last_xid != 0 ? json(XidGradeName(GradeXid(g.last_xid))) : json()}};
+    j["xid"] = {{"counts", std::move(counts)},
+                {"last", g.last_xid},
+                {"last_grade", g.last_xid != 0 ? json(GradeXid(g.last_xid)) : json()}};
     json field_errors = json::object();
     for (size_t f = 0; f < defs.size(); ++f) {
       if (g.field_errors_total[f] != 0)

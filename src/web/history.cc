@@ -84,7 +84,21 @@ void History::RecordLocked(Ring& r, WallTime t, std::optional<double> util,
 
 void History::OnHeartbeat(const std::string& node, const std::vector<GpuSample>& gpus,
                           WallTime /*at*/) {
+  const std::vector<GpuSample>* one[] = {&gpus};
   std::lock_guard lock(mu_);
+  RecordSecondsLocked(node, one);
+}
+
+void History::OnReport(const std::string& node, std::span<const server::SampleTick> ticks) {
+  std::vector<const std::vector<GpuSample>*> seconds;
+  seconds.reserve(ticks.size());
+  for (const server::SampleTick& t : ticks) seconds.push_back(&t.gpus);
+  std::lock_guard lock(mu_);
+  RecordSecondsLocked(node, seconds);
+}
+
+void History::RecordSecondsLocked(const std::string& node,
+                                  std::span<const std::vector<GpuSample>* const> seconds) {
   auto percent = [](const Field<uint64_t>& used, const Field<uint64_t>& total) {
     if (total.value_or(0) == 0) return 0.0;
     return 100.0 * static_cast<double>(used.value_or(0)) / static_cast<double>(total.value());
@@ -93,10 +107,84 @@ void History::OnHeartbeat(const std::string& node, const std::vector<GpuSample>&
     if (!g.sm_active.has_value()) return std::nullopt;
     return g.sm_active.value() * 100;
   };
-  for (const GpuSample& s : gpus) {
-    const std::string key = node + "/" + std::to_string(s.id.index);
-    Ring* r = RingLocked(key);
-    if (r == nullptr) continue;
+  // Rows are found (and made, in the order the samples name them) once per call, and the holders
+  // looked up once: neither changes while the lock is held. A row's labels and estimate are
+  // written from its latest sample, after every second is recorded (each second overwrote them).
+  struct SliceRow {
+    std::string id;
+    Ring* ring = nullptr;
+    int64_t job = 0;
+    const MigInstance* latest = nullptr;
+    const GpuSample* gpu = nullptr;  // the GPU sample `latest` came with
+  };
+  struct GpuRow {
+    uint32_t index = 0;
+    std::string key;  // "node/index"
+    Ring* ring = nullptr;
+    int64_t job = 0;
+    const GpuSample* latest = nullptr;
+    std::vector<SliceRow> slices;
+  };
+  std::vector<GpuRow> rows;
+  auto row_of = [&](uint32_t index) -> GpuRow& {
+    for (GpuRow& r : rows) {
+      if (r.index == index) return r;
+    }
+    GpuRow& r = rows.emplace_back();
+    r.index = index;
+    r.key = node + "/" + std::to_string(index);
+    r.ring = RingLocked(r.key);
+    if (r.ring != nullptr) {
+      auto h = holder_.find({node, index});
+      r.job = h == holder_.end() ? 0 : h->second;
+    }
+    return r;
+  };
+  for (const std::vector<GpuSample>* gpus : seconds) {
+    for (const GpuSample& s : *gpus) {
+      GpuRow& row = row_of(s.id.index);
+      if (row.ring == nullptr) {
+        // Every sample of a row beyond max_gpus counts; RingLocked counted the first.
+        if (row.latest != nullptr) ++dropped_gpus_;
+        row.latest = &s;
+        continue;
+      }
+      row.latest = &s;
+      RecordLocked(*row.ring, s.timestamp, s.util_gpu_pct.value_or(0), sm_of(s.gpm),
+                   percent(s.memory_used_bytes, s.memory_total_bytes), row.job);
+      for (const MigInstance& m : s.mig_instances) {
+        // A slice is named by its UUID, or "GI.CI" without one.
+        std::string numbered;
+        if (m.uuid.empty()) {
+          numbered =
+              std::to_string(m.gpu_instance_id) + "." + std::to_string(m.compute_instance_id);
+        }
+        const std::string& id = m.uuid.empty() ? numbered : m.uuid;
+        SliceRow* slice = nullptr;
+        for (SliceRow& x : row.slices) {
+          if (x.id == id) slice = &x;
+        }
+        if (slice == nullptr) {
+          slice = &row.slices.emplace_back();
+          slice->ring = RingLocked(row.key + "/" + id);
+          slice->id = id;
+          auto mh = mig_holder_.find({node, m.uuid});
+          slice->job = mh == mig_holder_.end() ? 0 : mh->second;
+        } else if (slice->ring == nullptr) {
+          ++dropped_gpus_;
+        }
+        slice->latest = &m;
+        slice->gpu = &s;
+        if (slice->ring == nullptr) continue;
+        RecordLocked(*slice->ring, s.timestamp, std::nullopt, sm_of(m.gpm),
+                     percent(m.memory_used_bytes, m.memory_total_bytes), slice->job);
+      }
+    }
+  }
+  for (GpuRow& row : rows) {
+    if (row.ring == nullptr) continue;
+    const GpuSample& s = *row.latest;
+    Ring* r = row.ring;
     r->node = node;
     r->index = s.id.index;
     r->name = s.id.name;
@@ -107,29 +195,19 @@ void History::OnHeartbeat(const std::string& node, const std::vector<GpuSample>&
     r->tflops = e.tflops;
     r->tflops_per_watt = e.tflops_per_watt;
     r->estimated_at = s.timestamp;
-    auto h = holder_.find({node, s.id.index});
-    RecordLocked(*r, s.timestamp, s.util_gpu_pct.value_or(0), sm_of(s.gpm),
-                 percent(s.memory_used_bytes, s.memory_total_bytes),
-                 h == holder_.end() ? 0 : h->second);
-    for (const MigInstance& m : s.mig_instances) {
-      const std::string id = m.uuid.empty() ? std::to_string(m.gpu_instance_id) + "." +
-                                                  std::to_string(m.compute_instance_id)
-                                            : m.uuid;
-      Ring* slice = RingLocked(key + "/" + id);
-      if (slice == nullptr) continue;
-      slice->node = node;
-      slice->index = s.id.index;
-      slice->name = s.id.name;
-      slice->uuid = s.id.uuid;
-      slice->mig = true;
-      slice->mig_uuid = id;
-      slice->mig_profile = m.profile;
-      slice->mig_slices = m.slices;
-      auto mh = mig_holder_.find({node, m.uuid});
-      const std::optional<double> sm = sm_of(m.gpm);
-      RecordLocked(*slice, s.timestamp, std::nullopt, sm,
-                   percent(m.memory_used_bytes, m.memory_total_bytes),
-                   mh == mig_holder_.end() ? 0 : mh->second);
+  }
+  for (GpuRow& row : rows) {
+    if (row.ring == nullptr) continue;
+    for (SliceRow& x : row.slices) {
+      if (x.ring == nullptr) continue;
+      x.ring->node = node;
+      x.ring->index = x.gpu->id.index;
+      x.ring->name = x.gpu->id.name;
+      x.ring->uuid = x.gpu->id.uuid;
+      x.ring->mig = true;
+      x.ring->mig_uuid = x.id;
+      x.ring->mig_profile = x.latest->profile;
+      x.ring->mig_slices = x.latest->slices;
     }
   }
 }

@@ -23,6 +23,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ class History final : public server::ServerObserver, public server::ApiExtension
   // ServerObserver.
   void OnHeartbeat(const std::string& node, const std::vector<GpuSample>& gpus,
                    WallTime at) override;
+  // A report's seconds together: each GPU's and slice's row found once per report, its job
+  // looked up once, its estimate taken from its latest sample only (what one call per second
+  // leaves); every second is still recorded at its own time.
+  void OnReport(const std::string& node, std::span<const server::SampleTick> ticks) override;
   void OnJobChanged(const server::Job& job) override;
   void OnFragmentation(const server::Fragmentation& f, WallTime at) override;
 
@@ -96,6 +101,10 @@ class History final : public server::ServerObserver, public server::ApiExtension
   void PruneJobsLocked(int64_t oldest_bucket);
   // The ring for `key`, made on first use; nullptr (and counted) beyond max_gpus.
   Ring* RingLocked(const std::string& key);
+  // Records `seconds` (each one second's samples of `node`, in time order): the one place the
+  // observer's two entries meet.
+  void RecordSecondsLocked(const std::string& node,
+                           std::span<const std::vector<GpuSample>* const> seconds);
   // Adds one reading (percents; SM activity absent when nullopt) to `r`'s bucket at `t`.
   void RecordLocked(Ring& r, WallTime t, std::optional<double> util, std::optional<double> sm,
                     double mem, int64_t job);

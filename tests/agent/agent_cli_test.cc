@@ -71,6 +71,18 @@ TEST(AgentCliTest, SmiTableShowsSimulatedBannerAndJobs) {
   EXPECT_NE(r.out.find("alice"), std::string::npos) << r.out;
 }
 
+// The table's layout, byte for byte: the files are what `stoker smi` printed before the table
+// moved onto the shared formatter (src/cli/table.h), and what it must keep printing.
+TEST(AgentCliTest, SmiTableIsLaidOutAsBefore) {
+  for (const std::string scenario : {"h100-mig-node", "faulty-node"}) {
+    const CliRun r = RunStoker("smi --simulate " + scenario);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    EXPECT_EQ(r.out, ReadFile(std::string(STOKER_SOURCE_DIR) + "/tests/agent/testdata/smi-" +
+                              scenario + ".txt"))
+        << scenario;
+  }
+}
+
 TEST(AgentCliTest, SimulateListAndBadInput) {
   CliRun r = RunStoker("smi --simulate list");
   ASSERT_EQ(r.rc, 0) << r.out;

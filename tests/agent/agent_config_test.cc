@@ -37,6 +37,13 @@ TEST(ParseListenAddressTest, RejectedFormsNameTheProblem) {
       EXPECT_NE(a.status().message().find("listen address"), std::string::npos) << bad;
     }
   }
+  // The port's error says why (core/integer.h).
+  EXPECT_EQ(ParseListenAddress("host:65536").status().message(),
+            "listen address 'host:65536': port: '65536' is out of range 0..65535");
+  EXPECT_EQ(ParseListenAddress("host:-1").status().message(),
+            "listen address 'host:-1': port: '-1' is negative");
+  EXPECT_EQ(ParseListenAddress("host:12x").status().message(),
+            "listen address 'host:12x': port: '12x' is not an integer");
 }
 
 TEST(ParseDurationTest, UnitsAndBareSeconds) {

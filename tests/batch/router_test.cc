@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "batch/metrics.h"
+#include "batch/queue.h"
+#include "support/enum_tables.h"
+
 namespace stoker::batch {
 namespace {
 
@@ -64,6 +68,20 @@ TEST(ReplicaRouter, UnknownUtilizationFallsBack) {
   ReplicaRouter none(2, RoutePolicy::kUtilization, nullptr, &clock);  // least-outstanding
   none.Pick();
   EXPECT_EQ(none.Pick(), 1u);
+}
+
+// The batcher's names are label values of its metrics (batch/metrics.cc): dashboards and
+// alerts match them, so they are pinned here as well as round-tripped.
+TEST(EnumNames, TheBatchersTablesRoundTripAndKeepTheirLabelValues) {
+  using stoker::testing::ExpectRoundTrip;
+  ExpectRoundTrip(kRoutePolicyNames);
+  ExpectRoundTrip(kRejectionNames);
+  ExpectRoundTrip(kFormedWhyNames);
+  EXPECT_STREQ(RoutePolicyName(RoutePolicy::kLeastOutstanding), "least-outstanding");
+  EXPECT_STREQ(RejectionName(Rejection::kQueueFull), "queue_full");
+  EXPECT_STREQ(RejectionName(Rejection::kFailed), "failed");
+  EXPECT_STREQ(WhyName(Formed::Why::kPreferred), "preferred");
+  EXPECT_STREQ(WhyName(Formed::Why::kDrain), "drain");
 }
 
 }  // namespace

@@ -5,10 +5,15 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/common.h"
+#include "support/temp_dir.h"
 
 namespace stoker::cli {
 namespace {
@@ -16,21 +21,14 @@ namespace fs = std::filesystem;
 
 class ClientConfigTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = (fs::temp_directory_path() /
-            ("stoker_client_config_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-               .string();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_ + "/stoker/local.d");
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { fs::create_directories(dir_ + "/stoker/local.d"); }
   std::string Write(const std::string& name, const std::string& text) {
     const std::string path = dir_ + "/stoker/" + name;
     std::ofstream(path) << text;
     return path;
   }
-  std::string dir_;
+  stoker::testing::TempDir tmp_{"client_config"};
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(ClientConfigTest, ReadsServerAndTokenFile) {
@@ -140,6 +138,49 @@ TEST_F(ClientConfigTest, WhatStokerUpRegistersReadsBackAndAStaleEntryIsRemoved) 
     EXPECT_EQ(l.pid, ::getpid());
   }
   EXPECT_EQ(alive, 1);
+}
+
+// The places every command shares (cli/common.h), one definition each: the server's data
+// folder and the agent's job state under it, and this machine's name as a node name.
+class PlacesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* name : {"XDG_STATE_HOME", "HOME"}) {
+      if (const char* v = ::getenv(name)) saved_.emplace_back(name, v);
+    }
+  }
+  void TearDown() override {
+    ::unsetenv("XDG_STATE_HOME");
+    for (const auto& [name, value] : saved_) ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  std::vector<std::pair<std::string, std::string>> saved_;
+};
+
+TEST_F(PlacesTest, TheDataFolderIsXdgStateHomeThenHome) {
+  ::setenv("XDG_STATE_HOME", "/var/lib/me", 1);
+  ::setenv("HOME", "/home/me", 1);
+  EXPECT_EQ(DefaultDataDir(), "/var/lib/me/stoker");
+  ::setenv("XDG_STATE_HOME", "", 1);
+  EXPECT_EQ(DefaultDataDir(), "/home/me/.local/state/stoker");
+  ::unsetenv("XDG_STATE_HOME");
+  EXPECT_EQ(DefaultDataDir(), "/home/me/.local/state/stoker");
+  EXPECT_EQ(DefaultDataDir(), HomeDir() + "/.local/state/stoker");
+}
+
+TEST_F(PlacesTest, TheHostNameIsThisMachinesNameInNodeNameCharacters) {
+  char buf[256] = {0};
+  ASSERT_EQ(::gethostname(buf, sizeof(buf) - 1), 0);
+  const std::string expected = buf[0] != '\0' ? std::string(buf) : std::string("localhost");
+  const std::string h = HostName();
+  ASSERT_EQ(h.size(), expected.size()) << h << " vs " << expected;
+  for (size_t i = 0; i < h.size(); ++i) {
+    const char c = h[i];
+    EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')
+        << h;
+    if (c != '-') {
+      EXPECT_EQ(c, expected[i]) << h << " vs " << expected;
+    }
+  }
 }
 
 }  // namespace

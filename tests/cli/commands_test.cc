@@ -2,9 +2,11 @@
 // short commands); these tests keep the family table in step with what the families register.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "cli/cli.h"
+#include "cli/programs.h"
 
 namespace stoker::cli {
 namespace {
@@ -48,6 +50,32 @@ TEST(CommandFamilies, NamingACommandRegistersItsFamilyOnly) {
   CLI::App submit;
   RegisterCommands(submit, rc, "submit");
   EXPECT_EQ(TopLevel(submit).count("server"), 0u);
+}
+
+// `stoker` registers its client commands from its own family table (programs.h): each of them
+// must be a command of Main's table with the same family, so its help, flags and checks are
+// the ones stoker-full has.
+TEST(CommandFamilies, StokersClientCommandsAreMainsWithTheSameFlags) {
+  const std::vector<std::string> all = FamilyCommands();
+  size_t n = 0;
+  for (const Family& f : ClientFamilies()) {
+    for (const char* name : f.commands) {
+      if (name == nullptr) continue;
+      ++n;
+      EXPECT_NE(std::find(all.begin(), all.end(), name), all.end()) << name;
+      CLI::App mine, full;
+      int rc = 0;
+      RegisterFamilies(mine, rc, name, ClientFamilies());
+      RegisterCommands(full, rc, name);
+      EXPECT_EQ(TopLevel(mine), TopLevel(full)) << name;
+      EXPECT_EQ(mine.get_subcommand(name)->help(), full.get_subcommand(name)->help()) << name;
+    }
+  }
+  EXPECT_EQ(n, 11u);  // submit, jobs, job, cancel, logs, queue, nodes, drain, undrain, token, audit
+  // Nothing that serves, simulates or reports.
+  for (const char* name : {"server", "up", "agent", "sim", "node", "zones", "device-plugin"}) {
+    for (const Family& f : ClientFamilies()) EXPECT_FALSE(Names(f, name)) << name;
+  }
 }
 
 }  // namespace

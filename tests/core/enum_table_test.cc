@@ -5,6 +5,7 @@
 #include "core/field.h"
 #include "core/gpu.h"
 #include "core/xid.h"
+#include "support/enum_tables.h"
 
 namespace stoker {
 namespace {
@@ -34,19 +35,8 @@ TEST(EnumTable, NamesParseAndErrorsListTheChoices) {
 }
 
 // Every value of each core enum has one distinct name and parses back to itself.
-template <class E, size_t N>
-void ExpectRoundTrip(const EnumTable<E, N>& t) {
-  EXPECT_TRUE(NamesAreDistinct(t)) << t.what();
-  for (const auto& [value, name] : t.entries()) {
-    EXPECT_NE(name, "?");
-    EXPECT_EQ(t.Name(value), name);
-    auto back = t.Parse(name);
-    ASSERT_TRUE(back.ok()) << back.status().ToString();
-    EXPECT_EQ(*back, value) << name;
-  }
-}
-
 TEST(EnumTable, CoreTablesRoundTrip) {
+  using stoker::testing::ExpectRoundTrip;
   ExpectRoundTrip(kFieldStateNames);
   ExpectRoundTrip(kGpuHealthNames);
   ExpectRoundTrip(kJobKindNames);

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <limits>
 
+#include "support/enum_tables.h"
+
 namespace stoker::prom {
 namespace {
 
@@ -133,6 +135,12 @@ TEST(PrometheusText, PromtoolAcceptsTheOutput) {
   std::ifstream log(file.string() + ".log");
   std::string out((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   EXPECT_EQ(rc, 0) << out << "\n" << w.text();
+}
+
+TEST(PrometheusText, TypeNamesAreTheFormatsWords) {
+  stoker::testing::ExpectRoundTrip(kTypeNames);
+  EXPECT_STREQ(TypeName(Type::kCounter), "counter");
+  EXPECT_STREQ(TypeName(Type::kUntyped), "untyped");
 }
 
 }  // namespace

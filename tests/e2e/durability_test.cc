@@ -13,17 +13,15 @@
 #include "process_util.h"
 #include "protocol/model.h"
 #include "store/store.h"
+#include "support/temp_dir.h"
 
 namespace stoker::e2e {
 namespace {
-namespace fs = std::filesystem;
 using protocol::json;
 
 TEST(Durability, AcknowledgedWritesSurviveKill9) {
-  const std::string dir =
-      (fs::temp_directory_path() / ("stoker_kill9_" + std::to_string(::getpid()))).string();
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const stoker::testing::TempDir tmp("kill9");
+  const std::string dir = tmp.path();
   std::mt19937 rng(12345);
   std::map<int64_t, std::string> acked;  // id -> last acknowledged state
   // Cancels sent but not answered when the server died: they may or may not have committed.
@@ -112,7 +110,6 @@ TEST(Durability, AcknowledgedWritesSurviveKill9) {
     cancel_in_flight.clear();  // the server that held them is gone: each committed or not
   }
   EXPECT_GT(acked.size(), 100u) << "the load was too light to mean anything";
-  fs::remove_all(dir);
 }
 
 }  // namespace

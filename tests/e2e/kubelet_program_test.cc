@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "process_util.h"
+#include "support/temp_dir.h"
 
 namespace stoker::e2e {
 namespace {
@@ -17,20 +18,11 @@ namespace fs = std::filesystem;
 
 class KubeletProgramTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = (fs::temp_directory_path() /
-            ("stoker_kubelet_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-               .string();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
   void TearDown() override {
     if (pid_ > 0) {
       ::kill(pid_, SIGKILL);
       WaitExit(pid_);
     }
-    fs::remove_all(dir_);
   }
   std::string Log() const {
     std::ifstream in(dir_ + "/log");
@@ -47,7 +39,8 @@ class KubeletProgramTest : public ::testing::Test {
     return fs::read_symlink("/proc/" + std::to_string(pid_) + "/exe", ec).filename().string();
   }
 
-  std::string dir_;
+  stoker::testing::TempDir tmp_{"kubelet"};
+  const std::string dir_ = tmp_.path();
   pid_t pid_ = -1;
 };
 
@@ -78,9 +71,12 @@ TEST_F(KubeletProgramTest, AgentWithPodResourcesRunsInTheProgramBesideStoker) {
 }
 
 TEST_F(KubeletProgramTest, StokerAloneSaysTheProgramIsMissing) {
+  // `stoker` and stoker-full (which runs these commands: src/cli/programs.h), without stoker-k8s.
   const std::string alone = dir_ + "/stoker";
   fs::copy_file(STOKER_BIN, alone);
   fs::permissions(alone, fs::perms::owner_all);
+  fs::copy_file(STOKER_FULL_BIN, dir_ + "/stoker-full");
+  fs::permissions(dir_ + "/stoker-full", fs::perms::owner_all);
   CmdResult r = e2e::Run(alone + " device-plugin --simulate h100-mig-node 2>&1");
   EXPECT_EQ(r.exit_code, 3) << r.out;  // unavailable
   EXPECT_NE(r.out.find("cannot run " + dir_ + "/stoker-k8s"), std::string::npos) << r.out;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "process_util.h"
+#include "support/temp_dir.h"
 
 namespace stoker::e2e {
 namespace {
@@ -20,11 +21,6 @@ using json = nlohmann::json;
 class UpTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (fs::temp_directory_path() /
-            ("stoker_e2e_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-               .string();
-    fs::remove_all(dir_);
     fs::create_directories(dir_ + "/config");
     port_ = FreePort();
     env_prefix_ = "env -u STOKER_SERVER -u STOKER_TOKEN XDG_CONFIG_HOME=" + dir_ + "/config ";
@@ -35,8 +31,8 @@ class UpTest : public ::testing::Test {
       WaitExit(agent_);
     }
     Stop();
-    // Anything still running from the test's jobs belongs to the test's process groups.
-    fs::remove_all(dir_);
+    // Anything still running from the test's jobs belongs to the test's process groups; tmp_
+    // removes the folder after this.
   }
 
   void Start() {
@@ -133,7 +129,8 @@ class UpTest : public ::testing::Test {
                     STOKER_BIN + std::string(" ") + args + " 2>&1");
   }
 
-  std::string dir_;
+  stoker::testing::TempDir tmp_{"e2e"};
+  const std::string dir_ = tmp_.path();
   int port_ = 0;
   pid_t pid_ = -1;
   pid_t agent_ = -1;

@@ -11,6 +11,7 @@
 #include "efficiency/jobs.h"
 #include "efficiency/market.h"
 #include "efficiency/zones.h"
+#include "support/enum_tables.h"
 
 namespace stoker::efficiency {
 namespace {
@@ -178,17 +179,8 @@ service: {evaluate_every: 5s, keep_samples: 1000}
 
 // Every name the engine writes (API answers, metrics labels, records) parses back to its value,
 // and no two values share a name.
-template <class E, size_t N>
-void ExpectRoundTrip(const EnumTable<E, N>& t) {
-  EXPECT_TRUE(NamesAreDistinct(t)) << t.what();
-  for (const auto& [value, name] : t.entries()) {
-    auto back = t.Parse(name);
-    ASSERT_TRUE(back.ok()) << back.status().ToString();
-    EXPECT_EQ(*back, value) << name;
-  }
-}
-
 TEST(EnumNames, EveryEfficiencyTableRoundTrips) {
+  using stoker::testing::ExpectRoundTrip;
   ExpectRoundTrip(kActivityMetricNames);
   ExpectRoundTrip(kGradeNames);
   ExpectRoundTrip(kCompareOpNames);

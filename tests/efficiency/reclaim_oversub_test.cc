@@ -9,7 +9,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::T0;
 
-class FakeActions : public JobActions {
+class FakeActions : public ReclaimActions {
  public:
   Status Warn(const JobInfo& j, const std::string&) override { return Record("warn " + j.id); }
   Status Requeue(const JobInfo& j, const std::string&) override {

@@ -267,5 +267,46 @@ TEST(MarketTest, JsonlLedgerPersistsAndReplays) {
   std::filesystem::remove(path);
 }
 
+// The ledger's kind and tier are their table names on disk; an unknown one is refused with the
+// names allowed, no longer read as some other value.
+TEST(Market, LedgerKindAndTierAreTheirNamesAndUnknownOnesAreRefused) {
+  LedgerEntry e;
+  e.seq = 3;
+  e.team = "t";
+  e.kind = LedgerKind::kIdleCharge;
+  e.micro_credits = -5;
+  e.job = "j";
+  e.tier = Tier::kPreemptible;
+  const std::string line = LedgerEntryToJson(e);
+  EXPECT_EQ(line, R"({"at_ns":0,"gpu_model":"","job":"j","kind":"idle_charge","micro_credits":-5,)"
+                  R"("milli_gpu_seconds":0,"note":"","reclaimed":false,"seq":3,"team":"t",)"
+                  R"("tier":"preemptible"})");
+  auto back = LedgerEntryFromJson(line, "ledger:1");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->kind, LedgerKind::kIdleCharge);
+  EXPECT_EQ(back->tier, Tier::kPreemptible);
+  // No tier: guaranteed, as before.
+  back = LedgerEntryFromJson(R"({"seq":1,"at_ns":0,"team":"t","kind":"grant","micro_credits":1})",
+                             "ledger:1");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->tier, Tier::kGuaranteed);
+
+  auto bad = LedgerEntryFromJson(
+      R"({"seq":1,"at_ns":0,"team":"t","kind":"gift","micro_credits":1})", "ledger:4");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().rfind("ledger:4: ", 0), 0u) << bad.status().message();
+  EXPECT_NE(
+      bad.status().message().find("unknown ledger kind 'gift' (" + kLedgerKindNames.List() + ")"),
+      std::string::npos)
+      << bad.status().message();
+  bad = LedgerEntryFromJson(
+      R"({"seq":1,"at_ns":0,"team":"t","kind":"grant","micro_credits":1,"tier":"gold"})",
+      "ledger:5");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("unknown tier 'gold' (" + kTierNames.List() + ")"),
+            std::string::npos)
+      << bad.status().message();
+}
+
 }  // namespace
 }  // namespace stoker::efficiency

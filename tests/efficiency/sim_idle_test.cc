@@ -10,7 +10,7 @@ using namespace std::chrono_literals;
 constexpr sim::SimMs kMin = 60'000;
 
 TEST(IdlenessModelTest, ShareAndFractionsFollowTheModelDeterministically) {
-  std::vector<sim::JobSpec> jobs(10'000);
+  std::vector<sim::SimJobSpec> jobs(10'000);
   for (auto& j : jobs) j.duration_ms = 100 * kMin;
   IdlenessModel m;
   auto a = DrawIdleness(jobs, m);
@@ -45,9 +45,9 @@ TEST(DecideReclaimTest, EngineCutsTheIdleTailAtTheFirstCheckPastActAfter) {
 
 TEST(CompareReclaimTest, ReclaimFreesIdleGpuHoursAndShortensQueueing) {
   // A saturated 2x4 cluster: 200 jobs of 1-4 GPUs arriving every 10 minutes.
-  std::vector<sim::JobSpec> jobs;
+  std::vector<sim::SimJobSpec> jobs;
   for (int i = 0; i < 200; ++i) {
-    sim::JobSpec j;
+    sim::SimJobSpec j;
     j.name = "j" + std::to_string(i);
     j.submit_ms = i * 10 * kMin;
     j.duration_ms = (180 + (i * 37) % 240) * kMin;

@@ -16,9 +16,9 @@ using namespace std::chrono_literals;
 
 constexpr sim::SimMs kMin = 60'000;
 
-sim::JobSpec Job(std::string name, sim::SimMs submit, sim::SimMs duration, int gpus,
-                 bool preemptible, double util = 0.6, sim::SimMs idle_tail = 0) {
-  sim::JobSpec j;
+sim::SimJobSpec Job(std::string name, sim::SimMs submit, sim::SimMs duration, int gpus,
+                    bool preemptible, double util = 0.6, sim::SimMs idle_tail = 0) {
+  sim::SimJobSpec j;
   j.name = std::move(name);
   j.submit_ms = submit;
   j.duration_ms = duration;
@@ -29,7 +29,7 @@ sim::JobSpec Job(std::string name, sim::SimMs submit, sim::SimMs duration, int g
   return j;
 }
 
-std::unique_ptr<sim::JobsSim> Simulate(std::vector<sim::JobSpec> jobs, sim::ClusterShape shape,
+std::unique_ptr<sim::JobsSim> Simulate(std::vector<sim::SimJobSpec> jobs, sim::ClusterShape shape,
                                        int64_t ratio_milli, Duration grace,
                                        sim::SimObserver* observer = nullptr,
                                        double shared_speed = 1.0) {
@@ -124,8 +124,8 @@ TEST(SimOversubTest, GuaranteedWorkPreemptsAfterTheGraceAndTheVictimRequeuesAndF
 }
 
 // A busy mixed workload: guaranteed gangs of 1-8 GPUs and single-GPU preemptible jobs.
-std::vector<sim::JobSpec> Mixed(int n) {
-  std::vector<sim::JobSpec> jobs;
+std::vector<sim::SimJobSpec> Mixed(int n) {
+  std::vector<sim::SimJobSpec> jobs;
   for (int i = 0; i < n; ++i) {
     const bool pre = i % 3 == 0;
     const int gpus = pre ? 1 : 1 << (i % 4);
@@ -179,8 +179,8 @@ TEST(SimOversubTest, LoadNeverExceedsTheRatioAndGuaranteedJobsWaitAtMostTheGrace
 }
 
 TEST(SimOversubTest, WithoutGraceGuaranteedJobsRunExactlyAsIfPreemptibleOnesDidNotExist) {
-  const std::vector<sim::JobSpec> all = Mixed(600);
-  std::vector<sim::JobSpec> guaranteed;
+  const std::vector<sim::SimJobSpec> all = Mixed(600);
+  std::vector<sim::SimJobSpec> guaranteed;
   for (const auto& j : all) {
     if (!j.preemptible) guaranteed.push_back(j);
   }
@@ -200,10 +200,10 @@ TEST(SimOversubTest, WithoutGraceGuaranteedJobsRunExactlyAsIfPreemptibleOnesDidN
   EXPECT_GT(preempted, 0);
 }
 
-std::vector<sim::JobSpec> TraceLike(int n) {
-  std::vector<sim::JobSpec> jobs;
+std::vector<sim::SimJobSpec> TraceLike(int n) {
+  std::vector<sim::SimJobSpec> jobs;
   for (int i = 0; i < n; ++i) {
-    sim::JobSpec j;
+    sim::SimJobSpec j;
     j.name = "t" + std::to_string(i);
     j.submit_ms = i * 5 * kMin;
     j.duration_ms = (i % 4 == 0 ? 20 + (i * 13) % 100 : 120 + (i * 37) % 600) * kMin;
@@ -259,7 +259,7 @@ TEST(CompareOversubTest, InterferenceSlowsOnlyTheCoLocatedVariantsGuaranteedJobs
   opt.cluster = {2, 4};
   EfficiencySimOptions o;
   o.oversub.max_ratio_milli = 1500;
-  const std::vector<sim::JobSpec> jobs = TraceLike(400);
+  const std::vector<sim::SimJobSpec> jobs = TraceLike(400);
   auto plain = CompareReclaim(jobs, opt, o);
   o.shared_speed = kPublishedSharedSpeed;
   auto slowed = CompareReclaim(jobs, opt, o);
@@ -277,7 +277,7 @@ TEST(CompareOversubTest, InterferenceSlowsOnlyTheCoLocatedVariantsGuaranteedJobs
 }
 
 TEST(CompareOversubTest, PreemptibleJobsAreShortSingleGpuJobsDrawnBySeed) {
-  std::vector<sim::JobSpec> jobs = TraceLike(2000);
+  std::vector<sim::SimJobSpec> jobs = TraceLike(2000);
   PreemptibleModel m;
   const std::vector<bool> a = DrawPreemptible(jobs, m);
   EXPECT_EQ(a, DrawPreemptible(jobs, m));

@@ -9,10 +9,10 @@ namespace {
 
 constexpr sim::SimMs kHour = 3'600'000;
 
-std::vector<sim::JobSpec> Burst(int jobs, int gpus, sim::SimMs duration) {
-  std::vector<sim::JobSpec> out;
+std::vector<sim::SimJobSpec> Burst(int jobs, int gpus, sim::SimMs duration) {
+  std::vector<sim::SimJobSpec> out;
   for (int i = 0; i < jobs; ++i) {
-    sim::JobSpec j;
+    sim::SimJobSpec j;
     j.name = "j" + std::to_string(i);
     j.duration_ms = duration;
     j.gpus = gpus;
@@ -57,7 +57,7 @@ TEST(SizeClusterTest, FindsTheSmallestClusterByDoublingThenBisecting) {
 
 TEST(SizeClusterTest, EveryVariantOnTheSameJobsAndTheWidestJobSetsTheSmallestSize) {
   SizingOptions o = Options();
-  std::vector<sim::JobSpec> jobs = Burst(3, 1, kHour);
+  std::vector<sim::SimJobSpec> jobs = Burst(3, 1, kHour);
   jobs.push_back(Burst(1, 24, kHour).front());  // needs 3 nodes to run at all
   auto sized = SizeCluster(jobs, o);
   ASSERT_TRUE(sized.ok()) << sized.status().ToString();

@@ -290,7 +290,7 @@ TEST(Fit, GhostMemoryKeepsSharesAndWholeGpusAway) {
   AddProcess(s[0], 1, 60 * kGiB);  // no pod owns it
   ClusterView v;
   v.Update("n", GpusFromSamples(s, nullptr), kNow);
-  const NodeView& n = *v.Find("n");
+  const ExtenderNode& n = *v.Find("n");
   // A 500-milli share needs 40 GiB by default: GPU 0 has 19.5 GiB free, GPU 1 fits.
   NodeFit fit = FitPod(n, SharePod(500), {}, kNow);
   ASSERT_TRUE(fit.fits) << fit.reason;

@@ -6,6 +6,7 @@
 
 #include "protocol/limits.h"
 #include "protocol/samples.h"
+#include "support/enum_tables.h"
 
 namespace stoker::protocol {
 namespace {
@@ -205,7 +206,8 @@ TEST(Heartbeat, GpuClaimsRoundTripAndBadOnesAreNamed) {
   EXPECT_FALSE(GpuSampleToJson(GpuSample{}, 0, true).contains("claims"));
   for (const auto& [claim, want] : std::vector<std::pair<json, std::string>>{
            {json{{"gpu_milli", 5}}, "samples[0].claims[0].job: needs kind and id"},
-           {json{{"job", {{"kind", "podman"}, {"id", "x"}}}}, "claims[0].job.kind: unknown"},
+           {json{{"job", {{"kind", "podman"}, {"id", "x"}}}},
+            "claims[0].job.kind: unknown job kind 'podman' (none, stoker, slurm, kubernetes)"},
            {json{{"job", {{"kind", "kubernetes"}, {"id", "x"}}}, {"gpu_milli", 1001}},
             "claims[0].gpu_milli: not in 0..1000"}}) {
     json g = gpus;
@@ -352,6 +354,7 @@ TEST(GangSpec, ErrorsNameTheField) {
   EXPECT_EQ(ErrorOf(R"({"command":["x"],"total_gpus":16,"gpus":8})").rfind("total_gpus:", 0), 0u);
   EXPECT_EQ(ErrorOf(R"({"command":["x"],"total_gpus":16,"nodes":2})").rfind("total_gpus:", 0), 0u);
   EXPECT_EQ(ErrorOf(R"({"command":["x"],"nodes":5000})"), "nodes: must be in 0..4096");
+  EXPECT_EQ(ErrorOf(R"({"command":["x"],"nodes":-1})"), "nodes: must be in 0..4096");
   EXPECT_EQ(ErrorOf(R"({"command":["x"],"total_gpus":-1})"), "total_gpus: must be in 0..131072");
 }
 
@@ -455,6 +458,57 @@ TEST(GangJob, PartsRoundTripAndFindTheirNode) {
   EXPECT_EQ(PartOn(*back, "b")->exit_code, 3);
   EXPECT_EQ(PartOn(*back, "c"), nullptr);
   EXPECT_EQ(Assignments(*back).size(), 2u);
+}
+
+// Enums cross JSON as their table names (json/enum_json.h): the bytes the names always were,
+// and a name the table does not list is refused with the ones it does.
+TEST(GangJob, StatesAndPhasesAreTheirNamesAndUnknownOnesAreRefused) {
+  Job j;
+  j.id = 8;
+  j.user = "alice";
+  j.spec.command = {"x"};
+  j.spec.nodes = 2;
+  j.spec.gpus = 1;
+  j.state = JobState::kRunning;
+  for (const char* node : {"a", "b"}) {
+    GangPart p;
+    p.assignment.node = node;
+    p.phase = PartPhase::kRunning;
+    j.parts.push_back(p);
+  }
+  j.parts[0].phase = PartPhase::kLost;
+  const json status = JobStatusToJson(j);
+  const std::string bytes = status.dump();
+  EXPECT_NE(bytes.find(R"("state":"running")"), std::string::npos) << bytes;
+  EXPECT_NE(bytes.find(R"("phase":"lost")"), std::string::npos) << bytes;
+  EXPECT_NE(bytes.find(R"("phase":"running")"), std::string::npos) << bytes;
+  const json doc = JobToJson(j);
+  ASSERT_TRUE(JobFromJson(doc).ok());
+
+  json bad = doc;
+  bad["state"] = "sleeping";
+  auto r = JobFromJson(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  // The job's id, then the table's words; not nlohmann's "[json.exception...]" prefix.
+  EXPECT_EQ(r.status().message(), "job " + std::to_string(j.id) +
+                                      ": unknown job state 'sleeping' (" + kJobStateNames.List() +
+                                      ")");
+  bad = doc;
+  bad["state"] = 2;  // the enum's number is not its name
+  EXPECT_FALSE(JobFromJson(bad).ok());
+  bad = doc;
+  bad["parts"][1]["phase"] = "napping";
+  r = JobFromJson(bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(
+      r.status().message().find("unknown part phase 'napping' (" + kPartPhaseNames.List() + ")"),
+      std::string::npos)
+      << r.status().message();
+  // The status over the stored document is read the same way.
+  json bad_status = status;
+  bad_status["state"] = "Running";
+  EXPECT_FALSE(JobFromJson(doc, bad_status).ok());
 }
 
 TEST(NodeInventory, AddressIsAHostNameOrAnIpAddress) {
@@ -654,6 +708,17 @@ TEST(HeartbeatReplyJson, ReportIntervalRoundTripsWithinItsBounds) {
   EXPECT_FALSE(ParseHeartbeatReply(j).ok());
   j.erase("report_interval_ms");  // an older server
   EXPECT_EQ(ParseHeartbeatReply(j)->report_interval_ms, 0);
+}
+
+// Every name that crosses the wire parses back to its value, and no two values share one.
+TEST(EnumNames, EveryProtocolTableRoundTrips) {
+  using stoker::testing::ExpectRoundTrip;
+  ExpectRoundTrip(kJobStateNames);
+  ExpectRoundTrip(kRoleNames);
+  ExpectRoundTrip(kOnNodeLossNames);
+  ExpectRoundTrip(kRunPhaseNames);
+  ExpectRoundTrip(kPartPhaseNames);
+  ExpectRoundTrip(kNodeStateNames);
 }
 
 }  // namespace

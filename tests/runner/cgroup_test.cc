@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "runner/runner.h"
+#include "support/temp_dir.h"
 
 namespace stoker::runner {
 namespace {
@@ -35,10 +36,6 @@ class CgroupTest : public ::testing::Test {
     node_dir_ = "stoker-test-" + std::to_string(::getpid()) + "-" + name;
     support_ = ProbeCgroups("", node_dir_);
     if (!support_.enabled()) GTEST_SKIP() << "no delegated cgroup v2 here: " << support_.why_not;
-    dir_ =
-        (fs::temp_directory_path() / ("stoker_cgroup_" + std::to_string(::getpid()) + "_" + name))
-            .string();
-    fs::remove_all(dir_);
     RunnerOptions o;
     o.state_dir = dir_;
     o.shim_argv = {STOKER_TEST_SHIM};
@@ -48,7 +45,6 @@ class CgroupTest : public ::testing::Test {
   }
   void TearDown() override {
     runner_.reset();
-    fs::remove_all(dir_);
     if (support_.enabled()) ::rmdir(support_.parent.c_str());
   }
   JobStatus WaitExit(const std::string& id) {
@@ -64,7 +60,8 @@ class CgroupTest : public ::testing::Test {
 
   std::string node_dir_;
   CgroupSupport support_;
-  std::string dir_;
+  stoker::testing::TempDir tmp_{"cgroup"};
+  const std::string dir_ = tmp_.path() + "/state";  // the runner's; the tests' files beside it
   ManualClock clock_;
   std::unique_ptr<Runner> runner_;
 };

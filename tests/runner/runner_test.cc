@@ -15,6 +15,9 @@
 #include <sstream>
 #include <thread>
 
+#include "support/enum_tables.h"
+#include "support/temp_dir.h"
+
 namespace stoker::runner {
 namespace {
 namespace fs = std::filesystem;
@@ -29,11 +32,6 @@ std::string Slurp(const std::string& path) {
 class RunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (fs::temp_directory_path() /
-            ("stoker_runner_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-               .string();
-    fs::remove_all(dir_);
     // These tests may run as root (CI does): jobs then run as root, which a runner refuses
     // unless its policy allows it (RootJobsAreRefusedByDefault).
     runner_ = std::make_unique<Runner>(RunnerOptions{.state_dir = dir_,
@@ -42,8 +40,6 @@ class RunnerTest : public ::testing::Test {
                                                      .users = {.allow_root = true}},
                                        &clock_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // Real processes take real time: poll (wall clock) until the job exits.
   JobStatus WaitExit(const std::string& id, int timeout_ms = 10000) {
     for (int waited = 0; waited < timeout_ms; waited += 20) {
@@ -65,7 +61,10 @@ class RunnerTest : public ::testing::Test {
     return {};
   }
 
-  std::string dir_;
+  stoker::testing::TempDir tmp_{"runner"};
+  // The runner's state folder (the runner creates it); the tests' own files go beside it, in
+  // tmp_, so that nothing is left behind.
+  const std::string dir_ = tmp_.path() + "/state";
   ManualClock clock_;
   std::unique_ptr<Runner> runner_;
 };
@@ -169,8 +168,8 @@ TEST_F(RunnerTest, NulBytesAreRefused) {
 
 TEST(RunnerPolicy, RootJobsAreRefusedByDefault) {
   if (::geteuid() != 0) GTEST_SKIP() << "only a root runner switches users";
-  const std::string dir =
-      (fs::temp_directory_path() / ("stoker_runner_policy_" + std::to_string(::getpid()))).string();
+  const stoker::testing::TempDir tmp("runner_policy");
+  const std::string dir = tmp.path() + "/state";
   ManualClock clock;
   Runner runner(dir, {STOKER_TEST_SHIM}, &clock);
   for (const std::string user : {"root", ""}) {
@@ -193,8 +192,6 @@ TEST(RunnerPolicy, RootJobsAreRefusedByDefault) {
   for (int i = 0; i < 500 && allowing.Get("d")->phase != JobPhase::kExited; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  std::error_code ec;
-  fs::remove_all(dir, ec);
 }
 
 TEST_F(RunnerTest, ExecFailureIsReported) {
@@ -341,6 +338,8 @@ TEST_F(RunnerTest, RejectsBadIds) {
   EXPECT_EQ(runner_->Launch({.job_id = "ok"}).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(runner_->Cancel("nope").code(), StatusCode::kNotFound);
 }
+
+TEST(EnumNames, TheJobPhaseTableRoundTrips) { stoker::testing::ExpectRoundTrip(kJobPhaseNames); }
 
 }  // namespace
 }  // namespace stoker::runner

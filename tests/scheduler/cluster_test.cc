@@ -69,6 +69,62 @@ TEST(ClusterStateTest, JournalListsChangedNodesAndHistoryIdMarksCopies) {
   EXPECT_NE(c.history_id(), id);  // feasibility changed everywhere
 }
 
+TEST(ClusterStateTest, AdoptCopiesOnlyChangedNodesAndKeepsItsHistory) {
+  ClusterState kept = TwoNodes();
+  ASSERT_TRUE(kept.Allocate(Share(0, 1, 400, 2000)).ok());
+  ClusterState fresh = TwoNodes();  // the same layout, node 0 holding the same, node 1 more
+  ASSERT_TRUE(fresh.Allocate(Share(0, 1, 400, 2000)).ok());
+  ASSERT_TRUE(fresh.Allocate(Share(1, 0, 250, 1000)).ok());
+  ASSERT_TRUE(fresh.SetMeasuredBusy(0, 5, 700).ok());
+  const uint64_t id = kept.history_id();
+  const uint64_t start = kept.journal_end();
+  const uint64_t v0 = kept.node(0).version;
+  ASSERT_TRUE(kept.Allocate(Share(0, 2, 100, 0)).ok());  // placed since: undone by Adopt
+  ASSERT_TRUE(kept.Release(Share(0, 2, 100, 0)).ok());
+  const uint64_t after_undo = kept.journal_end();
+  EXPECT_NE(kept.node(0).version, v0);
+  // Node 0 differs only by its measurement, node 1 by an allocation: both are copied.
+  EXPECT_EQ(kept.Adopt(fresh), 2);
+  EXPECT_EQ(kept.history_id(), id);
+  ASSERT_EQ(kept.journal_end(), after_undo + 2);
+  EXPECT_EQ(kept.journal_at(after_undo), 0);
+  EXPECT_EQ(kept.journal_at(after_undo + 1), 1);
+  EXPECT_GT(after_undo, start);
+  for (int32_t n = 0; n < 2; ++n) EXPECT_TRUE(kept.node(n) == fresh.node(n)) << n;
+  EXPECT_EQ(kept.allocated_gpu_milli(), fresh.allocated_gpu_milli());
+  EXPECT_EQ(kept.allocated_cpu_milli(), fresh.allocated_cpu_milli());
+  EXPECT_EQ(kept.allocated_memory_mib(), fresh.allocated_memory_mib());
+  // Nothing changed since: nothing copied, no journal entry, versions kept.
+  const uint64_t v1 = kept.node(1).version;
+  EXPECT_EQ(kept.Adopt(fresh), 0);
+  EXPECT_EQ(kept.journal_end(), after_undo + 2);
+  EXPECT_EQ(kept.node(1).version, v1);
+  // Another layout (a node more): a copy of it with a new history.
+  ASSERT_TRUE(fresh.AddNode({"c", 1000, 1024, 0, 0, 0, false}).ok());
+  EXPECT_EQ(kept.Adopt(fresh), 3);
+  EXPECT_EQ(kept.num_nodes(), 3);
+  EXPECT_NE(kept.history_id(), id);
+  EXPECT_NE(kept.history_id(), fresh.history_id());
+  EXPECT_EQ(kept.spec(2).name, "c");
+}
+
+TEST(ClusterStateTest, SwapExchangesContentsAndHistories) {
+  ClusterState a = TwoNodes();
+  ClusterState b;
+  ASSERT_TRUE(a.Allocate(Share(1, 1, 500, 1000)).ok());
+  const uint64_t ha = a.history_id(), hb = b.history_id();
+  const uint64_t ja = a.journal_end();
+  a.Swap(b);
+  EXPECT_EQ(a.num_nodes(), 0);
+  EXPECT_EQ(b.num_nodes(), 2);
+  EXPECT_EQ(a.history_id(), hb);
+  EXPECT_EQ(b.history_id(), ha);
+  EXPECT_EQ(b.journal_end(), ja);
+  EXPECT_EQ(b.allocated_gpu_milli(), 500);
+  EXPECT_EQ(b.node(1).gpu_free_milli[1], 500);
+  EXPECT_EQ(b.total_gpus(), 10);
+}
+
 TEST(ClusterStateTest, RefusesOverAllocationAtomically) {
   ClusterState c = TwoNodes();
   ASSERT_TRUE(c.Allocate(Share(1, 0, 800, 1000)).ok());

@@ -8,6 +8,11 @@
 // The record is the server's decision sequence: written to $STOKER_DECISION_TRACE_DIR/
 // <scenario>.txt when that variable names a directory, so two builds can be compared with cmp
 // (docs/scheduling.md, "The scheduling pass").
+//
+// Every scenario also runs with each pass building its node view and cluster afresh
+// (ServerOptions::incremental_pass = false) and must record the same decisions as the server's
+// incremental passes; the measured variants add GPU utilization to every report, so the
+// policies that place by measured use see it change from pass to pass.
 
 #include <gtest/gtest.h>
 
@@ -90,24 +95,39 @@ JobSpec RandomSpec(Rand& r) {
 
 struct Agent {
   std::string name;
+  std::vector<uint32_t> plain_gpus;   // indices of the GPUs without MIG (the measured ones)
   std::map<int64_t, RunReport> runs;  // what the node runs or has just finished
   std::set<int64_t> stopping;         // told to cancel: exits at its next report
   bool silent = false;                // stopped reporting (the node will be lost)
 };
 
+// How a scenario runs: with the server's incremental passes or afresh; with or without measured
+// GPU utilization in the reports.
+struct Variant {
+  bool incremental = true;
+  bool measured = false;
+};
+
 std::string Scenario(const std::string& name, int32_t ratio_milli, const std::string& policy,
-                     uint64_t seed, bool backfill) {
+                     uint64_t seed, bool backfill, Variant variant = {}) {
   ServerOptions o;
   o.backfill = backfill;
   o.gpu_oversubscription_milli = ratio_milli;
   o.placement_policy = policy;
+  o.incremental_pass = variant.incremental;
+  // Measured headroom must cover the window before oversubscription admits beyond capacity.
+  if (variant.measured) o.activity_window = std::chrono::seconds(20);
   Fixture f("trace_" + name, o);
   Rand r(seed);
   std::vector<Agent> agents;
   const Principal admin = f.admin;
   auto add_node = [&](const NodeInventory& inv) {
     EXPECT_TRUE(f.server->RegisterNode(admin, inv).ok());
-    agents.push_back(Agent{inv.name, {}, {}, false});
+    Agent a{inv.name, {}, {}, {}, false};
+    for (const GpuInfo& g : inv.gpus) {
+      if (!g.mig_enabled) a.plain_gpus.push_back(g.index);
+    }
+    agents.push_back(a);
   };
   add_node(MakeNode("a1", 8, 0, "NVIDIA H100 80GB HBM3"));
   add_node(MakeNode("a2", 4, 0, "NVIDIA H100 80GB HBM3"));
@@ -187,6 +207,21 @@ std::string Scenario(const std::string& name, int32_t ratio_milli, const std::st
         }
         hb.jobs.push_back(rep);
       }
+      // This second's utilization of every GPU without MIG: 0-40 %, so measured headroom admits
+      // oversubscription now and then.
+      if (variant.measured) {
+        json shown = json::array();
+        for (uint32_t g : a.plain_gpus) {
+          GpuSample s;
+          s.id.uuid = a.name + "-GPU-" + std::to_string(g);
+          s.id.index = g;
+          s.timestamp = f.clock.WallNow();
+          s.util_gpu_pct = Field<uint32_t>::Of(static_cast<uint32_t>(r.Below(41)));
+          hb.gpus.push_back(s);
+          shown.push_back(json{{"uuid", s.id.uuid}});
+        }
+        hb.samples_json = shown.dump();
+      }
       auto reply = f.server->Heartbeat(admin, a.name, hb);
       EXPECT_TRUE(reply.ok()) << reply.status().ToString();
       if (!reply.ok()) continue;
@@ -220,8 +255,8 @@ void Record(const std::string& name, const std::string& trace) {
 }
 
 void RunScenario(const std::string& name, int32_t ratio, const std::string& policy, uint64_t seed,
-                 bool backfill = true) {
-  const std::string trace = Scenario(name, ratio, policy, seed, backfill);
+                 bool backfill = true, bool measured = false) {
+  const std::string trace = Scenario(name, ratio, policy, seed, backfill, {true, measured});
   // The scenario exercises what it is for: placements, waits, preemption and, with a ratio,
   // GPUs shared beyond capacity.
   EXPECT_NE(trace.find("\"state\":\"succeeded\""), std::string::npos);
@@ -238,7 +273,11 @@ void RunScenario(const std::string& name, int32_t ratio, const std::string& poli
     EXPECT_EQ(oversubscribed_passes, 0);
   }
   // Deterministic: the same scenario gives the same decisions.
-  EXPECT_EQ(trace, Scenario(name + "_again", ratio, policy, seed, backfill));
+  EXPECT_EQ(trace, Scenario(name + "_again", ratio, policy, seed, backfill, {true, measured}));
+  // Incremental passes (the node view and the cluster kept between passes) decide exactly as
+  // passes that build both afresh.
+  EXPECT_EQ(trace, Scenario(name + "_afresh", ratio, policy, seed, backfill, {false, measured}))
+      << "the incremental passes decided otherwise than passes built afresh";
   Record(name, trace);
 }
 
@@ -247,6 +286,13 @@ TEST(DecisionTrace, DefaultPolicyOversubscribed) { RunScenario("stoker_1500", 15
 TEST(DecisionTrace, BestFitOversubscribed) { RunScenario("bestfit_1300", 1300, "bestfit", 13); }
 TEST(DecisionTrace, WeightedStrictQueue) {
   RunScenario("weighted_1500", 1500, "weighted", 17, false);
+}
+// Placement by measured use, the utilization changing every second.
+TEST(DecisionTrace, DefaultPolicyMeasured) {
+  RunScenario("stoker_measured", 1000, "", 19, true, true);
+}
+TEST(DecisionTrace, WeightedMeasured) {
+  RunScenario("weighted_measured", 1500, "weighted", 23, true, true);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "protocol/limits.h"
 #include "server/api.h"
+#include "support/enum_tables.h"
 #include "test_util.h"
 
 namespace stoker::server {
@@ -341,6 +342,44 @@ TEST(OpenApi, EnumsAreTheEnumTables) {
             names(protocol::kRoleNames));
 }
 
+namespace {
+
+// What GET /api/v1/openapi.json answers on a fresh server in folder NAME (null when the request
+// fails, with the failure recorded).
+json ServedDocument(const std::string& name) {
+  testing::Fixture f(name);
+  ApiRequest r;
+  r.method = "GET";
+  r.path = "/api/v1/openapi.json";
+  const ApiResponse resp = f.api->Handle(r);
+  EXPECT_EQ(resp.status, 200) << resp.body;
+  return resp.status == 200 ? json::parse(resp.body) : json();
+}
+
+}  // namespace
+
+// Each operation's x-stoker-scope (the route table's, in the document the API answers) is a name
+// of the scope table.
+TEST(OpenApi, EveryOperationsScopeIsANameOfTheScopeTable) {
+  stoker::testing::ExpectRoundTrip(http::kScopeNames);
+  const json served = ServedDocument("openapi_scopes");
+  ASSERT_TRUE(served.is_object());
+  int operations = 0;
+  std::set<std::string> seen;
+  for (const auto& [path, item] : served["paths"].items()) {
+    for (const auto& [method, op] : item.items()) {
+      if (!op.is_object() || !op.contains("x-stoker-scope")) continue;
+      ++operations;
+      const std::string scope = op["x-stoker-scope"].get<std::string>();
+      EXPECT_TRUE(http::kScopeNames.Find(scope).has_value())
+          << method << " " << path << ": " << scope;
+      seen.insert(scope);
+    }
+  }
+  EXPECT_GE(operations, 20);
+  EXPECT_TRUE(seen.count("own-job")) << "the job routes are scoped to their owner";
+}
+
 // The served document is the embedded one with the route table's operations: the shared error
 // answers are referenced, and the bounds are the parser's.
 TEST(OpenApi, TheServedDocumentCarriesTheFilledBounds) {
@@ -356,13 +395,8 @@ TEST(OpenApi, TheServedDocumentCarriesTheFilledBounds) {
 // What GET /api/v1/openapi.json answers carries the route table's bounds: the logs route's
 // `part` query parameter goes up to the last rank of the largest gang.
 TEST(OpenApi, TheDocumentAnsweredOverHttpCarriesTheFilledBounds) {
-  testing::Fixture f("openapi_served");
-  ApiRequest r;
-  r.method = "GET";
-  r.path = "/api/v1/openapi.json";
-  const ApiResponse resp = f.api->Handle(r);
-  ASSERT_EQ(resp.status, 200) << resp.body;
-  const json served = json::parse(resp.body);
+  const json served = ServedDocument("openapi_served");
+  ASSERT_TRUE(served.is_object());
   EXPECT_EQ(served["components"]["schemas"]["JobSpec"]["properties"]["nodes"]["maximum"],
             protocol::limits::kGangPartsMax);
   const json& params = served["paths"]["/jobs/{id}/logs"]["get"]["parameters"];

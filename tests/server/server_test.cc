@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "test_util.h"
 
 namespace stoker::server {
@@ -57,6 +59,51 @@ TEST(Server, PlacesJobsAndHandsThemToTheNode) {
   EXPECT_EQ(done->exit_code, 3);
   EXPECT_EQ(f.server->RunSchedulingPass().placed, 1);
   EXPECT_EQ(f.server->GetJob(f.admin, j3->id)->state, JobState::kAssigned);
+}
+
+// A pass that places thousands of jobs hands them to the store in chunks (one batch in parts,
+// its status rows and "assigned" events built on the store's writer while the rest is
+// applied): after a restart every job reads back with its own placement, and its last event
+// says where it went.
+TEST(Server, ALargePassStoresEveryPlacementWithItsOwnJob) {
+  Fixture f("large_pass");
+  constexpr int kNodes = 520;  // 4,160 GPUs
+  constexpr int kJobs = 4150;  // two chunks: 4,096 changed jobs, then the rest
+  for (int n = 0; n < kNodes; ++n) {
+    ASSERT_TRUE(f.server->RegisterNode(f.admin, f.Node("n" + std::to_string(n), 8)).ok());
+  }
+  std::vector<int64_t> ids;
+  for (int i = 0; i < kJobs; ++i) {
+    JobSpec s = Spec({"train"}, 1);
+    s.cpu_milli = 1000;
+    s.memory_mib = 1024;
+    auto j = f.server->Submit(f.alice, s);
+    ASSERT_TRUE(j.ok()) << j.status().ToString();
+    ids.push_back(j->id);
+  }
+  EXPECT_EQ(f.server->RunSchedulingPass().placed, kJobs);
+  std::map<int64_t, std::pair<std::string, std::string>> placed;  // id -> node, devices
+  for (int64_t id : ids) {
+    auto j = f.server->GetJob(f.admin, id);
+    ASSERT_TRUE(j.ok() && j->assignment);
+    placed[id] = {j->assignment->node, j->assignment->cuda_visible_devices};
+  }
+  f.Open();
+  for (int64_t id : ids) {
+    auto j = f.server->GetJob(f.admin, id);
+    ASSERT_TRUE(j.ok());
+    EXPECT_EQ(j->state, JobState::kAssigned) << id;
+    ASSERT_TRUE(j->assignment) << id;
+    EXPECT_EQ(j->assignment->node, placed[id].first) << id;
+    EXPECT_EQ(j->assignment->cuda_visible_devices, placed[id].second) << id;
+    auto events = f.server->Events(f.admin, id);
+    ASSERT_TRUE(events.ok() && !events->empty()) << id;
+    EXPECT_EQ(events->back().kind, "assigned") << id;
+    EXPECT_EQ(
+        events->back().message.rfind("to " + placed[id].first + " devices " + placed[id].second, 0),
+        0u)
+        << id << ": " << events->back().message;
+  }
 }
 
 // Reading a node is allowed to people and to the node's own agent, and to no one else.

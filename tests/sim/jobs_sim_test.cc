@@ -16,8 +16,9 @@ namespace {
 
 constexpr SimMs kS = 1000;
 
-JobSpec J(const std::string& name, SimMs submit_s, SimMs duration_s, int gpus, int priority = 0) {
-  JobSpec s;
+SimJobSpec J(const std::string& name, SimMs submit_s, SimMs duration_s, int gpus,
+             int priority = 0) {
+  SimJobSpec s;
   s.name = name;
   s.submit_ms = submit_s * kS;
   s.duration_ms = duration_s * kS;
@@ -65,8 +66,9 @@ struct Run {
   Recorder rec;
 };
 
-std::unique_ptr<Run> Simulate(std::vector<JobSpec> jobs, std::unique_ptr<queue::QueuePolicy> policy,
-                              ClusterShape cluster, BackfillMode backfill = BackfillMode::kNone) {
+std::unique_ptr<Run> Simulate(std::vector<SimJobSpec> jobs,
+                              std::unique_ptr<queue::QueuePolicy> policy, ClusterShape cluster,
+                              BackfillMode backfill = BackfillMode::kNone) {
   auto run = std::make_unique<Run>();
   JobsSimOptions opt;
   opt.cluster = cluster;
@@ -83,7 +85,7 @@ std::unique_ptr<Run> Simulate(std::vector<JobSpec> jobs, std::unique_ptr<queue::
   return run;
 }
 
-std::unique_ptr<Run> Simulate(std::vector<JobSpec> jobs, const std::string& queue,
+std::unique_ptr<Run> Simulate(std::vector<SimJobSpec> jobs, const std::string& queue,
                               ClusterShape cluster, BackfillMode backfill = BackfillMode::kNone) {
   auto policy = queue::CreateQueuePolicy(queue);
   EXPECT_TRUE(policy.ok());
@@ -227,7 +229,7 @@ TEST(JobsSim, EasyNeverDelaysReservationOnItpSlice) {
 }
 
 TEST(JobsSim, ElasticJobStartsSmallerAndRunsLonger) {
-  JobSpec e = J("elastic", 1, 100, 4);
+  SimJobSpec e = J("elastic", 1, 100, 4);
   e.min_gpus = 2;
   auto r = Simulate({J("A", 0, 1000, 2), e}, "fifo", {1, 4});
   ASSERT_TRUE(r);
@@ -242,7 +244,7 @@ TEST(JobsSim, RejectsBadInput) {
   EXPECT_FALSE(JobsSim::Create({}, std::make_unique<queue::FifoPolicy>(), opt).ok());
   opt.cluster = {1, 8};
   EXPECT_FALSE(JobsSim::Create({J("x", 0, 0, 1)}, std::make_unique<queue::FifoPolicy>(), opt).ok());
-  JobSpec bad = J("x", 0, 1, 2);
+  SimJobSpec bad = J("x", 0, 1, 2);
   bad.min_gpus = 3;
   EXPECT_FALSE(JobsSim::Create({bad}, std::make_unique<queue::FifoPolicy>(), opt).ok());
   opt.placement_policy = "no-such-policy";

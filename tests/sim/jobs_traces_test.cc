@@ -5,7 +5,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/jobs_sim.h"
 #include "sim/traces.h"
+#include "support/enum_tables.h"
 #include "support/trace_test.h"
 
 namespace stoker::sim {
@@ -179,6 +181,11 @@ TEST(TraceFiles, LookupOrderAndMessage) {
     unsetenv("STOKER_TRACES");
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST(EnumNames, TheSimulatorsTablesRoundTrip) {
+  stoker::testing::ExpectRoundTrip(kTraceFormatNames);
+  stoker::testing::ExpectRoundTrip(kBackfillModeNames);
 }
 
 }  // namespace

@@ -104,7 +104,10 @@ TEST(SlurmJobComp, ParsesTheHookEnvironmentAndNamesBadFields) {
   EXPECT_DOUBLE_EQ(JobCost(*r, 4, 2.0), 16.0);
   auto bad = ParseJobCompEnv(Block({"JOBID=x1", "UID=0"}));
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("JOBID='x1'"), std::string::npos);
+  EXPECT_EQ(bad.status().message(), "jobcomp: JOBID: 'x1' is not an integer");
+  auto zero = ParseJobCompEnv(Block({"JOBID=0", "UID=0"}));
+  ASSERT_FALSE(zero.ok());
+  EXPECT_EQ(zero.status().message(), "jobcomp: JOBID: '0' is out of range 1..4294967295");
   auto missing = ParseJobCompEnv(Block({"JOBID=3", "UID=0", "START=1", "END=2"}));
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("JOBSTATE is missing"), std::string::npos);

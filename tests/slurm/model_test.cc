@@ -148,6 +148,13 @@ TEST(SlurmModel, GresStrings) {
   EXPECT_EQ(sh->shards, 3);
   EXPECT_EQ(sh->shard_indices, (std::vector<int32_t>{0, 1, 2}));
   EXPECT_FALSE(ParseGresGpu("shard:x").ok());
+  // Index lists: the bad number and why, through the one integer parser (core/integer.h).
+  EXPECT_EQ(ParseIndexList("0-4096").status().message(),
+            "bad index in '0-4096': '4096' is out of range 0..4095");
+  EXPECT_EQ(ParseIndexList("1,x").status().message(), "bad index in 'x': 'x' is not an integer");
+  EXPECT_EQ(ParseIndexList("3-1").status().message(), "index range '3-1' is reversed");
+  EXPECT_EQ(ParseGresGpu("gpu:+2").status().message(),
+            "gres 'gpu:+2': bad gpu count: '+2' is not an integer");
   EXPECT_EQ(*ParseTresGpuCount("cpu=1,gres/gpu=3"), 3);
   EXPECT_EQ(*ParseTresGpuCount("gres:gpu:a100:2"), 2);
   EXPECT_EQ(*ParseTresGpuCount(""), 0);
@@ -161,19 +168,27 @@ TEST(SlurmModel, MalformedAnswersNameWhatAndWhere) {
     std::string expect;
   };
   const std::vector<Case> sinfo = {
-      {"", "not JSON"},
-      {"{\"nodes\": [", "not JSON"},
+      {"", "not valid JSON"},
+      {"{\"nodes\": [", "not valid JSON"},
       {"[]", "not an object"},
       {"{\"meta\":{}}", "no \"nodes\" array"},
       {"{\"nodes\": [{\"name\": 3}]}", "nodes[0].name: expected a string"},
-      {"{\"nodes\": [{\"name\": \"a\"}, {\"state\": \"idle\"}]}", "nodes[1].name: missing"},
+      {"{\"nodes\": [{\"name\": \"a\"}, {\"state\": \"idle\"}]}",
+       "nodes[1].name: required field is missing"},
       {"{\"nodes\": [{\"name\": \"a\", \"cpus\": \"16\"}]}", "nodes[0].cpus: expected an integer"},
       {"{\"nodes\": [{\"name\": \"a\", \"gres\": \"gpu:x\"}]}", "nodes[0].gres"},
       {"{\"nodes\": [{\"name\": \"a\", \"gres\": \"gpu:2\", \"gres_used\": \"gpu:3\"}]}",
        "3 GPUs used of 2"},
       {"{\"nodes\": [{\"name\": \"a\", \"cpus\": 2, \"alloc_cpus\": 5}]}", "nodes[0].alloc_cpus"},
       {"{\"nodes\": [{\"name\": \"a\", \"weight\": 99999999999999999999}]}", "nodes[0].weight"},
-      {"{\"errors\": [{\"error\": \"boom\"}], \"nodes\": []}", "Slurm reported errors"},
+      {"{\"errors\": [{\"error\": \"boom\"}], \"nodes\": []}",
+       "Slurm reported errors: error: boom"},
+      {"{\"nodes\": [{\"name\": \"a\", \"state_flags\": [\"DRAIN\", 5]}]}",
+       "nodes[0].state_flags[1]: expected a string, got '5'"},
+      {"{\"nodes\": [{\"name\": \"a\", \"partitions\": \"gpu\"}]}",
+       "nodes[0].partitions: expected a list, got 'gpu'"},
+      {"{\"nodes\": [{\"name\": \"a\", \"cpus\": true}]}",
+       "nodes[0].cpus: expected an integer, got 'true'"},
   };
   for (const Case& c : sinfo) {
     auto r = ParseSinfoJson(c.text);
@@ -184,18 +199,29 @@ TEST(SlurmModel, MalformedAnswersNameWhatAndWhere) {
   }
   const std::vector<Case> squeue = {
       {"{\"jobs\": {}}", "no \"jobs\" array"},
-      {"{\"jobs\": [{\"job_state\": \"RUNNING\"}]}", "jobs[0].job_id: missing"},
+      {"{\"jobs\": [{\"job_state\": \"RUNNING\"}]}", "jobs[0].job_id: required field is missing"},
       {"{\"jobs\": [{\"job_id\": -4, \"job_state\": \"RUNNING\"}]}",
-       "jobs[0].job_id: -4 out of range"},
+       "jobs[0].job_id: must be in 0..4294967295"},
       {"{\"jobs\": [{\"job_id\": 0, \"job_state\": \"RUNNING\"}]}", "0 is not a job id"},
-      {"{\"jobs\": [{\"job_id\": 1}]}", "jobs[0].job_state: missing"},
+      {"{\"jobs\": [{\"job_id\": 1}]}", "jobs[0].job_state: required field is missing"},
       {"{\"jobs\": [{\"job_id\": 1, \"job_state\": \"RUNNING\", \"nodes\": \"g[1-\"}]}",
        "jobs[0].nodes"},
       {"{\"jobs\": [{\"job_id\": 1, \"job_state\": \"RUNNING\", \"gres_detail\": "
        "[\"gpu:2(IDX:z)\"]}]}",
        "jobs[0].gres_detail[0]"},
       {"{\"jobs\": [{\"job_id\": 1, \"job_state\": \"RUNNING\", \"requeue\": 1}]}",
-       "jobs[0].requeue: expected a boolean"},
+       "jobs[0].requeue: expected true or false, got '1'"},
+      {"{\"jobs\": [{\"job_id\": 1, \"job_state\": \"RUNNING\", \"priority\": -1}]}",
+       "jobs[0].priority: expected a non-negative integer, got '-1'"},
+      {"{\"jobs\": [{\"job_id\": 1, \"job_state\": \"RUNNING\", \"gres_detail\": "
+       "[\"gpu:1\", 2]}]}",
+       "jobs[0].gres_detail[1]: expected a string, got '2'"},
+      {"{\"jobs\": [{\"job_id\": 1, \"job_state\": \"RUNNING\", \"user_id\": 4294967296}]}",
+       "jobs[0].user_id: must be in 0..4294967295"},
+      {"{\"jobs\": [{\"job_id\": 1, \"job_state\": \"RUNNING\", \"cpus\": 2.5}]}",
+       "jobs[0].cpus: expected an integer, got '2.5'"},
+      {"{\"jobs\": [{\"job_id\": 1, \"job_state\": \"RUNNING\"}, 7]}",
+       "jobs[1]: expected a mapping, got '7'"},
   };
   for (const Case& c : squeue) {
     auto r = ParseSqueueJson(c.text);
@@ -208,6 +234,44 @@ TEST(SlurmModel, MalformedAnswersNameWhatAndWhere) {
   EXPECT_NE(p.status().ToString().find("line 2: 'junk' is not Key=Value"), std::string::npos)
       << p.status().ToString();
   EXPECT_FALSE(ParsePartitionsText("State=UP\n").ok());
+}
+
+// An error in a record names the command, the line and column in the answer, and the path of
+// the field, the way every document read through doc/reader.h does.
+TEST(SlurmModel, ErrorsNameThePositionAndPathOfTheField) {
+  const std::string sinfo =
+      "{\"nodes\": [\n"
+      "  {\"name\": \"a\"},\n"
+      "  {\"name\": \"b\"},\n"
+      "  {\"name\": \"c\"},\n"
+      "  {\"name\": \"d\", \"gres\": 7}\n"
+      "]}";
+  auto r = ParseSinfoJson(sinfo);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(), "sinfo --json:5:25: nodes[3].gres: expected a string, got '7'");
+
+  const std::string squeue =
+      "{\"jobs\": [{\"job_id\": 5, \"job_state\": \"RUNNING\"},\n"
+      "  {\"job_id\": 6, \"job_state\": \"PENDING\", \"tres_per_node\": \"gres:gpu:x\"}]}";
+  auto q = ParseSqueueJson(squeue);
+  ASSERT_FALSE(q.ok());
+  EXPECT_EQ(q.status().message(),
+            "squeue --json:2:58: jobs[1].tres_per_node: tres 'gres:gpu:x': bad gpu count: 'x' is "
+            "not an integer");
+}
+
+// Answers larger than a configuration file may be (the document reader's default bound is 64
+// MiB) are read up to the adapter's own bound.
+TEST(SlurmModel, LargeAnswersUpToTheBoundAreRead) {
+  std::string text = "{\"nodes\": [{\"name\": \"a\", \"gres\": \"gpu:2\"}";
+  text.append(size_t{80} << 20, ' ');
+  text += "]}";
+  ASSERT_LT(text.size(), kMaxAnswerBytes);
+  auto nodes = ParseSinfoJson(text);
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  ASSERT_EQ(nodes->size(), 1u);
+  EXPECT_EQ((*nodes)[0].gpus, 2);
 }
 
 // Truncating the recorded answer anywhere gives an error, never a crash or a partial list.

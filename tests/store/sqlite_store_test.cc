@@ -2,8 +2,12 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "store/store.h"
@@ -286,6 +290,142 @@ TEST(SqliteStore, ABatchFilledOnTheWriterThreadKeepsItsPlaceInTheOrder) {
   });
   ASSERT_TRUE(only_fill.get().ok());
   EXPECT_EQ((*store)->ListEvents(1)->size(), 2u);
+}
+
+// A batch in parts: the writer takes each part as its producer makes it (here a thread that
+// waits between parts), in one transaction; a batch queued behind it applies after all of its
+// parts, and a reader sees none of them before the COMMIT.
+TEST(SqliteStore, ABatchInPartsIsWrittenAsItsPartsComeAndCommitsOnce) {
+  const std::string path = TempDb("parts");
+  auto store = OpenSqliteStore(path, SqliteOptions{.synchronous_full = false});
+  ASSERT_TRUE(store.ok());
+  WriteBatch submit;
+  for (int i = 1; i <= 3; ++i) submit.PutJob({i, "alice", "queued", "", "{}", ""});
+  ASSERT_TRUE((*store)->Apply(submit).ok());
+  std::mutex mu;
+  std::condition_variable cv;
+  int produced = 0;  // parts the producer has made
+  bool done = false;
+  int taken = 0;  // parts the writer has taken
+  std::thread::id written_on;
+  auto f = (*store)->ApplyPartsAsync([&](WriteBatch* part) {
+    written_on = std::this_thread::get_id();
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return produced > taken || done; });
+    if (taken < produced) {
+      ++taken;
+      part->UpdateJob({taken, "assigned", "n1", R"({"state":"assigned"})"});
+      part->AddEvent({taken, 10, "assigned", "to n1"});
+    }
+    return taken < produced || !done;
+  });
+  WriteBatch later;
+  later.UpdateJob({1, "running", "n1", R"({"state":"running"})"});
+  auto second = (*store)->ApplyAsync(std::move(later));
+  for (int i = 1; i <= 3; ++i) {
+    {
+      std::lock_guard lock(mu);
+      produced = i;
+      done = i == 3;
+    }
+    cv.notify_all();
+    // The writer takes each part before the next exists; nothing is visible before the end.
+    for (int wait = 0; wait < 1000; ++wait) {
+      {
+        std::lock_guard lock(mu);
+        if (taken == i) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    {
+      std::lock_guard lock(mu);
+      EXPECT_EQ(taken, i);
+    }
+    if (i < 3) {
+      EXPECT_EQ((*store)->ListEvents(1)->size(), 0u);
+      EXPECT_EQ((*store)->LoadJobs()->at(0).state, "queued");
+    }
+  }
+  ASSERT_TRUE(f.get().ok());
+  ASSERT_TRUE(second.get().ok());
+  EXPECT_NE(written_on, std::this_thread::get_id());
+  auto jobs = (*store)->LoadJobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ((*jobs)[0].state, "running");  // the batch behind it came after every part
+  EXPECT_EQ((*jobs)[1].state, "assigned");
+  EXPECT_EQ((*jobs)[2].state, "assigned");
+  for (int i = 1; i <= 3; ++i) EXPECT_EQ((*store)->ListEvents(i)->size(), 1u) << i;
+}
+
+// A part that fails (a change of a job that is not stored) fails the whole batch: the parts
+// before it are rolled back with it, the producer is not asked again, and the store goes on.
+// A producer that throws fails its batch the same way, with an error that says so.
+TEST(SqliteStore, AFailingPartRollsBackEveryPartOfItsBatch) {
+  const std::string path = TempDb("parts_fail");
+  auto store = OpenSqliteStore(path, SqliteOptions{.synchronous_full = false});
+  ASSERT_TRUE(store.ok());
+  WriteBatch submit;
+  submit.PutJob({1, "alice", "queued", "", "{}", ""});
+  ASSERT_TRUE((*store)->Apply(submit).ok());
+  int calls = 0;
+  auto f = (*store)->ApplyPartsAsync([&](WriteBatch* part) {
+    ++calls;
+    if (calls == 1) {
+      part->UpdateJob({1, "assigned", "n1", R"({"state":"assigned"})"});
+      part->AddEvent({1, 10, "assigned", "to n1"});
+    } else {
+      part->UpdateJob({99, "assigned", "n1", R"({"state":"assigned"})"});
+    }
+    return true;  // it would go on; the failure ends it
+  });
+  Status s = f.get();
+  EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ((*store)->LoadJobs()->at(0).state, "queued");
+  EXPECT_EQ((*store)->ListEvents(1)->size(), 0u);
+  auto thrown = (*store)->ApplyPartsAsync([&](WriteBatch* part) -> bool {
+    part->AddEvent({1, 10, "note", "first part"});
+    if (calls++ > 2) throw std::runtime_error("no more parts");
+    return true;
+  });
+  s = thrown.get();
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("no more parts"), std::string::npos) << s.ToString();
+  EXPECT_EQ((*store)->ListEvents(1)->size(), 0u);
+  WriteBatch next;
+  next.AddEvent({1, 20, "note", "after"});
+  ASSERT_TRUE((*store)->Apply(std::move(next)).ok());
+  EXPECT_EQ((*store)->ListEvents(1)->size(), 1u);
+}
+
+// The writer copies the log into the database itself, after acknowledging the commit that
+// made it long (not inside it, as SQLite's automatic checkpoint would): the log does not grow
+// without bound, and what was acknowledged survives a crash before the copy.
+TEST(SqliteStore, ALongLogIsCopiedIntoTheDatabaseAfterItsCommit) {
+  const std::string path = TempDb("checkpoint");
+  const std::string copy = path + ".crash";
+  auto store = OpenSqliteStore(path, SqliteOptions{.synchronous_full = false});
+  ASSERT_TRUE(store.ok());
+  const auto empty_size = std::filesystem::file_size(path);
+  WriteBatch big;  // about 6 MB of pages: well over the 1,000-frame threshold
+  for (int i = 1; i <= 3000; ++i) {
+    big.PutJob({i, "alice", "queued", "", "{\"pad\":\"" + std::string(2000, 'x') + "\"}"});
+  }
+  ASSERT_TRUE((*store)->Apply(std::move(big)).ok());
+  // Acknowledged: in the log, whatever the database file holds yet.
+  CopyAsACrashWouldLeaveIt(path, copy);
+  {
+    auto crashed = OpenSqliteStore(copy);
+    ASSERT_TRUE(crashed.ok());
+    EXPECT_EQ((*crashed)->LoadJobs()->size(), 3000u);
+  }
+  // The writer checkpoints before it takes the next batch.
+  WriteBatch next;
+  next.AddEvent({1, 10, "note", "after the big one"});
+  ASSERT_TRUE((*store)->Apply(std::move(next)).ok());
+  EXPECT_GT(std::filesystem::file_size(path), empty_size + 5'000'000)
+      << "the log was not copied into the database";
+  EXPECT_EQ((*store)->LoadJobs()->size(), 3000u);
 }
 
 }  // namespace

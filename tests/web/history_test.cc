@@ -179,6 +179,69 @@ TEST(History, GpuRowsCarryTheLatestTflopsPerWattEstimate) {
   EXPECT_TRUE(g[0]["tflops_per_watt_estimate"].is_null());
 }
 
+// A report's seconds in one call (the compact form) leave the history exactly as one call per
+// second: the same buckets, jobs, MIG rows, labels, latest estimates and rows dropped beyond
+// max_gpus (here 6: GPU 0, its two instances, GPUs 1 and 2 and the first instance of GPU 3 fit).
+TEST(History, AReportIsTheSameAsOneCallPerSecond) {
+  ManualClock clock;  // its wall clock starts at kT0
+  const HistoryOptions o{
+      .bucket = std::chrono::seconds(10), .span = std::chrono::hours(1), .max_gpus = 6};
+  History per_second(&clock, o), by_report(&clock, o);
+  std::vector<server::SampleTick> ticks;
+  for (int t = 0; t < 25; ++t) {
+    const WallTime at = kT0 + std::chrono::seconds(t);
+    server::SampleTick tick{at, {}};
+    for (uint32_t g = 0; g < 5; ++g) {
+      if (g == 2 && t >= 20) continue;  // its latest sample is an earlier second's
+      GpuSample s = Sample(g, at, static_cast<uint32_t>((7 * t + 13 * g) % 101),
+                           static_cast<uint64_t>((t + g) % 80), (t % 3) * 0.3);
+      s.power_mw = Field<uint32_t>::Of(static_cast<uint32_t>(200'000 + 1'000 * t));
+      s.gpm.tensor_active = Field<double>::Of(0.01 * t);
+      if (g == 0 || g == 3) {
+        s.mig_enabled = Field<bool>::Of(true);
+        for (uint32_t gi : {1u, 2u}) {
+          MigInstance m;
+          m.gpu_instance_id = gi;
+          m.profile = "3g.40gb";
+          m.uuid = gi == 1 ? "MIG-" + std::to_string(g) : "";  // the other named GI.CI
+          m.slices = 3;
+          m.memory_total_bytes = Field<uint64_t>::Of(uint64_t{40} << 30);
+          m.memory_used_bytes = Field<uint64_t>::Of(uint64_t{(t + gi) % 40} << 30);
+          m.gpm.sm_active = Field<double>::Of(0.02 * t);
+          s.mig_instances.push_back(m);
+        }
+      }
+      tick.gpus.push_back(std::move(s));
+    }
+    ticks.push_back(std::move(tick));
+  }
+  Job whole = RunningJob(5, "alice", "n1", {1});
+  Job slice = RunningJob(6, "bob", "n1", {0});
+  slice.assignment->mig_uuid = "MIG-0";
+  for (History* h : {&per_second, &by_report}) {
+    h->OnJobChanged(whole);
+    h->OnJobChanged(slice);
+  }
+  for (const server::SampleTick& t : ticks) per_second.OnHeartbeat("n1", t.gpus, t.at);
+  const std::span<const server::SampleTick> all(ticks);
+  by_report.OnReport("n1", all.subspan(0, 10));  // reports of 10 s, 10 s and 5 s
+  by_report.OnReport("n1", all.subspan(10, 10));
+  by_report.OnReport("n1", all.subspan(20));
+  const WallTime now = kT0 + std::chrono::seconds(25);
+  for (const Principal& who : {Principal{"root", Role::kAdmin}, Principal{"alice", Role::kUser}}) {
+    for (int points : {1, 3, 100}) {
+      const json want = per_second.Gpus(who, std::chrono::minutes(1), points, "", now);
+      EXPECT_EQ(by_report.Gpus(who, std::chrono::minutes(1), points, "", now), want)
+          << who.name << ", " << points << " points";
+    }
+  }
+  const json out =
+      by_report.Gpus(Principal{"root", Role::kAdmin}, std::chrono::minutes(1), 3, "", now);
+  EXPECT_EQ(out["gpus"].size(), 6u);
+  EXPECT_GT(out["dropped_gpus"].get<int64_t>(), 0);
+  EXPECT_FALSE(out["gpus"][0]["tflops_per_watt_estimate"].is_null());
+}
+
 TEST(History, FragmentationSamplesForTheWindow) {
   ManualClock clock;  // its wall clock starts at kT0
   History h(&clock);

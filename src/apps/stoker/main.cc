@@ -1,4 +1,5 @@
-// The `stoker` binary: wiring only. Each subcommand lives in src/cli/.
-#include "cli/cli.h"
+// The `stoker` program: the short client commands over plain HTTP; every other command runs in
+// stoker-full beside it (src/cli/programs.h). Each subcommand lives in src/cli/.
+#include "cli/programs.h"
 
-int main(int argc, char** argv) { return stoker::cli::Main(argc, argv); }
+int main(int argc, char** argv) { return stoker::cli::ClientMain(argc, argv); }

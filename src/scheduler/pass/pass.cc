@@ -4,6 +4,7 @@
 #include <cctype>
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <set>
 #include <unordered_map>
 
@@ -68,12 +69,33 @@ scheduler::Request RequestFor(const JobView& j) {
 
 namespace {
 
+// The jobs as the pass changes them, by id: copies of the input's views in one block (the
+// first of an id wins, active jobs before queued ones).
+class JobTable {
+ public:
+  explicit JobTable(const PassInput& in) {
+    views_.reserve(in.active.size() + in.queued.size());
+    index_.reserve(in.active.size() + in.queued.size());
+    for (const auto* list : {&in.active, &in.queued}) {
+      for (const JobView& j : *list) {
+        if (index_.emplace(j.id, views_.size()).second) views_.push_back(j);
+      }
+    }
+  }
+  JobView& at(int64_t id) { return views_[index_.at(id)]; }
+  const JobView& at(int64_t id) const { return views_[index_.at(id)]; }
+
+ private:
+  std::vector<JobView> views_;
+  std::unordered_map<int64_t, size_t> index_;
+};
+
 Fragmentation Measure(const scheduler::ClusterState& cluster, const std::vector<int64_t>& active,
-                      const std::vector<JobView>& queued,
-                      const std::unordered_map<int64_t, JobView>& jobs) {
+                      const std::vector<JobView>& queued, const JobTable& jobs) {
   // The workload's typical shapes, FGD's way, from the jobs running and waiting now: the
   // shapes that cover 95 % of them. GPU-model constraints are left out of the measure.
   std::vector<scheduler::Request> seen;
+  seen.reserve(active.size() + queued.size());
   auto add = [&](const JobView& j) {
     scheduler::Request r = RequestFor(j);
     if (r.IsMig()) {  // a MIG instance as its share of a GPU (the measure counts milli-GPU)
@@ -111,19 +133,202 @@ Fragmentation Measure(const scheduler::ClusterState& cluster, const std::vector<
 
 }  // namespace
 
+namespace {
+
+// Whether a whole-GPU gang of `gpus` could be placed on `state` right now: full nodes for every
+// complete node's worth, plus one more node for the remainder. On a homogeneous cluster with
+// whole-GPU requests this is exactly when any placement policy finds a placement, so what-if
+// checks on a copy of the cluster need no policy (whose per-node caches belong to the live one).
+bool GangFits(const scheduler::ClusterState& state, int gpus, int per_node) {
+  const int full = gpus / per_node;
+  const int rem = gpus % per_node;
+  int full_free = 0;
+  bool rem_elsewhere = false;
+  for (int32_t n = 0; n < state.num_nodes(); ++n) {
+    const int free = state.node(n).full_free_gpus;
+    if (free == per_node) {
+      ++full_free;
+    } else if (rem > 0 && free >= rem) {
+      rem_elsewhere = true;
+    }
+  }
+  if (full_free < full) return false;
+  if (rem == 0) return true;
+  return rem_elsewhere || full_free > full;
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; }
+
+}  // namespace
+
+Decision SchedulingPass::RunKept(const KeptCluster& k) {
+  Decision decision;
+  scheduler::ClusterState& cluster = *k.cluster;
+  const int32_t per_node = k.gpus_per_node;
+  auto free_gpus = [&] {
+    return int64_t{cluster.total_gpus()} - cluster.allocated_gpu_milli() / scheduler::kMilliPerGpu;
+  };
+  // Places `j` at `g` GPUs as a gang; `*placed` empty when there is no room now.
+  auto place = [&](const JobView& j, int32_t g, bool* infeasible,
+                   std::vector<scheduler::Placement>* placed) -> Status {
+    std::vector<scheduler::Request> parts;
+    for (int32_t part : scheduler::SplitGang(g, per_node)) {
+      parts.push_back(scheduler::Request::WholeGpus(part, 0, 0));
+    }
+    auto gp = scheduler::PlaceGang(*placement_, cluster, parts);
+    if (!gp.ok()) return gp.status().WithContext("job " + std::to_string(j.id));
+    if (gp->status == scheduler::PlacementStatus::kInfeasible) *infeasible = true;
+    if (gp->status == scheduler::PlacementStatus::kPlaced) *placed = std::move(gp->parts);
+    return Status::Ok();
+  };
+  auto assign = [&](const JobView& j, std::vector<scheduler::Placement> placed, int32_t g) {
+    Action act;
+    act.kind = Action::Kind::kAssign;
+    act.job = j.id;
+    act.placed = std::move(placed);
+    act.gpus = g;
+    decision.actions.push_back(std::move(act));
+    ++decision.stats.placed;
+  };
+  auto infeasible_job = [&](const JobView& j) {
+    Action act;
+    act.kind = Action::Kind::kInfeasible;
+    act.job = j.id;
+    decision.actions.push_back(std::move(act));
+    ++decision.stats.infeasible;
+  };
+  // Walks the queue (or the given order) with `step(id)`; false from it stops the walk.
+  auto walk = [&](auto&& step) {
+    if (k.queue) {
+      for (const auto& entry : *k.queue) {
+        if (!step(static_cast<int64_t>(entry.key.id))) return;
+      }
+    } else {
+      for (int64_t id : k.order) {
+        if (!step(id)) return;
+      }
+    }
+  };
+
+  if (k.blocked != Blocked::kBackfill) {
+    // Nothing is released during the walk, so once a gang of g GPUs failed to place, any gang
+    // of at least g GPUs fails too: those are skipped without asking the placement policy.
+    int32_t failed_from = std::numeric_limits<int32_t>::max();
+    walk([&](int64_t id) {
+      const JobView& j = k.jobs[static_cast<size_t>(id)];
+      const int64_t free = free_gpus();
+      if (free <= 0) return false;
+      bool infeasible = false;
+      bool started = false;
+      if (j.min_gpus <= free && j.min_gpus < failed_from) {
+        // Elastic jobs take as many GPUs as are free, down to their minimum.
+        for (int32_t g = static_cast<int32_t>(std::min<int64_t>(j.gpus, free));
+             g >= j.min_gpus && !started && !infeasible; --g) {
+          std::vector<scheduler::Placement> placed;
+          decision.status = place(j, g, &infeasible, &placed);
+          if (!decision.status.ok()) return false;
+          if (infeasible) break;
+          if (!placed.empty()) {
+            assign(j, std::move(placed), g);
+            started = true;
+          }
+        }
+        if (!started && !infeasible) failed_from = j.min_gpus;
+      }
+      if (infeasible) {
+        infeasible_job(j);
+        return true;
+      }
+      if (started || k.blocked == Blocked::kSkip) return true;
+      ++decision.stats.blocked;
+      decision.blocked = id;
+      return false;
+    });
+    return decision;
+  }
+
+  // Backfill (EASY). The reservation: release running jobs in the order they will end until the
+  // head fits.
+  const int32_t head_gpus = k.jobs[static_cast<size_t>(k.head)].min_gpus;
+  std::vector<RunningEnd> ends = k.running;
+  std::sort(ends.begin(), ends.end(), [](const RunningEnd& a, const RunningEnd& b) {
+    return a.end_ms != b.end_ms ? a.end_ms < b.end_ms : a.id < b.id;
+  });
+  scheduler::ClusterState shadow = cluster;
+  for (size_t i = 0; i < ends.size();) {
+    const int64_t t = ends[i].end_ms;
+    for (; i < ends.size() && ends[i].end_ms == t; ++i) {
+      for (const scheduler::Placement& p : *ends[i].placements) {
+        decision.status = shadow.Release(p);
+        if (!decision.status.ok()) return decision;
+      }
+    }
+    if (GangFits(shadow, head_gpus, per_node)) {
+      decision.reserved_at_ms = t;
+      break;
+    }
+  }
+  if (!decision.reserved_at_ms) return decision;  // cannot happen for a feasible head
+  const int64_t reserve_at = *decision.reserved_at_ms;
+  // A job may start now if it ends by the reservation, or if the head still fits at the
+  // reservation with the job's GPUs taken (checked on the shadow cluster).
+  int32_t reject_from = std::numeric_limits<int32_t>::max();  // smallest long job that delayed it
+  walk([&](int64_t id) {
+    if (id == k.head) return true;
+    const int64_t free = free_gpus();
+    if (free <= 0) return false;
+    const JobView& c = k.jobs[static_cast<size_t>(id)];
+    const int32_t g = c.gpus;  // backfill rigidly at the full size
+    if (g > free) return true;
+    const bool long_job = k.now_ms + CeilDiv(c.work_gpu_ms, g) > reserve_at;
+    if (long_job && g >= reject_from) return true;
+    bool infeasible = false;
+    std::vector<scheduler::Placement> placed;
+    decision.status = place(c, g, &infeasible, &placed);
+    if (!decision.status.ok()) return false;
+    if (infeasible) {
+      infeasible_job(c);
+      return true;
+    }
+    if (placed.empty()) return true;
+    if (long_job) {
+      for (const scheduler::Placement& p : placed) {
+        decision.status = shadow.Allocate(p);
+        if (!decision.status.ok()) return false;
+      }
+      if (!GangFits(shadow, head_gpus, per_node)) {
+        for (const scheduler::Placement& p : placed) {
+          decision.status = shadow.Release(p);
+          if (!decision.status.ok()) return false;
+        }
+        for (const scheduler::Placement& p : placed) {
+          decision.status = cluster.Release(p);
+          if (!decision.status.ok()) return false;
+        }
+        reject_from = std::min(reject_from, g);
+        return true;
+      }
+    }
+    assign(c, std::move(placed), g);
+    return true;
+  });
+  return decision;
+}
+
 Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queue_policy,
                              const PassOptions& options) {
+  if (in.kept) return RunKept(*in.kept);
   const auto t0 = std::chrono::steady_clock::now();
   Decision decision;
   PassStats& stats = decision.stats;
   stats.queued = static_cast<int>(in.queued.size());
   if (in.queued.empty() && !in.sample_fragmentation) return decision;
+  // At most one action per queued job, plus the preemptions (rare): no reallocation midway,
+  // which would move every action taken so far.
+  decision.actions.reserve(in.queued.size());
 
   // The jobs as the pass changes them (a victim stopping, a job placed), by id.
-  std::unordered_map<int64_t, JobView> jobs;
-  jobs.reserve(in.active.size() + in.queued.size());
-  for (const JobView& j : in.active) jobs.emplace(j.id, j);
-  for (const JobView& j : in.queued) jobs.emplace(j.id, j);
+  JobTable jobs(in);
 
   // The cluster as the scheduler library sees it: schedulable nodes, minus what active jobs
   // hold. The library models a node's GPUs as one homogeneous group (all MIG or none), so a node
@@ -288,6 +493,21 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
   }
   // A model name nobody has: requests naming only unknown models can never be placed.
   auto no_model = cluster.models().Intern("(no such model)");
+  // The walk runs on the cluster kept from the previous pass, brought to the state just built:
+  // where the nodes are the same, only those whose state changed are copied, so the placement
+  // policy's index (kept per cluster history) catches up on them alone instead of scoring every
+  // node again. `cluster` holds the kept one until Run returns, when it goes back to kept_.
+  struct KeptSwap {
+    scheduler::ClusterState& a;
+    scheduler::ClusterState& b;
+    ~KeptSwap() { a.Swap(b); }
+  };
+  std::optional<KeptSwap> kept_swap;
+  if (keep_cluster_) {
+    kept_.Adopt(cluster);
+    cluster.Swap(kept_);
+    kept_swap.emplace(KeptSwap{cluster, kept_});
+  }
 
   queue::JobQueue q(queue_policy);
   for (const JobView& j : in.queued) {
@@ -320,7 +540,21 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
   });
   bool preempting_any = false;
   for (const auto& [id, h] : held) preempting_any |= jobs.at(id).preempted_by != 0;
-  std::set<std::string> failed_shapes;  // capacity only shrinks during a pass
+  // Shapes of one-node requests that found no room: capacity only shrinks during a pass, so a
+  // request of the same shape is not tried again.
+  struct Shape {
+    int64_t cpu_milli = 0;
+    int64_t memory_mib = 0;
+    int32_t num_gpu = 0;
+    int32_t gpu_milli = 0;
+    int64_t gpu_memory_mib = 0;
+    scheduler::GpuModelMask allowed_models = 0;
+    scheduler::MigProfile mig = scheduler::MigProfile::kNone;
+    std::string job_class;
+    bool preemptible = false;
+    auto operator<=>(const Shape&) const = default;
+  };
+  std::set<Shape> failed_shapes;
   auto& reasons = decision.reasons;
   // Stops preemptible `victim` to make room for `j`: a running one is stopped by its node and
   // its exit requeues it; an assigned one that has not started goes back to the queue now.
@@ -767,20 +1001,19 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
     if (!j.gpu_models.empty() && r.allowed_models == 0 && no_model.ok()) {
       r.allowed_models = scheduler::GpuModelTable::Bit(*no_model);
     }
-    const std::string shape =
-        std::to_string(r.cpu_milli) + "/" + std::to_string(r.memory_mib) + "/" +
-        std::to_string(r.num_gpu) + "/" + std::to_string(r.gpu_milli) + "/" +
-        std::to_string(r.gpu_memory_mib) + "/" + std::to_string(r.allowed_models) + "/" +
-        std::to_string(static_cast<int>(r.mig)) + "/" + r.job_class + (j.preemptible ? "/p" : "/g");
     if (IsGang(j)) {
-      if (place_gang(
-              j, r,
-              shape + "/gang" + std::to_string(j.nodes) + "x" + std::to_string(j.total_gpus)) &&
-          !options.backfill) {
-        break;
-      }
+      const std::string shape =
+          std::to_string(r.cpu_milli) + "/" + std::to_string(r.memory_mib) + "/" +
+          std::to_string(r.num_gpu) + "/" + std::to_string(r.gpu_milli) + "/" +
+          std::to_string(r.gpu_memory_mib) + "/" + std::to_string(r.allowed_models) + "/" +
+          std::to_string(static_cast<int>(r.mig)) + "/" + r.job_class +
+          (j.preemptible ? "/p" : "/g") + "/gang" + std::to_string(j.nodes) + "x" +
+          std::to_string(j.total_gpus);
+      if (place_gang(j, r, shape) && !options.backfill) break;
       continue;
     }
+    Shape shape{r.cpu_milli,      r.memory_mib, r.num_gpu,   r.gpu_milli,  r.gpu_memory_mib,
+                r.allowed_models, r.mig,        r.job_class, j.preemptible};
     if (failed_shapes.count(shape)) {
       ++stats.blocked;
       reasons[j.id] = "waiting for resources";
@@ -838,7 +1071,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
         if (!options.backfill) break;
         continue;
       }
-      failed_shapes.insert(shape);
+      failed_shapes.insert(std::move(shape));
       reasons[j.id] = "waiting for resources" + (pr.reason.empty() ? "" : ": " + pr.reason);
       if (!options.backfill) break;
       continue;

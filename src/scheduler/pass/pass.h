@@ -16,13 +16,23 @@
 //    picks once they are gone, and only those it needs; GPUs beyond capacity count in full;
 //  - the reason each job still waits.
 //
+// The dynamic simulator (sim/jobs_sim.h) runs the pass over a cluster it keeps between passes
+// (PassInput::kept, KeptCluster): a walk of its own inside Run for whole-GPU gangs in the
+// caller's queue order (strict, skipping what does not fit, or EASY backfill behind a
+// reservation), placing through the same policy and scheduler::PlaceGang, on the caller's
+// cluster in place of a view built per pass. The server never sets it.
+//
 // The pass owns the placement policies between passes (their incremental indexes make the next
-// pass cheap); it keeps no other state. Deterministic: the same view gives the same decision.
+// pass cheap) and the cluster it last placed on: each pass builds the cluster from its input and
+// brings the kept one to it (scheduler::ClusterState::Adopt), so only the nodes that changed
+// since the last pass are scored again, while every decision is the one a cluster built afresh
+// gives (tests compare both). Deterministic: the same view gives the same decision.
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +40,7 @@
 #include "core/status.h"
 #include "scheduler/cluster.h"
 #include "scheduler/policy.h"
+#include "scheduler/queue/job_queue.h"
 #include "scheduler/queue/queue_policy.h"
 #include "scheduler/resources.h"
 
@@ -104,10 +115,53 @@ struct JobView {
   int64_t preempted_by = 0;               // != 0: being stopped for that job
   std::optional<JobPlacement> placement;  // active jobs
   std::vector<JobPlacement> gang;         // active gangs: every part in rank order (no placement)
+  // The work it has left, in GPU-ms at its full size: what a backfill walk (KeptCluster) reads
+  // to tell whether it ends before a reservation. Unused otherwise.
+  int64_t work_gpu_ms = 0;
 };
 inline bool IsGang(const JobView& j) { return j.nodes > 0 || j.total_gpus > 0; }
 
+// What the walk over a kept cluster does with the first job that cannot start now.
+enum class Blocked {
+  kStop,      // strict order: it stops the walk (Decision::blocked names it)
+  kSkip,      // the walk goes on past it
+  kBackfill,  // a backfill walk behind the reservation for KeptCluster::head (EASY)
+};
+
+// A job running on a kept cluster when a backfill walk starts: when it is expected to end, and
+// what it holds there.
+struct RunningEnd {
+  int64_t end_ms = 0;
+  int64_t id = 0;
+  const std::vector<scheduler::Placement>* placements = nullptr;
+};
+
+// A pass over a cluster the caller keeps between passes (the dynamic simulator, sim/jobs_sim.h):
+// the pass places on `cluster` itself and what it places stays allocated there, so nothing is
+// rebuilt per pass and the placement policy's incremental indexes stay valid. The jobs are read
+// in place (the caller keeps them alive and up to date between passes). Every job is whole GPUs:
+// a gang of JobView::gpus split over the nodes (scheduler::SplitGang, whole nodes first), elastic
+// ones down to min_gpus, starting from as many GPUs as are free; each part asks for no CPU or
+// memory (the simulated nodes never bind on them).
+struct KeptCluster {
+  scheduler::ClusterState* cluster = nullptr;  // homogeneous, gpus_per_node GPUs a node
+  int32_t gpus_per_node = 0;
+  std::span<const JobView> jobs;           // by id: jobs[id].id == id
+  const queue::JobQueue* queue = nullptr;  // the walk's order (the caller's queue), or
+  std::span<const int64_t> order;          // these ids, when queue is null
+  Blocked blocked = Blocked::kStop;
+  // kBackfill: the blocked head of the queue, the time now, and the jobs running (any order).
+  // The reservation is the earliest end after which the head fits (running jobs released in
+  // the order they end); a job may start now if it ends by then, or if the head still fits at
+  // the reservation with its GPUs taken. Backfilled jobs start rigidly at their full size.
+  int64_t head = -1;
+  int64_t now_ms = 0;
+  std::vector<RunningEnd> running;
+};
+
 struct PassInput {
+  // When set, a pass over the caller's kept cluster (KeptCluster); nothing below is read.
+  const KeptCluster* kept = nullptr;
   std::vector<NodeView> nodes;  // in the order the scheduler numbers them (ties go to the first)
   // Active placed jobs; their order is the order their holdings are accounted in (guaranteed
   // first regardless).
@@ -164,7 +218,8 @@ struct Assignment {
 
 // One step of the decision, in the order the pass took them.
 struct Action {
-  enum class Kind { kAssign, kStop };
+  // kInfeasible: no node can ever run `job` (a pass over a kept cluster only).
+  enum class Kind { kAssign, kStop, kInfeasible };
   Kind kind = Kind::kAssign;
   int64_t job = 0;
   Assignment assignment;         // kAssign
@@ -174,6 +229,9 @@ struct Action {
   // back to the queue at once.
   int64_t for_job = 0;
   bool running = false;
+  // kAssign on a kept cluster: the parts as allocated there, and the GPUs the job got.
+  std::vector<scheduler::Placement> placed;
+  int32_t gpus = 0;
 };
 
 struct Decision {
@@ -181,6 +239,12 @@ struct Decision {
   std::map<int64_t, std::string> reasons;  // queued jobs still waiting -> why
   std::vector<std::string> warnings;       // what the caller should log (inconsistent input)
   PassStats stats;
+  // A pass over a kept cluster: the job that stopped a strict walk (Blocked::kStop), the
+  // reservation a backfill walk made (absent: the head never fits), and an error (the policy
+  // placed what the cluster refused: a bug; the actions before it were taken).
+  std::optional<int64_t> blocked;
+  std::optional<int64_t> reserved_at_ms;
+  Status status;
 };
 
 // What a job asks the placement library for, without its GPU-model constraint.
@@ -195,15 +259,29 @@ class SchedulingPass {
     placement_ = std::move(placement);
     be_placement_.reset();  // made again, of the new policy, when next needed
   }
+  // The placing policy (a caller that learns the workload feeds it through Observe).
+  scheduler::PlacementPolicy& placement() { return *placement_; }
 
-  // One pass. `queue` orders the queued jobs.
+  // One pass. `queue` orders the queued jobs (a pass over a kept cluster walks the caller's
+  // order instead).
   Decision Run(const PassInput& in, const queue::QueuePolicy& queue, const PassOptions& options);
 
+  // Off: every pass places on the cluster built from its input (a new history, so the policy
+  // scores every node again), as a comparison for the kept cluster. On by default.
+  void KeepCluster(bool on) {
+    keep_cluster_ = on;
+    kept_ = scheduler::ClusterState();
+  }
+
  private:
+  Decision RunKept(const KeptCluster& kept);
+
   std::unique_ptr<scheduler::PlacementPolicy> placement_;
   // A second instance of the same policy for the best-effort view, so each keeps its
   // incremental index for the cluster it scores. Made when first needed.
   std::unique_ptr<scheduler::PlacementPolicy> be_placement_;
+  bool keep_cluster_ = true;
+  scheduler::ClusterState kept_;  // the cluster of the last pass (not a kept-cluster pass's)
 };
 
 }  // namespace stoker::pass

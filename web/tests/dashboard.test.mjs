@@ -82,16 +82,34 @@ await runTest(
     check(estimated.length > 0, `GPU rows carry a TFLOPS/W estimate (${estimated.length} of ${node.gpus.length} GPUs; e.g. ${estimated[0]?.tflops_per_watt_estimate})`);
     // Down the chart until the pointer is on a whole GPU's row (not a MIG instance's).
     let gpuTip = "";
+    let gpuTipY = 0;
     for (let f = 0.1; f < 0.9 && !gpuTip; f += 0.05) {
       await page.mouse.move(box.x + box.width * 0.6, box.y + box.height * f);
       await page.waitForTimeout(150);
       const t = await page.evaluate(() => [...document.querySelectorAll("#heatmap div")].map((d) => d.textContent).find((t) => t && t.includes("GPU")));
-      if (t && !t.includes("MIG instance") && t.includes(node.name)) gpuTip = t;
+      if (t && !t.includes("MIG instance") && t.includes(node.name)) {
+        gpuTip = t;
+        gpuTipY = box.y + box.height * f;
+      }
     }
     const hovered = hist.gpus.find((g) => !g.mig_instance && gpuTip.includes(`${g.node} GPU ${g.index} `));
     check(hovered, `the pointer found a GPU's row (${gpuTip.slice(0, 60)}...)`);
-    const has = typeof hovered.tflops_per_watt_estimate === "number";
-    check(gpuTip.includes("TFLOPS/W (estimates)") === has, `the tooltip of GPU ${hovered.index} ${has ? "shows" : "has no"} its TFLOPS/W estimate (${gpuTip.match(/latest sample:[^(]*/)?.[0] ?? "none"})`);
+    // The page draws what its last refresh fetched (every 5 s), which may predate the API call
+    // above: a GPU's first samples carry no estimate yet. So the tooltip is compared with the
+    // API's answer for the same GPU until the two agree or two refreshes have passed.
+    const tipAt = gpuTipY;
+    let agreed = null;
+    for (const deadline = Date.now() + 12000; Date.now() < deadline && !agreed; ) {
+      await page.mouse.move(box.x + box.width * 0.6 + 1, tipAt);
+      await page.mouse.move(box.x + box.width * 0.6, tipAt);
+      await page.waitForTimeout(250);
+      const t = await page.evaluate(() => [...document.querySelectorAll("#heatmap div")].map((d) => d.textContent).find((t) => t && t.includes("GPU")));
+      const now = (await up.api("GET", "/history/gpus?window=1h&points=120", userTok)).body.gpus.find((g) => g.node === hovered.node && g.index === hovered.index && !g.mig_instance);
+      const has = typeof now?.tflops_per_watt_estimate === "number";
+      if (t && t.includes(`${hovered.node} GPU ${hovered.index} `) && t.includes("TFLOPS/W (estimates)") === has) agreed = { t, has };
+      else gpuTip = t ?? "";
+    }
+    check(agreed, `the tooltip of GPU ${hovered.index} ${agreed?.has ? "shows" : "has no"} its TFLOPS/W estimate, as the API says (${(agreed?.t ?? gpuTip).match(/latest sample:[^(]*/)?.[0] ?? "none"})`);
     // Coloured by memory, every MIG instance has a row of its own under its GPU.
     await page.selectOption("#metric", "mem");
     const slices = node.gpus.flatMap((g) => (g.mig ?? []).map((m) => `${node.name}/${g.index}/${m.uuid}`));

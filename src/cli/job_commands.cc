@@ -109,6 +109,36 @@ int RunGetJobs(const ClientFlags& c, const std::string& path, bool list,
   return kExitOk;
 }
 
+// stoker queue: the queued jobs in scheduling order, each entry read with the protocol's
+// decoder (an error names the entry's place in the answer and the field).
+int RunQueue(const ClientFlags& c) {
+  auto client = MakeClient(c);
+  if (!client.ok()) return Fail(client.status());
+  auto r = Call(*client, "GET", "/api/v1/queue");
+  if (!r.ok()) return Fail(r.status());
+  if (c.json) {
+    fmt::print("{}\n", r->dump(2));
+    return kExitOk;
+  }
+  if (!r->is_array()) return Fail(InvalidArgument("the server's queue is not an array"));
+  std::vector<protocol::QueueEntry> entries;
+  entries.reserve(r->size());
+  for (size_t i = 0; i < r->size(); ++i) {
+    auto e = protocol::QueueEntryFromJson((*r)[i]);
+    if (!e.ok()) {
+      return Fail(e.status().WithContext(fmt::format("the server's queue, entry {}", i)));
+    }
+    entries.push_back(std::move(*e));
+  }
+  const Table t({{"POS", 5}, {"ID", 6}, {"USER", 10}, {"NAME", 18}, {"PRIO", 5}, {"REASON"}});
+  fmt::print("{}", t.Header());
+  for (const protocol::QueueEntry& e : entries) {
+    fmt::print("{}", t.Line({fmt::format("{}", e.position), fmt::format("{}", e.job), e.user,
+                             e.name, fmt::format("{}", e.priority), e.reason}));
+  }
+  return kExitOk;
+}
+
 int RunSubmit(const ClientFlags& c, const SubmitFlags& s) {
   std::string cwd;
   if (s.workdir.empty()) {
@@ -347,18 +377,7 @@ void RegisterJobCommands(CLI::App& app, int& exit_code) {
       auto* c = FlagStorage<ClientFlags>();
       auto* cmd = app.add_subcommand("queue", "Show queued jobs in scheduling order");
       AddClientFlags(cmd, c);
-      cmd->callback([c, &exit_code] {
-        exit_code = RunGetAndPrint(*c, "/api/v1/queue", [](const json& q) {
-          fmt::print("{:<5} {:<6} {:<10} {:<18} {:<5} {}\n", "POS", "ID", "USER", "NAME", "PRIO",
-                     "REASON");
-          for (const json& e : q) {
-            fmt::print("{:<5} {:<6} {:<10} {:<18} {:<5} {}\n", e["position"].get<int>(),
-                       e["job"].get<int64_t>(), e["user"].get<std::string>(),
-                       e["name"].get<std::string>(), e["priority"].get<int>(),
-                       e["reason"].get<std::string>());
-          }
-        });
-      });
+      cmd->callback([c, &exit_code] { exit_code = RunQueue(*c); });
     }
   }
 }

@@ -375,4 +375,25 @@ Result<Job> JobFromJson(const json& doc, const json& status) {
   return JobFromJson(merged);
 }
 
+json QueueEntryToJson(const QueueEntry& e) {
+  return json{{"position", e.position}, {"job", e.job},           {"user", e.user},
+              {"name", e.name},         {"priority", e.priority}, {"reason", e.reason}};
+}
+
+Result<QueueEntry> QueueEntryFromJson(const json& j) {
+  STOKER_RETURN_IF_ERROR(CheckObject(j, "queue entry"));
+  for (const char* key : {"position", "job"}) {
+    if (!j.contains(key) || j[key].is_null()) return FieldError(key, "missing");
+  }
+  QueueEntry e;
+  STOKER_RETURN_IF_ERROR(GetInt(j, "position", &e.position, 1, INT64_MAX));
+  STOKER_RETURN_IF_ERROR(GetInt(j, "job", &e.job, 1, INT64_MAX));
+  // Bounds of the type, not of today's server: a client must read what a newer server may send.
+  STOKER_RETURN_IF_ERROR(GetString(j, "user", &e.user));
+  STOKER_RETURN_IF_ERROR(GetString(j, "name", &e.name));
+  STOKER_RETURN_IF_ERROR(GetInt(j, "priority", &e.priority, INT32_MIN, INT32_MAX));
+  STOKER_RETURN_IF_ERROR(GetString(j, "reason", &e.reason));
+  return e;
+}
+
 }  // namespace stoker::protocol

@@ -197,4 +197,18 @@ std::vector<const Assignment*> Assignments(const Job& j);
 GangPart* PartOn(Job& j, const std::string& node);
 const GangPart* PartOn(const Job& j, const std::string& node);
 
+// A queued job in scheduling order, with why it waits (GET /queue).
+struct QueueEntry {
+  int64_t position = 0;  // 1-based, among every queued job (also those the caller cannot see)
+  int64_t job = 0;
+  std::string user;
+  std::string name;
+  int32_t priority = 0;
+  std::string reason;
+};
+json QueueEntryToJson(const QueueEntry& e);
+// One entry of GET /queue as a client reads it: `position` and `job` are required, the other
+// fields default when absent; keys a newer server adds are ignored. Errors name the field.
+Result<QueueEntry> QueueEntryFromJson(const json& j);
+
 }  // namespace stoker::protocol

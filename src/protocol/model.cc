@@ -178,11 +178,6 @@ json AllocationToJson(const Allocation& a) {
   return j;
 }
 
-json QueueEntryToJson(const QueueEntry& e) {
-  return json{{"position", e.position}, {"job", e.job},           {"user", e.user},
-              {"name", e.name},         {"priority", e.priority}, {"reason", e.reason}};
-}
-
 json PolicySettingsToJson(const PolicySettings& p) {
   return json{{"placement", p.placement}, {"queue", p.queue}, {"backfill", p.backfill}};
 }

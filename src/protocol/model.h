@@ -121,17 +121,6 @@ struct Allocation {
 };
 json AllocationToJson(const Allocation& a);
 
-// A queued job in scheduling order, with why it waits (GET /queue).
-struct QueueEntry {
-  int64_t position = 0;  // 1-based, among every queued job (also those the caller cannot see)
-  int64_t job = 0;
-  std::string user;
-  std::string name;
-  int32_t priority = 0;
-  std::string reason;
-};
-json QueueEntryToJson(const QueueEntry& e);
-
 // The scheduling policy (GET/PUT /policy).
 struct PolicySettings {
   std::string placement;  // empty: the library's default

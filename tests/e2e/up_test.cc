@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -211,6 +212,27 @@ TEST_F(UpTest, JobsRunFinishFailAndGetCancelled) {
   EXPECT_EQ(Cli("cancel " + std::to_string(longjob) + " --token " + tok).exit_code, 4);
   EXPECT_EQ(Cli("drain " + nodes[0]["name"].get<std::string>() + " --token " + tok).exit_code, 5);
   EXPECT_EQ(Cli("drain " + nodes[0]["name"].get<std::string>()).exit_code, 0);
+  // On a drained node a job waits: `stoker queue` shows it with why, as its --json says.
+  const int64_t waiting = Submit("--name waits-for-undrain -- true");
+  json q;
+  for (int i = 0; i < 100; ++i) {
+    q = json::parse(Cli("queue --json").out, nullptr, false);
+    if (q.is_array() && q.size() == 1 && !q[0]["reason"].get<std::string>().empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(q.is_array() && q.size() == 1) << q.dump();
+  EXPECT_EQ(q[0]["job"], waiting);
+  EXPECT_EQ(q[0]["position"], 1);
+  char row[512];
+  std::snprintf(row, sizeof row, "%-5d %-6lld %-10s %-18s %-5d %s\n", 1,
+                static_cast<long long>(waiting), q[0]["user"].get<std::string>().c_str(),
+                "waits-for-undrain", q[0]["priority"].get<int>(),
+                q[0]["reason"].get<std::string>().c_str());
+  const CmdResult shown = Cli("queue");
+  EXPECT_EQ(shown.exit_code, 0);
+  EXPECT_EQ(shown.out,
+            "POS   ID     USER       NAME               PRIO  REASON\n" + std::string(row));
+  EXPECT_EQ(Cli("cancel " + std::to_string(waiting)).exit_code, 0);
   EXPECT_EQ(Cli("undrain " + nodes[0]["name"].get<std::string>()).exit_code, 0);
   // A revoked token (`token revoke`, a DELETE) is refused from then on.
   std::string alice_id;

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "protocol/limits.h"
 #include "protocol/samples.h"
@@ -102,6 +104,42 @@ TEST(JobJson, StatusOverTheSubmittedDocumentIsTheNewestJob) {
   EXPECT_EQ(JobToJson(*back), doc);
   EXPECT_FALSE(JobFromJson(doc, json::array()).ok());
   EXPECT_FALSE(JobFromJson(json::array(), status).ok());
+}
+
+TEST(QueueEntryJson, RoundTripsAndErrorsNameTheField) {
+  const QueueEntry e{.position = 3,
+                     .job = 42,
+                     .user = "alice",
+                     .name = "train",
+                     .priority = -5,
+                     .reason = "waiting for 2 GPUs"};
+  auto back = QueueEntryFromJson(QueueEntryToJson(e));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(QueueEntryToJson(*back), QueueEntryToJson(e));
+  // Keys a newer server adds are read past; absent optional ones keep their defaults.
+  json newer = QueueEntryToJson(e);
+  newer["eta_s"] = 120;
+  newer.erase("reason");
+  back = QueueEntryFromJson(newer);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->reason, "");
+  EXPECT_EQ(back->job, 42);
+  // What is wrong is named.
+  const std::vector<std::tuple<json, std::string>> bad = {
+      {json::array(), "queue entry"},
+      {json{{"job", 1}}, "position: missing"},
+      {json{{"position", 1}}, "job: missing"},
+      {json{{"position", 1}, {"job", "7"}}, "job: must be an integer"},
+      {json{{"position", 0}, {"job", 7}}, "position: must be in 1.."},
+      {json{{"position", 1}, {"job", 7}, {"user", 3}}, "user"},
+      {json{{"position", 1}, {"job", 7}, {"priority", int64_t{1} << 40}}, "priority: must be in"},
+  };
+  for (const auto& [body, what] : bad) {
+    auto r = QueueEntryFromJson(body);
+    ASSERT_FALSE(r.ok()) << body.dump();
+    EXPECT_NE(r.status().message().find(what), std::string::npos)
+        << body.dump() << " -> " << r.status().ToString();
+  }
 }
 
 TEST(Heartbeat, RoundTripAndValidation) {

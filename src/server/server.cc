@@ -1350,7 +1350,6 @@ void Server::RebuildNodeView() {
     view_generations_.emplace(name, n.generation);
     view_nodes_.push_back(std::move(v));
   }
-  view_version_ = nodes_version_;
 }
 
 PassStats Server::RunSchedulingPass() {

@@ -23,6 +23,16 @@ bool AllDigits(std::string_view s) {
   return true;
 }
 
+// An integer outside [min, max]: negative where none may be, else out of range.
+template <class T>
+Status OutOfRange(std::string_view text, T min, T max) {
+  if (!text.empty() && text[0] == '-' && min >= 0) {
+    return InvalidArgument(Quoted(text) + " is negative");
+  }
+  return InvalidArgument(Quoted(text) + " is out of range " + std::to_string(min) + ".." +
+                         std::to_string(max));
+}
+
 // What is wrong with text that from_chars did not take whole: empty, not an integer at all, or
 // an integer too large for 64 bits (out of range, not "not an integer").
 template <class T>
@@ -30,9 +40,7 @@ Status Refusal(std::string_view text, T min, T max) {
   if (text.empty()) return InvalidArgument("'' is empty");
   const std::string_view digits = text[0] == '-' ? text.substr(1) : text;
   if (!AllDigits(digits)) return InvalidArgument(Quoted(text) + " is not an integer");
-  if (text[0] == '-' && min >= 0) return InvalidArgument(Quoted(text) + " is negative");
-  return InvalidArgument(Quoted(text) + " is out of range " + std::to_string(min) + ".." +
-                         std::to_string(max));
+  return OutOfRange(text, min, max);
 }
 
 }  // namespace
@@ -42,11 +50,7 @@ Result<int64_t> ParseInt(std::string_view text, int64_t min, int64_t max) {
   const char* end = text.data() + text.size();
   const auto [p, ec] = std::from_chars(text.data(), end, v);
   if (text.empty() || ec != std::errc() || p != end) return Refusal(text, min, max);
-  if (v < min || v > max) {
-    if (v < 0 && min >= 0) return InvalidArgument(Quoted(text) + " is negative");
-    return InvalidArgument(Quoted(text) + " is out of range " + std::to_string(min) + ".." +
-                           std::to_string(max));
-  }
+  if (v < min || v > max) return OutOfRange(text, min, max);
   return v;
 }
 
@@ -55,9 +59,7 @@ Result<uint64_t> ParseUint(std::string_view text, uint64_t max) {
   const char* end = text.data() + text.size();
   const auto [p, ec] = std::from_chars(text.data(), end, v);
   if (text.empty() || ec != std::errc() || p != end) return Refusal<uint64_t>(text, 0, max);
-  if (v > max) {
-    return InvalidArgument(Quoted(text) + " is out of range 0.." + std::to_string(max));
-  }
+  if (v > max) return OutOfRange<uint64_t>(text, 0, max);
   return v;
 }
 

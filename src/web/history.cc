@@ -195,9 +195,6 @@ void History::RecordSecondsLocked(const std::string& node,
     r->tflops = e.tflops;
     r->tflops_per_watt = e.tflops_per_watt;
     r->estimated_at = s.timestamp;
-  }
-  for (GpuRow& row : rows) {
-    if (row.ring == nullptr) continue;
     for (SliceRow& x : row.slices) {
       if (x.ring == nullptr) continue;
       x.ring->node = node;

@@ -59,7 +59,7 @@ http::Response AgentServer::Handle(const http::Request& req) const {
 
 Status AgentServer::Start() {
   if (server_ != nullptr) return FailedPrecondition("agent server already started");
-  http::ServerOptions o;
+  http::ListenerOptions o;
   o.host = options_.listen.host;
   o.port = options_.listen.port;
   // Renders read the sampler's cache and never block on NVML: a small pool serves scrapes.
@@ -67,7 +67,7 @@ Status AgentServer::Start() {
   o.io_threads = 1;
   o.max_connections = 256;
   o.max_body_bytes = size_t{64} * 1024;  // nothing here takes a body
-  auto server = std::make_unique<http::Server>(this, o);
+  auto server = std::make_unique<http::Listener>(this, o);
   STOKER_RETURN_IF_ERROR(server->Start());
   port_ = server->port();
   server_ = std::move(server);

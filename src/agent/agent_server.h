@@ -1,5 +1,5 @@
 #pragma once
-// The agent's HTTP face (served by the HTTP layer, http/server.h): GET /metrics (Prometheus text
+// The agent's HTTP face (served by the HTTP layer, http/listener.h): GET /metrics (Prometheus text
 // 0.0.4), GET /healthz (JSON, "ok" or "degraded"), GET /api/v1/snapshot (JSON of every GPU field
 // with its state). Every request renders from the sampler's cache: a scrape never waits on NVML.
 
@@ -10,7 +10,7 @@
 
 #include "agent/agent_config.h"
 #include "core/status.h"
-#include "http/server.h"
+#include "http/listener.h"
 #include "telemetry/metrics_renderer.h"
 #include "telemetry/sampler.h"
 
@@ -50,7 +50,7 @@ class AgentServer final : public http::Handler {
 
   const telemetry::Sampler* sampler_;
   AgentServerOptions options_;
-  std::unique_ptr<http::Server> server_;
+  std::unique_ptr<http::Listener> server_;
   int port_ = 0;
 
   mutable std::mutex mu_;  // guards the reused buffers below

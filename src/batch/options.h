@@ -17,8 +17,9 @@ enum class TimeoutAction {
   kDelay,   // it moves behind every request of its own and higher priority that has not timed out
 };
 
-// One priority level's queue policy (Triton's ModelQueuePolicy).
-struct QueuePolicy {
+// One priority level's queue policy, named and meant as Triton's ModelQueuePolicy (not the
+// scheduler's queue::QueuePolicy, which orders jobs).
+struct ModelQueuePolicy {
   size_t max_queue_size = 0;  // requests queued at this level; 0: bounded by Options::max_pending
   Duration timeout{0};        // time a request may wait in the queue; 0: none
   bool allow_timeout_override = false;  // a request may ask for a smaller (never larger) timeout
@@ -46,8 +47,8 @@ struct Options {
   Duration max_queue_delay{0};
   int priority_levels = 1;   // 1 is the highest; strict priority, FIFO within a level
   int default_priority = 1;  // for requests with priority 0 or above priority_levels
-  QueuePolicy default_policy;
-  std::map<int, QueuePolicy> priority_policies;  // level -> policy (others: default_policy)
+  ModelQueuePolicy default_policy;
+  std::map<int, ModelQueuePolicy> priority_policies;  // level -> policy (others: default_policy)
   // Answers are delivered in submission order. As in Triton, not with priority_levels > 1 or a
   // DELAY timeout policy.
   bool preserve_ordering = false;

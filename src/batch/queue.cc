@@ -77,7 +77,7 @@ BatchQueue::BatchQueue(const Options& o)
   std::sort(opt_.preferred_batch_sizes.begin(), opt_.preferred_batch_sizes.end());
 }
 
-const QueuePolicy& BatchQueue::Policy(int level) const {
+const ModelQueuePolicy& BatchQueue::Policy(int level) const {
   auto it = opt_.priority_policies.find(level);
   return it == opt_.priority_policies.end() ? opt_.default_policy : it->second;
 }
@@ -106,7 +106,7 @@ Result<uint32_t> BatchQueue::Enqueue(const SubmitOptions& s, MonoTime now) {
   }
   const int level =
       (s.priority < 1 || s.priority > opt_.priority_levels) ? opt_.default_priority : s.priority;
-  const QueuePolicy& p = Policy(level);
+  const ModelQueuePolicy& p = Policy(level);
   if (p.max_queue_size > 0 && queued_level_[static_cast<size_t>(level)] >= p.max_queue_size) {
     return ResourceExhausted("exceeds the maximum queue size " + std::to_string(p.max_queue_size) +
                              " of priority level " + std::to_string(level));
@@ -196,7 +196,7 @@ void BatchQueue::Expire(MonoTime now, std::vector<Expired>* out) {
     timeouts_.pop();
     Meta& m = meta_[t.slot];
     if (m.seq != t.seq || m.state != Meta::State::kQueued || m.delayed) continue;
-    const QueuePolicy& p = Policy(m.level);
+    const ModelQueuePolicy& p = Policy(m.level);
     Unlink(t.slot);
     if (p.timeout_action == TimeoutAction::kDelay) {
       m.state = Meta::State::kQueued;

@@ -106,7 +106,7 @@ class BatchQueue {
   // Collects the batch that would go now (up to the limit) into *f.
   bool Collect(size_t limit, Formed* f);
   void Finish(Formed* f);
-  const QueuePolicy& Policy(int level) const;
+  const ModelQueuePolicy& Policy(int level) const;
 
   Options opt_;
   std::vector<Meta> meta_;

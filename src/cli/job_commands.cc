@@ -258,7 +258,14 @@ Result<protocol::JobSpec> SubmitSpec(const SubmitFlags& s, const std::string& cw
   spec.movable = s.movable;
   spec.name = s.name;
   spec.workdir = s.workdir.empty() ? cwd : s.workdir;
-  if (!s.on_node_loss.empty()) spec.on_node_loss = s.on_node_loss;
+  if (!s.on_node_loss.empty()) {
+    auto loss = protocol::kOnNodeLossNames.Find(s.on_node_loss);
+    if (!loss) {
+      return InvalidArgument("--on-node-loss: must be 'requeue' or 'fail', got '" + s.on_node_loss +
+                             "'");
+    }
+    spec.on_node_loss = *loss;
+  }
   spec.user = s.user;
   for (const std::string& kv : s.env) {
     const size_t eq = kv.find('=');

@@ -166,7 +166,7 @@ struct RunningServer {
   // served in front of the API.
   std::unique_ptr<web::History> history;
   std::unique_ptr<web::Site> site;
-  std::unique_ptr<http::Server> http;
+  std::unique_ptr<http::Listener> http;
   SystemClock clock;
   // Efficiency engine: server observer + API extension; stopped before the clock goes.
   std::unique_ptr<efficiency::StoreLedgerStore> ledger;
@@ -341,7 +341,7 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   so.preemption_grace = eff_cfg.oversub.grace;
   STOKER_ASSIGN_OR_RETURN(rs->core, server::Server::Create(rs->store.get(), &rs->clock, so));
   rs->api = std::make_unique<server::Api>(rs->core.get());
-  http::ServerOptions ho;
+  http::ListenerOptions ho;
   ho.host = hp.first;
   ho.port = hp.second;
   ho.tls_cert = f.tls_cert;
@@ -367,7 +367,7 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   if (ko.enabled) rs->core->AddObserver(rs->k8s.get());
   rs->api->AddExtension(rs->k8s.get());
   STOKER_RETURN_IF_ERROR(StartDashboard(*rs, f));
-  rs->http = std::make_unique<http::Server>(rs->site.get(), ho);
+  rs->http = std::make_unique<http::Listener>(rs->site.get(), ho);
   STOKER_RETURN_IF_ERROR(rs->http->Start());
   rs->core->Start();
   rs->efficiency->Start(&rs->clock);

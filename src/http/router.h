@@ -21,7 +21,7 @@
 #include "core/clock.h"
 #include "core/enum_table.h"
 #include "core/status.h"
-#include "http/server.h"
+#include "http/listener.h"
 #include "protocol/model.h"
 
 namespace stoker::http {

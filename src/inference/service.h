@@ -1,6 +1,6 @@
 #pragma once
 // The example inference service: the Fashion-MNIST MLP behind the dynamic batcher, served over
-// the tree's HTTP server (http/server.h).
+// the tree's HTTP server (http/listener.h).
 //
 //   POST /v1/predict  {"inputs": [[784 pixel values in [0, 1]], ...], "priority": 1,
 //                      "timeout_ms": 100}
@@ -20,7 +20,7 @@
 
 #include "batch/batcher.h"
 #include "core/clock.h"
-#include "http/server.h"
+#include "http/listener.h"
 #include "inference/gpu_mlp.h"
 #include "inference/mlp.h"
 

@@ -30,6 +30,19 @@ std::string ReadRange(const std::string& path, int64_t offset, size_t max) {
   return out;
 }
 
+// A runner's phase as the protocol reports it.
+protocol::RunPhase RunPhaseOf(runner::JobPhase p) {
+  switch (p) {
+    case runner::JobPhase::kStarting:
+      return protocol::RunPhase::kStarting;
+    case runner::JobPhase::kRunning:
+      return protocol::RunPhase::kRunning;
+    case runner::JobPhase::kExited:
+      return protocol::RunPhase::kExited;
+  }
+  return protocol::RunPhase::kExited;
+}
+
 int64_t HostMemoryMib() {
   std::ifstream in("/proc/meminfo");
   std::string key;
@@ -99,7 +112,7 @@ protocol::RunReport NodeAgent::ReportFor(const runner::JobStatus& st) {
   protocol::RunReport r;
   r.id = std::stoll(st.job_id);
   r.attempt = st.attempt;
-  r.phase = runner::JobPhaseName(st.phase);
+  r.phase = RunPhaseOf(st.phase);
   r.exit_code = st.exit_code;
   r.signal = st.signal;
   r.error = st.error;
@@ -197,7 +210,7 @@ Status NodeAgent::Report(const std::vector<runner::JobStatus>& polled) {
     protocol::RunReport r;
     r.id = id;
     r.attempt = attempt;
-    r.phase = "exited";
+    r.phase = protocol::RunPhase::kExited;
     r.exit_code = 127;
     r.error = err;
     r.logs_complete = true;

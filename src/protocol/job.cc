@@ -88,8 +88,8 @@ Result<JobSpec> ParseJobSpec(const json& body) {
       GetInt(body, "priority", &s.priority, limits::kPriorityMin, limits::kPriorityMax));
   STOKER_RETURN_IF_ERROR(GetBool(body, "preemptible", &s.preemptible));
   STOKER_RETURN_IF_ERROR(GetBool(body, "movable", &s.movable));
-  STOKER_RETURN_IF_ERROR(
-      GetString(body, "on_node_loss", &s.on_node_loss, limits::kOnNodeLossBytes));
+  std::string on_node_loss(kOnNodeLossNames.Name(s.on_node_loss));
+  STOKER_RETURN_IF_ERROR(GetString(body, "on_node_loss", &on_node_loss, limits::kOnNodeLossBytes));
   STOKER_RETURN_IF_ERROR(GetString(body, "user", &s.user, limits::kUserBytes));
 
   const int shapes = (s.gpus > 0 ? 1 : 0) + (s.gpu_milli > 0 ? 1 : 0) + (!s.mig.empty() ? 1 : 0);
@@ -122,9 +122,9 @@ Result<JobSpec> ParseJobSpec(const json& body) {
   if (s.gpu_memory_mib > 0 && shapes == 0 && s.total_gpus == 0) {
     return FieldError("gpu_memory_mib", "needs a GPU request (gpus, gpu_milli or mig)");
   }
-  if (!kOnNodeLossNames.Find(s.on_node_loss)) {
-    return FieldError("on_node_loss", "must be 'requeue' or 'fail'");
-  }
+  auto loss = kOnNodeLossNames.Find(on_node_loss);
+  if (!loss) return FieldError("on_node_loss", "must be 'requeue' or 'fail'");
+  s.on_node_loss = *loss;
   return s;
 }
 

@@ -37,7 +37,7 @@ bool IsTerminal(JobState s);
 // Assigned, running or cancelling: the job holds resources on a node.
 bool IsActive(JobState s);
 
-// What happens to a job whose node is lost (JobSpec::on_node_loss, a string on the wire).
+// What happens to a job whose node is lost (JobSpec::on_node_loss; its name on the wire).
 enum class OnNodeLoss { kRequeue, kFail };
 inline constexpr EnumTable<OnNodeLoss, 2> kOnNodeLossNames{
     "on_node_loss", {{{OnNodeLoss::kRequeue, "requeue"}, {OnNodeLoss::kFail, "fail"}}}};
@@ -72,8 +72,8 @@ struct JobSpec {
   // Checkpointable: the system may stop and restart it at any time (to consolidate it onto a
   // shared GPU now rather than at its next start).
   bool movable = false;
-  std::string on_node_loss = "requeue";  // requeue | fail
-  std::string user;                      // admins may submit on behalf of a user
+  OnNodeLoss on_node_loss = OnNodeLoss::kRequeue;
+  std::string user;  // admins may submit on behalf of a user
 };
 
 inline bool IsGang(const JobSpec& s) { return s.nodes > 0 || s.total_gpus > 0; }

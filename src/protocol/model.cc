@@ -244,7 +244,8 @@ Result<std::vector<RunReport>> ParseRunReports(simdjson::dom::array jobs) {
     bool has_code = false, has_sig = false;
     Status s = r.Int("id", 1, INT64_MAX, &rep.id);
     if (s.ok()) s = r.Int("attempt", 0, limits::kAttemptMax, &rep.attempt);
-    if (s.ok()) s = r.String("phase", limits::kRunPhaseBytes, &rep.phase);
+    std::string phase;
+    if (s.ok()) s = r.String("phase", limits::kRunPhaseBytes, &phase);
     if (s.ok()) s = r.String("error", limits::kRunErrorBytes, &rep.error);
     if (s.ok())
       s = r.Int("exit_code", limits::kExitCodeMin, limits::kExitCodeMax, &code, &has_code);
@@ -256,9 +257,9 @@ Result<std::vector<RunReport>> ParseRunReports(simdjson::dom::array jobs) {
     if (s.ok()) s = r.Bool("logs_complete", &rep.logs_complete);
     if (!s.ok()) return s;
     if (rep.id == 0) return FieldError(f + ".id", "required");
-    if (!kRunPhaseNames.Find(rep.phase)) {
-      return FieldError(f + ".phase", "must be starting, running or exited");
-    }
+    auto run_phase = kRunPhaseNames.Find(phase);
+    if (!run_phase) return FieldError(f + ".phase", "must be starting, running or exited");
+    rep.phase = *run_phase;
     if (has_code) rep.exit_code = static_cast<int>(code);
     if (has_sig) rep.signal = static_cast<int>(sig);
     out.push_back(std::move(rep));

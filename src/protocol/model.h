@@ -133,7 +133,7 @@ json PolicySettingsToJson(const PolicySettings& p);
 struct RunReport {
   int64_t id = 0;
   int64_t attempt = 0;  // LaunchOrder::attempt of the run this is about
-  std::string phase;    // starting | running | exited
+  RunPhase phase = RunPhase::kStarting;
   std::optional<int> exit_code;
   std::optional<int> signal;
   std::string error;

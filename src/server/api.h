@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "http/listener.h"
 #include "http/router.h"
-#include "http/server.h"
 #include "server/server.h"
 
 namespace stoker::server {

@@ -31,7 +31,7 @@ constexpr char kNotStarted[] = "not started";
 void Server::OnPartReport(Job& j, GangPart& part, const RunReport& r, const std::string& node,
                           HeartbeatReply& reply, store::WriteBatch& b, bool* changed) {
   const size_t rank = static_cast<size_t>(&part - j.parts.data());
-  if (r.phase == "exited") {
+  if (r.phase == protocol::RunPhase::kExited) {
     if (!part.Ended()) {
       part.phase = PartPhase::kExited;
       part.exit_code = r.exit_code;
@@ -46,7 +46,7 @@ void Server::OnPartReport(Job& j, GangPart& part, const RunReport& r, const std:
     if (r.logs_complete) reply.forget.push_back(j.id);
     return;
   }
-  if (r.phase == "running" && part.phase == PartPhase::kAssigned) {
+  if (r.phase == protocol::RunPhase::kRunning && part.phase == PartPhase::kAssigned) {
     part.phase = PartPhase::kRunning;
     if (j.state == JobState::kAssigned) {
       j.state = JobState::kRunning;
@@ -94,7 +94,8 @@ void Server::GangStep(Job& j, store::WriteBatch& b) {
       const std::string what = "part " + std::to_string(failed - j.parts.data()) + " on " +
                                failed->assignment.node + ": " + Outcome(*failed);
       j.state = JobState::kCancelling;
-      if (failed->phase == PartPhase::kLost && j.spec.on_node_loss == "requeue") {
+      if (failed->phase == PartPhase::kLost &&
+          j.spec.on_node_loss == protocol::OnNodeLoss::kRequeue) {
         j.stop_to_requeue = what;
         j.reason = what + " (stopping the gang to requeue it)";
         Event(&b, j, "requeue", j.reason);
@@ -133,10 +134,10 @@ void Server::GangStep(Job& j, store::WriteBatch& b) {
   Event(&b, j, JobStateName(j.state), j.reason + " (every part stopped)");
 }
 
-Status Server::AssignGang(Job& j, const std::vector<pass::Assignment>& parts) {
+Status Server::AssignGang(Job& j, const std::vector<pass::Grant>& parts) {
   if (parts.empty()) return InvalidArgument("a gang needs at least one part");
   std::vector<std::string> addresses;
-  for (const pass::Assignment& p : parts) {
+  for (const pass::Grant& p : parts) {
     auto it = nodes_.find(p.placement.node);
     addresses.push_back(it != nodes_.end() && !it->second.inv.address.empty()
                             ? it->second.inv.address
@@ -173,7 +174,7 @@ Status Server::AssignGang(Job& j, const std::vector<pass::Assignment>& parts) {
   j.parts.clear();
   j.stop_to_fail.clear();
   for (size_t rank = 0; rank < parts.size(); ++rank) {
-    const pass::Assignment& pa = parts[rank];
+    const pass::Grant& pa = parts[rank];
     GangPart part;
     part.assignment = FromPass(pa);
     Assignment& a = part.assignment;

@@ -657,7 +657,7 @@ bool Server::CurrentRun(const Job& j, const std::string& node, const RunReport& 
   return j.assignment ? j.assignment->node == node : protocol::PartOn(j, node) != nullptr;
 }
 
-Assignment Server::FromPass(pass::Assignment pa) {
+Assignment Server::FromPass(pass::Grant pa) {
   Assignment a;
   a.node = std::move(pa.placement.node);
   a.gpu_indices = std::move(pa.gpu_indices);
@@ -847,14 +847,14 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
       if (!mine) {
         // Not (or no longer) this node's job, or an earlier run of it: stop it; once it
         // exited, let the node forget it.
-        (r.phase != "exited" ? reply.cancel : reply.forget).push_back(r.id);
+        (r.phase != protocol::RunPhase::kExited ? reply.cancel : reply.forget).push_back(r.id);
         continue;
       }
       Job& j = it->second;
       if (IsTerminal(j.state)) {
         // Ended here (or cancelled before it was seen running): stop it; once it exited and
         // every log byte arrived, let the node forget it.
-        if (r.phase != "exited") {
+        if (r.phase != protocol::RunPhase::kExited) {
           reply.cancel.push_back(r.id);
         } else if (r.logs_complete) {
           reply.forget.push_back(r.id);
@@ -870,7 +870,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
         }
         continue;
       }
-      if (r.phase == "exited" && StoppingToRequeue(j)) {
+      if (r.phase == protocol::RunPhase::kExited && StoppingToRequeue(j)) {
         // Stopped to make room for a guaranteed job, or requeued by the system: back to the
         // queue.
         const std::string why = RequeueStopped(j);
@@ -883,7 +883,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
         reply.forget.push_back(r.id);
         continue;
       }
-      if (r.phase == "exited") {
+      if (r.phase == protocol::RunPhase::kExited) {
         if (j.state == JobState::kCancelling) {
           EndJob(j, JobState::kCancelled, j.reason);
         } else if (!r.error.empty()) {
@@ -905,7 +905,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
         changed.push_back(j);
         if (r.logs_complete) reply.forget.push_back(r.id);
       } else {
-        if (j.state == JobState::kAssigned && r.phase == "running") {
+        if (j.state == JobState::kAssigned && r.phase == protocol::RunPhase::kRunning) {
           j.state = JobState::kRunning;
           j.start_ms = NowMs();
           Event(&b, j, "running", "on " + node);
@@ -1580,7 +1580,7 @@ PassStats Server::RunSchedulingPass() {
       if (!act.gang.empty()) {
         // A gang: every part's node must be as the pass saw it, or none is placed.
         bool stale = jp == nullptr;
-        for (const pass::Assignment& part : act.gang) {
+        for (const pass::Grant& part : act.gang) {
           stale = stale || !node_unchanged(part.placement.node);
         }
         Status s = stale ? Status::Ok() : AssignGang(*jp, act.gang);
@@ -1599,7 +1599,7 @@ PassStats Server::RunSchedulingPass() {
         changed(j);
         continue;
       }
-      pass::Assignment& pa = act.assignment;
+      pass::Grant& pa = act.assignment;
       if (jp == nullptr || !node_unchanged(pa.placement.node)) {
         ++dropped;
         --stats.placed;
@@ -1688,7 +1688,7 @@ int Server::CheckNodeTimeouts() {
           RequeueStopped(j);
         } else if (j.state == JobState::kCancelling) {
           EndJob(j, JobState::kCancelled, j.reason + " (node " + name + " lost)");
-        } else if (j.spec.on_node_loss == "requeue") {
+        } else if (j.spec.on_node_loss == protocol::OnNodeLoss::kRequeue) {
           Requeue(j, "node " + name + " lost", true);
         } else {
           EndJob(j, JobState::kFailed, "node " + name + " lost");

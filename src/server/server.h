@@ -337,7 +337,7 @@ class Server final : public JobActions {
   // What a node is told to start for `a` (the job's assignment, or one part of a gang).
   static LaunchOrder StartOrder(const Job& j, const Assignment& a);
   // The job's assignment for the pass's decision `pa` (a one-node job, or one part of a gang).
-  static Assignment FromPass(pass::Assignment pa);
+  static Assignment FromPass(pass::Grant pa);
   // Tells the node in `reply` to stop `j` (cancelling), with the preemption grace when `j` is
   // preempted.
   void TellToCancel(const Job& j, HeartbeatReply& reply) const;
@@ -361,7 +361,7 @@ class Server final : public JobActions {
   void GangStep(Job& j, store::WriteBatch& b);
   // The parts of gang `j` from the pass's decision, each with its launcher environment
   // (protocol::GangEnv). FailedPrecondition when no master port is free on rank 0's node.
-  Status AssignGang(Job& j, const std::vector<pass::Assignment>& parts);
+  Status AssignGang(Job& j, const std::vector<pass::Grant>& parts);
   void EndJob(Job& j, JobState state, const std::string& reason);
   // Keeps node_jobs_ in step with j's state and assignment; call after every such change.
   void Reindex(const Job& j);

@@ -10,7 +10,7 @@
 #include <span>
 #include <string_view>
 
-#include "http/server.h"
+#include "http/listener.h"
 
 namespace stoker::web {
 

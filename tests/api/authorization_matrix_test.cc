@@ -147,7 +147,7 @@ std::map<std::string, Case> Cases() {
         RunReport r;
         r.id = *id;
         r.attempt = job.attempt();
-        r.phase = "running";
+        r.phase = protocol::RunPhase::kRunning;
         hb.jobs = {r};
         EXPECT_TRUE(
             w.server->Heartbeat(Principal{"root", Role::kAdmin}, job.assignment->node, hb).ok());
@@ -174,7 +174,7 @@ std::map<std::string, Case> Cases() {
                               RunReport r;
                               r.id = *id;
                               r.attempt = job.attempt();
-                              r.phase = "running";
+                              r.phase = protocol::RunPhase::kRunning;
                               hb.jobs = {r};
                               for (uint32_t g : job.assignment->gpu_indices) {
                                 GpuSample s;

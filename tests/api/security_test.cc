@@ -25,11 +25,11 @@ TEST(QueryBounds, ReportBucketsAreBoundedAndNamed) {
   RunReport r;
   r.id = id;
   r.attempt = job.attempt();
-  r.phase = "running";
+  r.phase = protocol::RunPhase::kRunning;
   hb.jobs = {r};
   ASSERT_TRUE(w.server->Heartbeat(Principal{"root", Role::kAdmin}, job.assignment->node, hb).ok());
   w.clock.Advance(std::chrono::hours(24 * 10));
-  r.phase = "exited";
+  r.phase = protocol::RunPhase::kExited;
   r.exit_code = 0;
   r.logs_complete = true;
   hb.jobs = {r};

@@ -154,6 +154,10 @@ TEST(Submit, CpuSizesAndEnvironmentErrorsNameTheFlag) {
   EXPECT_EQ(ErrorOf({"--gpus", "1", "--gpu-mem", "-1G", "--", "x"}).rfind("--gpu-mem: ", 0), 0u);
   EXPECT_EQ(ErrorOf({"--env", "NOEQUALS", "--", "x"}), "--env: expected K=V, got 'NOEQUALS'");
   EXPECT_EQ(ErrorOf({"--env", "=v", "--", "x"}), "--env: expected K=V, got '=v'");
+  // Refused by the flag's name before anything is sent (the server refused it before).
+  EXPECT_EQ(ErrorOf({"--on-node-loss", "explode", "--", "x"}),
+            "--on-node-loss: must be 'requeue' or 'fail', got 'explode'");
+  EXPECT_EQ(ErrorOf({"--on-node-loss", "fail", "--", "x"}), "ok");
 }
 
 }  // namespace

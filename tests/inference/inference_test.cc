@@ -140,10 +140,10 @@ class ServiceTest : public ::testing::Test {
     auto s = InferenceService::Create(Trained(), o, &clock_);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     service_ = std::move(*s);
-    http::ServerOptions ho;
+    http::ListenerOptions ho;
     ho.port = 0;
     ho.max_body_bytes = 1 << 20;
-    server_ = std::make_unique<http::Server>(service_.get(), ho);
+    server_ = std::make_unique<http::Listener>(service_.get(), ho);
     ASSERT_TRUE(server_->Start().ok());
     client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
   }
@@ -175,7 +175,7 @@ class ServiceTest : public ::testing::Test {
 
   SystemClock clock_;
   std::unique_ptr<InferenceService> service_;
-  std::unique_ptr<http::Server> server_;
+  std::unique_ptr<http::Listener> server_;
   std::unique_ptr<httplib::Client> client_;
 };
 

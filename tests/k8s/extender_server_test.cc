@@ -15,7 +15,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "http/server.h"
+#include "http/listener.h"
 #include "integration/k8s_extender_service.h"
 #include "k8s/extender_types.h"
 #include "k8s_samples.h"
@@ -121,13 +121,13 @@ class ExtenderServer : public ::testing::Test {
     }
     ASSERT_TRUE(server_->SetDrained(root, "gpu-c", true).ok());
     ext_->RefreshNodeStates();
-    http::ServerOptions ho;
+    http::ListenerOptions ho;
     ho.host = "127.0.0.1";
     ho.port = 0;
     ho.tls_cert = dir_ + "/server.pem";
     ho.tls_key = dir_ + "/server.key";
     ho.tls_client_ca = dir_ + "/ca.pem";
-    http_ = std::make_unique<http::Server>(api_.get(), ho);
+    http_ = std::make_unique<http::Listener>(api_.get(), ho);
     ASSERT_TRUE(http_->Start().ok());
   }
   void TearDown() override {
@@ -166,7 +166,7 @@ class ExtenderServer : public ::testing::Test {
   std::unique_ptr<server::Server> server_;
   std::unique_ptr<server::Api> api_;
   std::unique_ptr<integration::KubernetesExtender> ext_;
-  std::unique_ptr<http::Server> http_;
+  std::unique_ptr<http::Listener> http_;
   std::string user_token_;
 };
 

@@ -35,8 +35,8 @@ struct ServerOverHttp {
     so.data_dir = dir + "/server";
     core = server::Server::Create(store.get(), clock, so).value();
     api = std::make_unique<server::Api>(core.get());
-    http = std::make_unique<http::Server>(
-        api.get(), http::ServerOptions{.host = "127.0.0.1", .port = 0, .threads = 8});
+    http = std::make_unique<http::Listener>(
+        api.get(), http::ListenerOptions{.host = "127.0.0.1", .port = 0, .threads = 8});
     EXPECT_TRUE(http->Start().ok());
   }
   ~ServerOverHttp() {
@@ -79,7 +79,7 @@ struct ServerOverHttp {
   std::unique_ptr<store::Store> store;
   std::unique_ptr<server::Server> core;
   std::unique_ptr<server::Api> api;
-  std::unique_ptr<http::Server> http;
+  std::unique_ptr<http::Listener> http;
 };
 
 }  // namespace stoker::node::testing

@@ -10,7 +10,7 @@
 #include <set>
 #include <thread>
 
-#include "http/server.h"
+#include "http/listener.h"
 #include "node/node_agent.h"
 #include "node_world.h"
 #include "nvml/simulated.h"
@@ -67,8 +67,8 @@ struct CadenceWorld {
     NodeOptions options = srv.Agent("node-a");
     if (front) {
       flaky = std::make_unique<FlakyFront>(srv.api.get(), &clock);
-      flaky_http = std::make_unique<http::Server>(
-          flaky.get(), http::ServerOptions{.host = "127.0.0.1", .port = 0, .threads = 2});
+      flaky_http = std::make_unique<http::Listener>(
+          flaky.get(), http::ListenerOptions{.host = "127.0.0.1", .port = 0, .threads = 2});
       EXPECT_TRUE(flaky_http->Start().ok());
       options.server_url = flaky_http->url();
     }
@@ -110,7 +110,7 @@ struct CadenceWorld {
   testing::ServerOverHttp srv;
   Seconds seen;
   std::unique_ptr<FlakyFront> flaky;
-  std::unique_ptr<http::Server> flaky_http;
+  std::unique_ptr<http::Listener> flaky_http;
   std::unique_ptr<GpuSource> source;
   std::unique_ptr<telemetry::Sampler> sampler;
   std::unique_ptr<NodeAgent> agent;

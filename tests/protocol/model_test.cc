@@ -26,6 +26,7 @@ TEST(JobSpec, ValidSpecRoundTrips) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->gpus, 2);
   EXPECT_EQ(r->min_gpus, 1);
+  EXPECT_EQ(r->on_node_loss, OnNodeLoss::kFail);
   EXPECT_EQ(r->env.at("A"), "b");
   auto again = ParseJobSpec(JobSpecToJson(*r));
   ASSERT_TRUE(again.ok()) << again.status().ToString();
@@ -42,6 +43,7 @@ TEST(JobSpec, ErrorsNameTheField) {
   EXPECT_EQ(ErrorOf(R"({"command":["x"],"mig":"9g.1gb"})").rfind("mig:", 0), 0u);
   EXPECT_EQ(ErrorOf(R"({"command":["x"],"cpu_milli":0})"), "cpu_milli: must be in 1..1000000");
   EXPECT_EQ(ErrorOf(R"({"command":["x"],"on_node_loss":"explode"})").rfind("on_node_loss:", 0), 0u);
+  EXPECT_EQ(ErrorOf(R"({"command":["x"],"on_node_loss":""})").rfind("on_node_loss:", 0), 0u);
   EXPECT_EQ(ErrorOf(R"({"command":["x"],"workdir":"rel"})"), "workdir: must be an absolute path");
   EXPECT_EQ(ErrorOf(R"({"command":["x"],"env":{"1BAD":"v"}})"), "env.1BAD: invalid variable name");
   EXPECT_EQ(ErrorOf(R"({"command":["x"],"gpus":1,"min_gpus":2})"),
@@ -146,7 +148,7 @@ TEST(Heartbeat, RoundTripAndValidation) {
   Heartbeat h;
   RunReport r;
   r.id = 3;
-  r.phase = "exited";
+  r.phase = protocol::RunPhase::kExited;
   r.exit_code = 1;
   r.stdout_data = "hi";
   h.jobs.push_back(r);

@@ -196,8 +196,9 @@ std::string Scenario(const std::string& name, int32_t ratio_milli, const std::st
       Heartbeat hb;
       for (auto it = a.runs.begin(); it != a.runs.end(); ++it) {
         RunReport& rep = it->second;
-        if (rep.phase == "running" && (a.stopping.count(rep.id) || r.Chance(12))) {
-          rep.phase = "exited";
+        if (rep.phase == protocol::RunPhase::kRunning &&
+            (a.stopping.count(rep.id) || r.Chance(12))) {
+          rep.phase = protocol::RunPhase::kExited;
           if (a.stopping.count(rep.id)) {
             rep.signal = 15;
           } else {
@@ -238,7 +239,7 @@ std::string Scenario(const std::string& name, int32_t ratio_milli, const std::st
         RunReport rep;
         rep.id = o.id;
         rep.attempt = o.attempt;
-        rep.phase = "running";
+        rep.phase = protocol::RunPhase::kRunning;
         a.runs[o.id] = rep;
       }
     }

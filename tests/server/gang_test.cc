@@ -42,14 +42,14 @@ struct Node {
       RunReport r;
       r.id = o.id;
       r.attempt = o.attempt;
-      r.phase = "running";
+      r.phase = protocol::RunPhase::kRunning;
       runs[o.id] = r;
     }
     return *reply;
   }
   void Exit(int64_t id, std::optional<int> code, std::optional<int> signal = std::nullopt) {
     RunReport& r = runs.at(id);
-    r.phase = "exited";
+    r.phase = protocol::RunPhase::kExited;
     r.exit_code = code;
     r.signal = signal;
     r.logs_complete = true;
@@ -245,7 +245,7 @@ TEST(Gang, LosingANodeRequeuesTheWholeGang) {
 TEST(Gang, OnNodeLossFailMakesTheGangFail) {
   GangWorld w("gang_lost_fail");
   JobSpec spec = GangWorld::GangSpec();
-  spec.on_node_loss = "fail";
+  spec.on_node_loss = protocol::OnNodeLoss::kFail;
   const int64_t id = w.StartGang(spec);
   std::vector<Node*> parts = w.PartNodes(id);
   w.silent.insert(parts[0]->name);

@@ -22,7 +22,7 @@ RunReport Running(int64_t id, int64_t attempt, const std::string& out = "") {
   RunReport r;
   r.id = id;
   r.attempt = attempt;
-  r.phase = "running";
+  r.phase = protocol::RunPhase::kRunning;
   r.stdout_data = out;
   return r;
 }
@@ -101,7 +101,7 @@ TEST_F(HeartbeatIsolation, AnEarlierRunOfARequeuedJobIsStoppedNotRecorded) {
   // Requeued by the system: the running run is stopped, its exit puts the job back.
   ASSERT_TRUE(f_.server->RequeueJob(job->id, "test").ok());
   RunReport exited = Running(job->id, 0);
-  exited.phase = "exited";
+  exited.phase = protocol::RunPhase::kExited;
   exited.signal = 15;
   exited.logs_complete = true;
   hb.jobs = {exited};
@@ -119,7 +119,7 @@ TEST_F(HeartbeatIsolation, AnEarlierRunOfARequeuedJobIsStoppedNotRecorded) {
   EXPECT_EQ(reply->start[0].attempt, 1);
   // A late report of run 0 (e.g. from a node that was cut off) changes nothing.
   RunReport stale = Running(job->id, 0, "stale bytes\n");
-  stale.phase = "exited";
+  stale.phase = protocol::RunPhase::kExited;
   stale.exit_code = 0;
   hb.jobs = {stale};
   reply = f_.server->Heartbeat(owner2, node2, hb);

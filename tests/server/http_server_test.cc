@@ -76,10 +76,10 @@ class RawConn {
 class HttpServerTest : public ::testing::Test {
  protected:
   HttpServerTest() : f_("http") {}
-  void Start(http::ServerOptions o = {}) {
+  void Start(http::ListenerOptions o = {}) {
     o.host = "127.0.0.1";
     o.port = 0;
-    http_ = std::make_unique<http::Server>(f_.api.get(), o);
+    http_ = std::make_unique<http::Listener>(f_.api.get(), o);
     ASSERT_TRUE(http_->Start().ok());
   }
   std::string Get(const std::string& target, const std::string& token) {
@@ -87,7 +87,7 @@ class HttpServerTest : public ::testing::Test {
   }
 
   Fixture f_;
-  std::unique_ptr<http::Server> http_;
+  std::unique_ptr<http::Listener> http_;
 };
 
 TEST_F(HttpServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
@@ -167,7 +167,7 @@ TEST_F(HttpServerTest, ExpectContinueGetsAnInterimResponse) {
 }
 
 TEST_F(HttpServerTest, ConnectionsBeyondTheLimitAreClosedAtOnce) {
-  http::ServerOptions o;
+  http::ListenerOptions o;
   o.max_connections = 1;
   Start(o);
   RawConn first(http_->port());
@@ -185,7 +185,7 @@ TEST_F(HttpServerTest, ServesHttpsWithTheConfiguredCertificate) {
       "-addext subjectAltName=IP:127.0.0.1 -keyout " +
       dir + "/key.pem -out " + dir + "/cert.pem >/dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl is needed (scripts/install-deps.sh)";
-  http::ServerOptions o;
+  http::ListenerOptions o;
   o.tls_cert = dir + "/cert.pem";
   o.tls_key = dir + "/key.pem";
   Start(o);
@@ -206,7 +206,7 @@ TEST(HttpServerDescriptors, EveryDescriptorIsCloseOnExec) {
   const std::set<int> before = stoker::testing::OpenDescriptors();
   {
     Fixture f("cloexec");
-    http::Server server(f.api.get(), http::ServerOptions{.host = "127.0.0.1", .port = 0});
+    http::Listener server(f.api.get(), http::ListenerOptions{.host = "127.0.0.1", .port = 0});
     ASSERT_TRUE(server.Start().ok());
     client::ApiClient client(server.url(), f.alice_token);
     client.set_keep_alive(true);
@@ -222,7 +222,7 @@ TEST(HttpServerDescriptors, EveryDescriptorIsCloseOnExec) {
 // A client that trickles its request header is cut at the request timeout, not kept for the
 // (longer) idle timeout.
 TEST_F(HttpServerTest, ASlowHeaderIsCutAtTheRequestTimeout) {
-  http::ServerOptions o;
+  http::ListenerOptions o;
   o.request_timeout = std::chrono::seconds(1);
   o.idle_timeout = std::chrono::seconds(60);
   Start(o);
@@ -237,12 +237,12 @@ TEST_F(HttpServerTest, ASlowHeaderIsCutAtTheRequestTimeout) {
 }
 
 TEST_F(HttpServerTest, BadTlsFilesAreReportedAtStart) {
-  http::ServerOptions o;
+  http::ListenerOptions o;
   o.host = "127.0.0.1";
   o.port = 0;
   o.tls_cert = f_.dir + "/missing-cert.pem";
   o.tls_key = f_.dir + "/missing-key.pem";
-  http::Server s(f_.api.get(), o);
+  http::Listener s(f_.api.get(), o);
   const Status st = s.Start();
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("missing-cert.pem"), std::string::npos) << st.ToString();

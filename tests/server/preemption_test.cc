@@ -21,7 +21,7 @@ RunReport Report(int64_t id, const std::string& phase, std::optional<int> code =
                  std::optional<int> signal = std::nullopt) {
   RunReport r;
   r.id = id;
-  r.phase = phase;
+  r.phase = *protocol::kRunPhaseNames.Find(phase);
   r.exit_code = code;
   r.signal = signal;
   r.logs_complete = phase == "exited";

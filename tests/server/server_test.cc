@@ -14,7 +14,7 @@ using testing::Spec;
 RunReport Report(int64_t id, const std::string& phase, std::optional<int> code = std::nullopt) {
   RunReport r;
   r.id = id;
-  r.phase = phase;
+  r.phase = *protocol::kRunPhaseNames.Find(phase);
   r.exit_code = code;
   r.logs_complete = phase == "exited";
   return r;
@@ -202,7 +202,7 @@ TEST(Server, LostNodeRequeuesOrFailsByPolicy) {
   ASSERT_TRUE(f.server->RegisterNode(f.agent, f.Node("n1", 2)).ok());
   auto rq = f.server->Submit(f.alice, Spec({"requeue-me"}, 1));
   JobSpec fs = Spec({"fail-me"}, 1);
-  fs.on_node_loss = "fail";
+  fs.on_node_loss = protocol::OnNodeLoss::kFail;
   auto fl = f.server->Submit(f.alice, fs);
   f.server->RunSchedulingPass();
   Heartbeat hb;

@@ -184,11 +184,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "stoker-infer: %s\n", service.status().ToString().c_str());
     return 1;
   }
-  http::ServerOptions ho;
+  http::ListenerOptions ho;
   ho.host = hp->first;
   ho.port = hp->second;
   ho.threads = 256;  // handlers wait for their batch; enough of them to fill batches
-  http::Server server(service->get(), ho);
+  http::Listener server(service->get(), ho);
   if (Status s = server.Start(); !s.ok()) {
     std::fprintf(stderr, "stoker-infer: %s\n", s.ToString().c_str());
     return 1;

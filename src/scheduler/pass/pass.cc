@@ -822,7 +822,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
   auto machine_of = [&](int32_t v) { return node_vnodes[vnodes[v].node->name]; };
   auto gang_part = [&](const scheduler::Placement& p) {
     const VNode& vn = vnodes[p.node];
-    Assignment a;
+    Grant a;
     a.placement.node = vn.node->name;
     for (int i = 0; i < p.num_gpus; ++i) {
       if (p.gpus[i].gpu >= vn.positions.size()) continue;
@@ -974,7 +974,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
     j.phase = JobPhase::kAssigned;
     for (size_t k = 0; k < gp->parts.size(); ++k) {
       const scheduler::Placement& p = gp->parts[k];
-      Assignment a = gang_part(p);
+      Grant a = gang_part(p);
       a.basis = basis_of(p, parts[k], false);
       if (Status s = commit(j, p, a.placement.node, nullptr); !s.ok()) {
         decision.warnings.push_back("job " + std::to_string(j.id) +
@@ -1079,7 +1079,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
     const scheduler::Placement& p = pr.placement;
     const VNode& vn = vnodes[p.node];
     const NodeView& n = *vn.node;
-    Assignment a;
+    Grant a;
     a.placement.node = n.name;
     uint8_t first_pos = 0;
     for (int i = 0; i < p.num_gpus; ++i) {

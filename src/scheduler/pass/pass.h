@@ -203,7 +203,9 @@ struct PassStats {
   double seconds = 0;
 };
 
-struct Assignment {
+// What the pass grants a job on one node: where, which GPUs, the devices and environment it
+// starts with. (The server turns it into the wire type protocol::Assignment.)
+struct Grant {
   JobPlacement placement;
   std::vector<uint32_t> gpu_indices;  // the node's GPU indices, in share order
   int32_t gpu_milli = 0;              // of the last share (all shares of a job are equal)
@@ -222,8 +224,8 @@ struct Action {
   enum class Kind { kAssign, kStop, kInfeasible };
   Kind kind = Kind::kAssign;
   int64_t job = 0;
-  Assignment assignment;         // kAssign
-  std::vector<Assignment> gang;  // kAssign of a gang: every part in rank order (not assignment)
+  Grant assignment;         // kAssign
+  std::vector<Grant> gang;  // kAssign of a gang: every part in rank order (not assignment)
   // kStop: the preemptible job `job` makes room for `for_job`; `running`: its node stops it
   // (TERM, grace, KILL) and its exit requeues it; otherwise (assigned, not started) it goes
   // back to the queue at once.

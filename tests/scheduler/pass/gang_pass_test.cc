@@ -35,7 +35,7 @@ TEST(GangPass, EveryPartOnANodeOfItsOwn) {
     EXPECT_EQ(a->kind, Action::Kind::kAssign);
     ASSERT_EQ(a->gang.size(), 2u);
     EXPECT_NE(a->gang[0].placement.node, a->gang[1].placement.node);
-    for (const Assignment& part : a->gang) {
+    for (const Grant& part : a->gang) {
       EXPECT_EQ(part.gpu_indices.size(), 2u);
       EXPECT_EQ(part.placement.shares.size(), 2u);
       EXPECT_EQ(part.cuda_visible_devices.size(), 3u);  // "i,j"

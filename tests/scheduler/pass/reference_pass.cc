@@ -482,7 +482,7 @@ Decision RunReferencePass(scheduler::PlacementPolicy& placement,
     const scheduler::Placement& p = pr.placement;
     const VNode& vn = vnodes[p.node];
     const NodeView& n = *vn.node;
-    Assignment a;
+    Grant a;
     a.placement.node = n.name;
     uint8_t first_pos = 0;
     for (int i = 0; i < p.num_gpus; ++i) {

@@ -253,7 +253,7 @@ std::string Describe(const Decision& d) {
       o << "stop " << a.job << " for " << a.for_job << (a.running ? " running" : "") << "\n";
       continue;
     }
-    const Assignment& x = a.assignment;
+    const Grant& x = a.assignment;
     o << "assign " << a.job << " " << x.placement.node << " mig=" << x.placement.mig_uuid << "/"
       << int{x.placement.mig_slices} << " cvd=" << x.cuda_visible_devices
       << " milli=" << x.gpu_milli << (x.oversubscribed ? " over" : "") << " shares:";

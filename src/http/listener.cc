@@ -7,7 +7,7 @@
 // heartbeats/s; docs/performance.md). Here connections are asynchronous state machines on a few
 // I/O threads, and only request handling, which may wait for a durable SQLite commit, runs on
 // a worker pool.
-#include "http/server.h"
+#include "http/listener.h"
 
 #include <fcntl.h>
 #include <openssl/ssl.h>
@@ -121,10 +121,10 @@ Result<std::pair<std::string, int>> ParseHostPort(const std::string& s) {
   return std::make_pair(s.substr(0, colon), static_cast<int>(*port));
 }
 
-struct Server::Impl {
+struct Listener::Impl {
   // Declared first so that they outlive the sessions the io_context destroys.
   const Handler* handler = nullptr;
-  ServerOptions options;
+  ListenerOptions options;
   std::atomic<int64_t> open_connections{0};
   asio::io_context ioc{static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
   std::optional<asio::ssl::context> tls;
@@ -148,7 +148,7 @@ namespace {
 template <class Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(Server::Impl* server, Stream stream) : server_(server), stream_(std::move(stream)) {
+  Session(Listener::Impl* server, Stream stream) : server_(server), stream_(std::move(stream)) {
     server_->open_connections.fetch_add(1);
   }
   ~Session() { server_->open_connections.fetch_sub(1); }
@@ -305,7 +305,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   // The first read of a request: small, so an idle connection holds little memory.
   static constexpr size_t kFirstRead = 1024;
 
-  Server::Impl* server_;
+  Listener::Impl* server_;
   Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -317,7 +317,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
 }  // namespace
 
-void Server::Impl::Accept() {
+void Listener::Impl::Accept() {
   acceptor.async_wait(tcp::acceptor::wait_read, [this](beast::error_code ec) {
     if (ec == asio::error::operation_aborted) return;  // stopping
     if (ec) return AcceptLater();
@@ -340,14 +340,14 @@ void Server::Impl::Accept() {
   });
 }
 
-void Server::Impl::AcceptLater() {
+void Listener::Impl::AcceptLater() {
   auto timer = std::make_shared<asio::steady_timer>(ioc, std::chrono::milliseconds(100));
   timer->async_wait([this, timer](beast::error_code wec) {
     if (wec != asio::error::operation_aborted) Accept();
   });
 }
 
-void Server::Impl::Serve(int fd) {
+void Listener::Impl::Serve(int fd) {
   if (open_connections.load() >= options.max_connections) {
     // Beyond the limit the kernel's backlog would fill anyway; closing at once tells the
     // client to retry instead of leaving it waiting.
@@ -372,20 +372,20 @@ void Server::Impl::Serve(int fd) {
   }
 }
 
-Server::Server(const Handler* handler, ServerOptions options)
+Listener::Listener(const Handler* handler, ListenerOptions options)
     : handler_(handler), options_(std::move(options)), impl_(std::make_unique<Impl>()) {
   impl_->handler = handler_;
   impl_->options = options_;
 }
 
-Server::~Server() { Stop(); }
+Listener::~Listener() { Stop(); }
 
-std::string Server::url() const {
+std::string Listener::url() const {
   return std::string(options_.tls_cert.empty() ? "http" : "https") + "://" + options_.host + ":" +
          std::to_string(port_);
 }
 
-Status Server::Start() {
+Status Listener::Start() {
   Impl& s = *impl_;
   if (!options_.tls_cert.empty() || !options_.tls_key.empty()) {
     if (options_.tls_cert.empty() || options_.tls_key.empty()) {
@@ -445,7 +445,7 @@ Status Server::Start() {
   return Status::Ok();
 }
 
-void Server::Stop() {
+void Listener::Stop() {
   if (!impl_ || impl_->io_threads.empty()) return;
   impl_->ioc.stop();
   for (auto& t : impl_->io_threads) t.join();

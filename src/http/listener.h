@@ -1,11 +1,12 @@
 #pragma once
-// The HTTP layer: an HTTP/1.1 (and HTTPS) server on Boost.Beast over Asio (epoll) that hands
-// every request to a Handler and writes back its Response. It knows nothing of Stoker's API:
-// the server's routes (server/api.h) and the agent's exporter (agent/agent_server.h) are
-// handlers.
+// The HTTP layer's Listener: an HTTP/1.1 (and HTTPS) server on Boost.Beast over Asio (epoll)
+// that hands every request to a Handler and writes back its Response. It knows nothing of
+// Stoker's API: the server's routes (server/api.h) and the agent's exporter
+// (agent/agent_server.h) are handlers. (Named Listener, not Server, so that it is never taken
+// for the controller's domain, server::Server.)
 //
-// What it guarantees for every connection (tests/http/server_test.cc checks each over real
-// sockets):
+// What it guarantees for every connection (tests/server/http_server_test.cc checks each over
+// real sockets):
 //   - descriptors are close-on-exec from the moment they exist (socket(SOCK_CLOEXEC),
 //     accept4(SOCK_CLOEXEC)), so no process this one starts inherits a listener or a client;
 //   - request headers at most `max_header_bytes` (431), bodies at most `max_body_bytes` (413,
@@ -30,7 +31,7 @@ struct Request {
   std::map<std::string, std::string> query;
   std::string authorization;  // the Authorization header
   std::string body;
-  // HTTPS with a client CA (ServerOptions::tls_client_ca): the Common Name of the client
+  // HTTPS with a client CA (ListenerOptions::tls_client_ca): the Common Name of the client
   // certificate the connection presented and the CA verified; empty without one.
   std::string client_cert_cn;
 };
@@ -48,9 +49,9 @@ class Handler {
   virtual Response Handle(const Request& request) const = 0;
 };
 
-struct ServerOptions {
+struct ListenerOptions {
   std::string host = "127.0.0.1";
-  int port = 8470;       // 0: pick a free port (see Server::port())
+  int port = 8470;       // 0: pick a free port (see Listener::port())
   std::string tls_cert;  // PEM files; both set -> HTTPS
   std::string tls_key;
   // PEM file of the CA(s) whose client certificates are accepted (HTTPS only). A client may
@@ -68,13 +69,13 @@ struct ServerOptions {
   std::chrono::seconds idle_timeout{75};
 };
 
-class Server {
+class Listener {
  public:
   // `handler` is not owned and must outlive the server.
-  Server(const Handler* handler, ServerOptions options);
-  ~Server();
-  Server(const Server&) = delete;
-  Server& operator=(const Server&) = delete;
+  Listener(const Handler* handler, ListenerOptions options);
+  ~Listener();
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
 
   // Binds and starts serving on background threads. Unavailable when the address cannot be
   // bound, InvalidArgument for a bad address or TLS files (the message names the file).
@@ -87,7 +88,7 @@ class Server {
 
  private:
   const Handler* handler_;
-  ServerOptions options_;
+  ListenerOptions options_;
   std::unique_ptr<Impl> impl_;
   int port_ = 0;
 };

@@ -21,14 +21,16 @@ ActivityTracker::ActivityTracker(Duration window)
 void ActivityTracker::Record(const std::string& node, const std::vector<GpuSample>& gpus,
                              WallTime now) {
   std::lock_guard lock(mu_);
-  std::vector<Window>* windows = nullptr;
+  std::vector<Gpu>* windows = nullptr;
   for (const GpuSample& s : gpus) {
     const std::optional<int64_t> milli_pct = ActivityMilli(s, ActivityMetric::kAuto);
     if (!milli_pct || s.id.index > protocol::limits::kGpuIndexMax) continue;
     if (windows == nullptr) windows = &gpus_[node];
     if (windows->size() <= s.id.index) windows->resize(s.id.index + 1);
     const int64_t index = MsOf(now) / bucket_ms_;
-    Bucket& b = (*windows)[s.id.index][static_cast<size_t>(index % (kBuckets + 1))];
+    Gpu& gpu = (*windows)[s.id.index];
+    gpu.mean_at = -1;
+    Bucket& b = gpu.buckets[static_cast<size_t>(index % (kBuckets + 1))];
     if (b.index != index) {
       if (b.index > index) continue;  // older than what the slot holds: outside the window
       b = Bucket{index, 0, 0};
@@ -47,18 +49,25 @@ void ActivityTracker::Fill(std::vector<pass::NodeView>* nodes, WallTime now) con
     if (it == gpus_.end()) continue;
     for (pass::GpuView& g : n.gpus) {
       if (g.index >= it->second.size()) continue;
-      int64_t sum = 0, count = 0, oldest = now_index + 1;
-      for (const Bucket& b : it->second[g.index]) {
-        // The buckets of (now - window, now]: kBuckets + 1 of them, the oldest partly outside.
-        if (b.index < 0 || b.index > now_index || b.index < now_index - kBuckets) continue;
-        sum += b.sum;
-        count += b.count;
-        oldest = std::min(oldest, b.index);
+      const Gpu& gpu = it->second[g.index];
+      if (gpu.mean_at != now_index) {
+        int64_t sum = 0, count = 0, oldest = now_index + 1;
+        for (const Bucket& b : gpu.buckets) {
+          // The buckets of (now - window, now]: kBuckets + 1 of them, the oldest partly outside.
+          if (b.index < 0 || b.index > now_index || b.index < now_index - kBuckets) continue;
+          sum += b.sum;
+          count += b.count;
+          oldest = std::min(oldest, b.index);
+        }
+        gpu.mean_at = now_index;
+        gpu.sum = sum;
+        gpu.count = count;
+        gpu.oldest = oldest;
       }
-      if (count == 0) continue;
+      if (gpu.count == 0) continue;
       pass::GpuActivity a;
-      a.busy_milli = static_cast<int32_t>(sum / count);
-      a.covered_ms = std::min(window_ms, MsOf(now) - oldest * bucket_ms_);
+      a.busy_milli = static_cast<int32_t>(gpu.sum / gpu.count);
+      a.covered_ms = std::min(window_ms, MsOf(now) - gpu.oldest * bucket_ms_);
       g.activity = a;
     }
   }

@@ -6,6 +6,9 @@
 //
 // Each GPU keeps kBuckets + 1 time buckets of window / kBuckets (a sum and a count each), so its
 // memory is fixed whatever the agents' sample rate, and a window's mean costs kBuckets + 1 adds.
+// That mean is kept until a reading arrives for the GPU or the window moves to the next bucket:
+// the server fills every node's activity before each pass, and between two passes a few nodes
+// report while the window moves once per window / kBuckets, so most GPUs' means are reused.
 // Thread-safe: its own mutex (heartbeats record without the server's lock).
 
 #include <array>
@@ -46,12 +49,20 @@ class ActivityTracker {
     int32_t sum = 0;     // busy milli (0..1000) summed over the readings
     int32_t count = 0;
   };
-  using Window = std::array<Bucket, kBuckets + 1>;
+  struct Gpu {
+    std::array<Bucket, kBuckets + 1> buckets;
+    // The sums of the buckets in the window ending in bucket `mean_at` (-1: not computed since
+    // the last reading); `oldest`: the earliest bucket with readings among them.
+    mutable int64_t mean_at = -1;
+    mutable int64_t sum = 0;
+    mutable int64_t count = 0;
+    mutable int64_t oldest = 0;
+  };
 
   Duration window_;
   int64_t bucket_ms_;
   mutable std::mutex mu_;
-  std::unordered_map<std::string, std::vector<Window>> gpus_;  // node -> by GPU index
+  std::unordered_map<std::string, std::vector<Gpu>> gpus_;  // node -> by GPU index
 };
 
 }  // namespace stoker::server

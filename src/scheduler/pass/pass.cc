@@ -1,11 +1,13 @@
 #include "scheduler/pass/pass.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <chrono>
 #include <functional>
 #include <limits>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "scheduler/fgd.h"
@@ -340,7 +342,17 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
     std::vector<uint8_t> positions;  // scheduler GPU i -> position in node->gpus
   };
   std::vector<VNode> vnodes;
-  std::unordered_map<std::string, std::vector<int32_t>> node_vnodes;
+  // A node's scheduler nodes (one per kind of GPU: at most two), by the node's name, which
+  // in.nodes holds for the whole pass.
+  struct Siblings {
+    std::array<int32_t, 2> v{};
+    int32_t n = 0;
+    const int32_t* begin() const { return v.data(); }
+    const int32_t* end() const { return v.data() + n; }
+    int32_t front() const { return v[0]; }
+  };
+  std::unordered_map<std::string_view, Siblings> node_vnodes;
+  node_vnodes.reserve(in.nodes.size());
   for (const NodeView& n : in.nodes) {
     if (n.lost || n.drained) continue;
     std::vector<uint8_t> plain, mig;
@@ -371,7 +383,8 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
         continue;
       }
       vnodes.push_back(VNode{&n, group});
-      node_vnodes[n.name].push_back(*idx);
+      Siblings& siblings = node_vnodes[n.name];
+      siblings.v[static_cast<size_t>(siblings.n++)] = *idx;  // groups: plain and MIG at most
     }
   }
   // What each GPU really carries, preemptible work beyond capacity included; the best-effort
@@ -387,7 +400,9 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
                          const std::string& name, std::vector<scheduler::Placement>* applied) {
     STOKER_RETURN_IF_ERROR(c.Allocate(p));
     if (applied) applied->push_back(p);
-    for (int32_t other : node_vnodes[name]) {
+    auto siblings = node_vnodes.find(name);
+    if (siblings == node_vnodes.end()) return Status::Ok();
+    for (int32_t other : siblings->second) {
       if (other == p.node) continue;
       scheduler::Placement cpu_only;
       cpu_only.node = other;
@@ -819,7 +834,10 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
   // (try_preempt_gang), else it waits and its reason says how many of its parts fit now. Gangs of
   // one shape that did not fit are not tried again this pass.
   std::map<std::string, std::string> failed_gangs;  // shape -> why it waits
-  auto machine_of = [&](int32_t v) { return node_vnodes[vnodes[v].node->name]; };
+  auto machine_of = [&](int32_t v) {
+    const Siblings& siblings = node_vnodes.at(vnodes[v].node->name);
+    return std::vector<int32_t>(siblings.begin(), siblings.end());
+  };
   auto gang_part = [&](const scheduler::Placement& p) {
     const VNode& vn = vnodes[p.node];
     Grant a;

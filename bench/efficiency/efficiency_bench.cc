@@ -92,23 +92,40 @@ void BM_AlertObserveGpu(benchmark::State& state) {
 }
 BENCHMARK(BM_AlertObserveGpu)->Arg(8)->Arg(1024);
 
-// Evaluate() for a cluster with N active (pending) alerts: inhibition, silences, grouping.
-void BM_AlertEvaluate(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
-  AlertingConfig cfg;
-  cfg.rules = BuiltinRules();
-  AlertEngine e(cfg, ActivityMetric::kAuto);
+// N GPUs with two pending alerts each (GpuSmWaste and GpuActivityDip).
+void ObserveWastingGpus(AlertEngine& e, int n) {
   for (int i = 0; i < n; ++i) {
     GpuSample s = MakeSample("GPU-" + std::to_string(i), "job-" + std::to_string(i));
     s.util_gpu_pct = Field<uint32_t>::Of(90);
-    s.gpm.sm_active = Field<double>::Of(0.2);  // GpuSmWaste + GpuActivityDip pending
+    s.gpm.sm_active = Field<double>::Of(0.2);
     s.timestamp = T0();
     e.ObserveGpu(s);
   }
-  for (auto _ : state) benchmark::DoNotOptimize(e.Evaluate(T0() + 1s));
-  state.SetItemsProcessed(state.iterations() * n);
 }
-BENCHMARK(BM_AlertEvaluate)->Arg(1024);
+
+// Evaluate() for a cluster with N GPUs' active (pending) alerts: inhibition, silences,
+// grouping, and a copy of the active alerts.
+void BM_AlertEvaluate(benchmark::State& state) {
+  AlertingConfig cfg;
+  cfg.rules = BuiltinRules();
+  AlertEngine e(cfg, ActivityMetric::kAuto);
+  ObserveWastingGpus(e, static_cast<int>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(e.Evaluate(T0() + 1s));
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_AlertEvaluate)->Arg(1024)->Arg(80000)->Unit(benchmark::kMicrosecond);
+
+// Apply(): what the server's evaluation runs under the efficiency service's lock, which every
+// heartbeat's report also takes (no copy of the active alerts).
+void BM_AlertApply(benchmark::State& state) {
+  AlertingConfig cfg;
+  cfg.rules = BuiltinRules();
+  AlertEngine e(cfg, ActivityMetric::kAuto);
+  ObserveWastingGpus(e, static_cast<int>(state.range(0)));
+  for (auto _ : state) e.Apply(T0() + 1s);
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_AlertApply)->Arg(1024)->Arg(80000)->Unit(benchmark::kMicrosecond);
 
 // IdleReclaimer::Observe per (job, GPU) sample.
 void BM_IdleObserve(benchmark::State& state) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <ctime>
 #include <nlohmann/json.hpp>
+#include <string_view>
+#include <unordered_map>
 
 #include "efficiency/xid.h"
 
@@ -329,8 +331,14 @@ bool AlertEngine::Silenced(const Alert& a, WallTime now) const {
 }
 
 std::vector<Alert> AlertEngine::Evaluate(WallTime now, std::vector<Status>* errors) {
-  // Inhibition: the highest firing grade per GPU and per job.
-  std::map<std::string, Grade> top_gpu, top_job;
+  Apply(now, errors);
+  return Active();
+}
+
+void AlertEngine::Apply(WallTime now, std::vector<Status>* errors) {
+  // Inhibition: the highest firing grade per GPU and per job (keys: the alerts' label values,
+  // which outlive this call's use of them).
+  std::unordered_map<std::string_view, Grade> top_gpu, top_job;
   for (const auto& [fp, a] : alerts_) {
     if (a.state != AlertState::kFiring) continue;
     if (auto g = a.labels.find("gpu"); g != a.labels.end()) {
@@ -344,6 +352,7 @@ std::vector<Alert> AlertEngine::Evaluate(WallTime now, std::vector<Status>* erro
   }
   std::map<std::string, std::vector<Alert*>> groups;
   for (auto& [fp, a] : alerts_) {
+    a.evaluated = true;
     a.silenced = Silenced(a, now);
     a.inhibited = false;
     if (auto g = a.labels.find("gpu"); g != a.labels.end()) {
@@ -390,18 +399,25 @@ std::vector<Alert> AlertEngine::Evaluate(WallTime now, std::vector<Status>* erro
     ForgetGpuAlert(it->second);
     it = alerts_.erase(it);
   }
-  return Active();
 }
 
 std::vector<Alert> AlertEngine::Active() const {
   std::vector<Alert> out;
-  for (const auto& [fp, a] : alerts_) {
-    if (a.state != AlertState::kResolved) out.push_back(a);
-  }
-  std::sort(out.begin(), out.end(), [](const Alert& a, const Alert& b) {
-    return a.grade != b.grade ? a.grade > b.grade : a.fingerprint < b.fingerprint;
-  });
+  ForEachActive([&out](const Alert& a) { out.push_back(a); });
   return out;
+}
+
+void AlertEngine::ForEachActive(const std::function<void(const Alert&)>& visit,
+                                bool evaluated_only) const {
+  // alerts_ is ordered by fingerprint: one walk per grade, red first, needs no sort (and no
+  // copy of every alert, which at 80,000 GPUs took a fifth of a second under the caller's lock).
+  for (Grade g : {Grade::kRed, Grade::kOrange, Grade::kYellow}) {
+    for (const auto& [fp, a] : alerts_) {
+      if (a.grade != g || a.state == AlertState::kResolved) continue;
+      if (evaluated_only && !a.evaluated) continue;
+      visit(a);
+    }
+  }
 }
 
 }  // namespace stoker::efficiency

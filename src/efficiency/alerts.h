@@ -4,6 +4,7 @@
 // higher-grade alert on a GPU suppresses lower grades on it), silences, grouping and
 // deduplicated notification. Time comes from the observations and Evaluate(now), never a clock.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -46,6 +47,7 @@ struct Alert {
   bool inhibited = false;
   WallTime last_notified{};  // epoch = never
   bool notified_firing = false;
+  bool evaluated = false;  // an Apply has seen it (silence and inhibition are set)
 };
 
 // Something that receives batches of alert notifications (one batch per group).
@@ -136,12 +138,18 @@ class AlertEngine {
   const std::vector<Silence>& silences() const { return cfg_.silences; }
 
   // Applies silences and inhibition, sends due notifications (new firing, repeats, resolutions)
-  // grouped by group_by, drops delivered resolutions; returns the active alerts (pending and
-  // firing), sorted by grade (red first) then fingerprint. Notifier errors are returned in
-  // `errors` (when given) and never stop evaluation.
+  // grouped by group_by, drops delivered resolutions. Notifier errors are returned in `errors`
+  // (when given) and never stop evaluation.
+  void Apply(WallTime now, std::vector<Status>* errors = nullptr);
+  // Apply, then Active().
   std::vector<Alert> Evaluate(WallTime now, std::vector<Status>* errors = nullptr);
 
+  // The active alerts (pending and firing), sorted by grade (red first) then fingerprint.
   std::vector<Alert> Active() const;
+  // Visits them in that order without copying; `evaluated_only`: only those an Apply has seen
+  // (an alert that started since the last Apply has no silence or inhibition state yet).
+  void ForEachActive(const std::function<void(const Alert&)>& visit,
+                     bool evaluated_only = false) const;
   const std::vector<AlertRule>& rules() const { return cfg_.rules; }
   // Every alert that ever fired, in firing order (report and tests).
   const std::vector<Alert>& history() const { return history_; }

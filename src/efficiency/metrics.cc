@@ -54,12 +54,15 @@ void RenderMetrics(const EngineState& s, std::string* out) {
                  *e.tflops_per_watt);
     }
   }
-  if (s.active_alerts) {
+  if (s.alerts) {
     w.Family("stoker_efficiency_alerts", "Active graded alerts by rule and state.",
              prom::Type::kGauge);
     std::map<std::tuple<std::string, std::string, std::string>, int> counts;
-    for (const auto& a : *s.active_alerts)
-      ++counts[{a.rule, GradeName(a.grade), AlertStateName(a.state)}];
+    s.alerts->ForEachActive(
+        [&counts](const Alert& a) {
+          ++counts[{a.rule, GradeName(a.grade), AlertStateName(a.state)}];
+        },
+        /*evaluated_only=*/true);
     for (const auto& [k, n] : counts) {
       w.Sample(
           "stoker_efficiency_alerts",

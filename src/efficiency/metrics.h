@@ -23,7 +23,8 @@ namespace stoker::efficiency {
 
 struct EngineState {
   const ZoneTracker* zones = nullptr;
-  const std::vector<Alert>* active_alerts = nullptr;
+  // Its active alerts (those an evaluation has seen) are counted by rule, grade and state.
+  const AlertEngine* alerts = nullptr;
   const std::vector<ReclaimRecord>* reclaim_log = nullptr;
   const ClusterSnapshot* cluster = nullptr;
   // Each GPU's estimates from its latest sample, by GPU key (UUID).

@@ -94,7 +94,7 @@ AlertReplay ReplayAlerts(const RecordSet& records, const EfficiencyConfig& cfg,
                          {"gpus", static_cast<double>(v.second)}});
     }
     job_acc.clear();
-    engine.Evaluate(t, &out.errors);
+    engine.Apply(t, &out.errors);
   };
   WallTime current{};
   bool any = false;

@@ -614,7 +614,7 @@ void EfficiencyService::Evaluate(WallTime now) {
   {
     std::lock_guard lock(mu_);
     ObserveClusterLocked(now);
-    active_ = alerts_.Evaluate(now);
+    alerts_.Apply(now);
     for (const ReclaimRecord& r : reclaimer_->Evaluate(now)) {
       if (r.dry_run || r.action == ReclaimAction::kWarn || !r.result.ok()) continue;
       // The freed GPUs are offered to the preemptible tier (sold at the reclaimed discount).
@@ -649,7 +649,7 @@ std::string EfficiencyService::Metrics(const server::Principal& who) {
     }
   }
   st.gpu_estimates = &estimates;
-  st.active_alerts = &active_;
+  st.alerts = &alerts_;
   const std::vector<ReclaimRecord> log = reclaimer_->log();
   st.reclaim_log = &log;
   RenderMetrics(st, &out);
@@ -674,7 +674,9 @@ std::string EfficiencyService::Metrics(const server::Principal& who) {
 
 std::vector<Alert> EfficiencyService::ActiveAlerts() const {
   std::lock_guard lock(mu_);
-  return active_;
+  std::vector<Alert> out;
+  alerts_.ForEachActive([&out](const Alert& a) { out.push_back(a); }, /*evaluated_only=*/true);
+  return out;
 }
 std::vector<ZoneStatus> EfficiencyService::GpuZones() const {
   std::lock_guard lock(mu_);
@@ -812,11 +814,13 @@ void EfficiencyService::AddRoutes(http::Router* router) {
                  std::lock_guard lock(mu_);
                  const auto can_see = visible(c.who);
                  json out = json::array();
-                 for (const Alert& a : active_) {
-                   auto job = a.labels.find("job");
-                   if (job != a.labels.end() && !can_see(job->second)) continue;
-                   out.push_back(AlertToJson(a));
-                 }
+                 alerts_.ForEachActive(
+                     [&](const Alert& a) {
+                       auto job = a.labels.find("job");
+                       if (job != a.labels.end() && !can_see(job->second)) return;
+                       out.push_back(AlertToJson(a));
+                     },
+                     /*evaluated_only=*/true);
                  return JsonResponse(200, out);
                }});
   router->Add({"GET", "/silences", people, Scope::kNone, {}, "Silences", [this](const RouteCall&) {

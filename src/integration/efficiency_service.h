@@ -113,6 +113,8 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   // Runs alert evaluation, idle reclaim and due charges at `now`, then the queued actions.
   void Evaluate(WallTime now);
 
+  // The active alerts as of the last evaluation (those started since have no silence or
+  // inhibition state yet), with their latest values; red first, then by fingerprint.
   std::vector<Alert> ActiveAlerts() const;
   std::vector<ZoneStatus> GpuZones() const;
   std::vector<ZoneStatus> JobZones() const;
@@ -210,7 +212,6 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   std::set<std::pair<std::string, uint32_t>> reclaimed_gpus_;  // freed by reclaim
   std::map<int64_t, std::pair<WallTime, int>> queued_;         // job -> (submitted, GPUs)
   std::map<std::string, Usage> usage_;
-  std::vector<Alert> active_;
   // The latest service.keep_samples samples, a ring: slots are overwritten in place (their
   // strings keep their storage), oldest at samples_head_ once full.
   std::vector<RecordedSample> samples_;

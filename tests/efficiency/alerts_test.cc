@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "efficiency/xid.h"
@@ -126,6 +127,50 @@ TEST(AlertEngineTest, FatalXidIsRedAndInhibitsLowerGradesOnThatGpu) {
   e.ObserveEvent(ev);
   e.Evaluate(T0() + 151s);
   EXPECT_EQ(n.Count("GpuFatalXid", AlertState::kFiring), 1);
+}
+
+// Active alerts come red first, then by fingerprint, without a sort (one walk per grade); the
+// view the server reads between evaluations holds only alerts an evaluation has seen.
+TEST(AlertEngineTest, ActiveAlertsByGradeThenFingerprintAndTheEvaluatedView) {
+  AlertEngine e(Builtins(), ActivityMetric::kAuto);
+  for (const char* gpu : {"GPU-c", "GPU-a", "GPU-b"}) {
+    for (int s = 0; s <= 150; s += 30) e.ObserveGpu(Sample(gpu, T0() + s * 1s, 5, "j1"));
+  }
+  GpuEvent ev;
+  ev.type = GpuEvent::Type::kXid;
+  ev.uuid = "GPU-b";
+  ev.xid = 79;
+  ev.timestamp = T0() + 150s;
+  e.ObserveEvent(ev);
+  auto names = [](const std::vector<Alert>& v) {
+    std::string out;
+    for (const Alert& a : v) out += GradeName(a.grade) + std::string(":") + a.fingerprint + " ";
+    return out;
+  };
+  std::vector<Alert> sorted = e.Active();
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Alert& a, const Alert& b) {
+    return a.grade != b.grade ? a.grade > b.grade : a.fingerprint < b.fingerprint;
+  });
+  ASSERT_GE(sorted.size(), 4u);
+  EXPECT_EQ(sorted.front().grade, Grade::kRed);
+  EXPECT_EQ(names(e.Active()), names(sorted));
+  std::vector<Alert> seen;
+  e.ForEachActive([&](const Alert& a) { seen.push_back(a); }, /*evaluated_only=*/true);
+  EXPECT_TRUE(seen.empty()) << names(seen);  // no evaluation yet
+  e.Apply(T0() + 150s);
+  seen.clear();
+  e.ForEachActive([&](const Alert& a) { seen.push_back(a); }, /*evaluated_only=*/true);
+  EXPECT_EQ(names(seen), names(sorted));
+  // A GPU that starts dipping after the evaluation joins the view at the next one.
+  for (int s = 0; s <= 150; s += 30) e.ObserveGpu(Sample("GPU-d", T0() + 160s + s * 1s, 5, "j1"));
+  seen.clear();
+  e.ForEachActive([&](const Alert& a) { seen.push_back(a); }, /*evaluated_only=*/true);
+  EXPECT_EQ(names(seen), names(sorted));
+  EXPECT_GT(e.Active().size(), sorted.size());
+  e.Apply(T0() + 310s);
+  seen.clear();
+  e.ForEachActive([&](const Alert& a) { seen.push_back(a); }, /*evaluated_only=*/true);
+  EXPECT_EQ(names(seen), names(e.Active()));
 }
 
 TEST(AlertEngineTest, OverheatLostGpuAndBacklogAreRed) {

@@ -6,6 +6,7 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev libsqlite3-dev
   libcpp-httplib-dev libboost1.74-dev libsimdjson-dev libssl-dev zlib1g-dev libbrotli-dev
+  libjemalloc-dev
   prometheus prometheus-node-exporter prometheus-alertmanager curl openssl python3 procps
   slurm-wlm slurmctld slurmd slurm-client munge
   libopenblas-dev dataset-fashion-mnist

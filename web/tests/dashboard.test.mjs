@@ -76,9 +76,16 @@ await runTest(
     }, 10000);
     check(tip.includes(node.name) && tip.includes("simulated GPU"), `hovering a cell shows its GPU (${tip.slice(0, 80)}...)`);
     // Power efficiency per GPU: the rows carry the estimates of each GPU's latest sample (the
-    // simulated agent reports SM and tensor activity and power), and the tooltip shows them.
-    const hist = (await up.api("GET", "/history/gpus?window=1h&points=120", userTok)).body;
-    const estimated = hist.gpus.filter((g) => !g.mig_instance && typeof g.tflops_per_watt_estimate === "number");
+    // simulated agent reports SM and tensor activity and power), and the tooltip shows them. A
+    // GPU's SM activity (GPM) needs two samples a period apart, so the node's first report may
+    // carry none: the rows are read until one has an estimate, for several report intervals.
+    const withEstimates = (h) => h.gpus.filter((g) => !g.mig_instance && typeof g.tflops_per_watt_estimate === "number");
+    let hist;
+    await up.waitFor("GPU rows with a TFLOPS/W estimate", async () => {
+      hist = (await up.api("GET", "/history/gpus?window=1h&points=120", userTok)).body;
+      return withEstimates(hist).length > 0;
+    }, 15000).catch(() => {});
+    const estimated = withEstimates(hist);
     check(estimated.length > 0, `GPU rows carry a TFLOPS/W estimate (${estimated.length} of ${node.gpus.length} GPUs; e.g. ${estimated[0]?.tflops_per_watt_estimate})`);
     // Down the chart until the pointer is on a whole GPU's row (not a MIG instance's).
     let gpuTip = "";

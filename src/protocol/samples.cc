@@ -1,5 +1,6 @@
 #include "protocol/samples.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -17,6 +18,43 @@ json OptionalId(uint32_t id) { return id == UINT32_MAX ? json() : json(id); }
 double UnixSeconds(WallTime t) { return ToSeconds(t.time_since_epoch()); }
 
 std::optional<FieldView> ReadValue(simdjson::dom::element value);
+
+// Where a value sits in a body ("ticks[2].gpus[5].mig[0]"), written out only when an error
+// names it: reading a body that is right builds no path (building one string per tick and per
+// GPU was a large share of the time spent reading a report). A path refers to its parent, which
+// must outlive it.
+class Path {
+ public:
+  // The root: `key`, or `key[index]`.
+  static Path Root(std::string_view key) { return Path(nullptr, key, kNoIndex); }
+  static Path Root(std::string_view key, size_t index) { return Path(nullptr, key, index); }
+  // ".key" and ".key[index]" below this one; "[index]" right after it.
+  Path Key(std::string_view key) const { return Path(this, key, kNoIndex); }
+  Path At(std::string_view key, size_t index) const { return Path(this, key, index); }
+  Path Index(size_t index) const { return Path(this, {}, index); }
+
+  std::string str() const {
+    std::string out = parent_ != nullptr ? parent_->str() : std::string();
+    if (!key_.empty()) {
+      if (parent_ != nullptr) out += '.';
+      out += key_;
+    }
+    if (index_ != kNoIndex) {
+      out += '[';
+      out += std::to_string(index_);
+      out += ']';
+    }
+    return out;
+  }
+
+ private:
+  static constexpr size_t kNoIndex = std::numeric_limits<size_t>::max();
+  Path(const Path* parent, std::string_view key, size_t index)
+      : parent_(parent), key_(key), index_(index) {}
+  const Path* parent_;
+  std::string_view key_;
+  size_t index_;
+};
 
 // One field object back into a view: {"state": ..., "value": ..., "error_code": ...}. Anything
 // else reads as "unset", as a missing field would, and so does a null value (a NaN reading is
@@ -48,22 +86,38 @@ std::optional<FieldView> ReadField(simdjson::dom::element e) {
 // A plain reading (the compact form, and a field object's "value"): a number or a boolean is a
 // value, null is no reading (unset), anything else is nullopt.
 std::optional<FieldView> ReadValue(simdjson::dom::element value) {
+  // The value's type is read once: trying each getter in turn until one took it was about a
+  // fifth of the time spent reading a report. simdjson keeps an integer that fits as int64
+  // (uint64 only above INT64_MAX); a negative one reads as a double, as through get_double.
   FieldView v;
-  if (value.is_null()) return v;
-  bool b = false;
-  uint64_t u = 0;
-  double d = 0;
-  if (!value.get_bool().get(b)) {
-    v.kind = FieldView::Kind::kBool;
-    v.u = b ? 1 : 0;
-  } else if (!value.get_uint64().get(u)) {
-    v.kind = FieldView::Kind::kUint;
-    v.u = u;
-  } else if (!value.get_double().get(d)) {
-    v.kind = FieldView::Kind::kDouble;
-    v.d = d;
-  } else {
-    return std::nullopt;
+  switch (value.type()) {
+    case simdjson::dom::element_type::NULL_VALUE:
+      return v;
+    case simdjson::dom::element_type::BOOL:
+      v.kind = FieldView::Kind::kBool;
+      v.u = value.get_bool().value_unsafe() ? 1 : 0;
+      break;
+    case simdjson::dom::element_type::UINT64:
+      v.kind = FieldView::Kind::kUint;
+      v.u = value.get_uint64().value_unsafe();
+      break;
+    case simdjson::dom::element_type::INT64: {
+      const int64_t i = value.get_int64().value_unsafe();
+      if (i >= 0) {
+        v.kind = FieldView::Kind::kUint;
+        v.u = static_cast<uint64_t>(i);
+      } else {
+        v.kind = FieldView::Kind::kDouble;
+        v.d = static_cast<double>(i);
+      }
+      break;
+    }
+    case simdjson::dom::element_type::DOUBLE:
+      v.kind = FieldView::Kind::kDouble;
+      v.d = value.get_double().value_unsafe();
+      break;
+    default:
+      return std::nullopt;
   }
   v.state = FieldState::kValue;
   return v;
@@ -73,8 +127,8 @@ std::optional<FieldView> ReadValue(simdjson::dom::element value) {
 // fit it is an error naming where it is: "<where>.<key>.value: must be ..." (a field object),
 // "<where>.<key>: must be ..." (`plain`: the compact form's bare reading).
 template <typename Assign>
-Status ReadChecked(simdjson::dom::object o, std::string_view key, const std::string& where,
-                   Assign assign, bool plain = false) {
+Status ReadChecked(simdjson::dom::object o, std::string_view key, const Path& where, Assign assign,
+                   bool plain = false) {
   simdjson::dom::element e;
   if (o[key].get(e)) return Status::Ok();
   std::optional<FieldView> view = plain ? ReadValue(e) : ReadField(e);
@@ -85,13 +139,13 @@ Status ReadChecked(simdjson::dom::object o, std::string_view key, const std::str
   }
   const std::string_view rule = assign(*view);
   if (rule.empty()) return Status::Ok();
-  return InvalidArgument(where + "." + std::string(key) + (plain ? ": " : ".value: ") +
+  return InvalidArgument(where.str() + "." + std::string(key) + (plain ? ": " : ".value: ") +
                          std::string(rule));
 }
 
 template <typename T>
-Status ReadTyped(simdjson::dom::object o, std::string_view key, const std::string& where,
-                 Field<T>* out, bool plain = false) {
+Status ReadTyped(simdjson::dom::object o, std::string_view key, const Path& where, Field<T>* out,
+                 bool plain = false) {
   return ReadChecked(
       o, key, where, [out](const FieldView& v) { return AssignFrom(v, out); }, plain);
 }
@@ -100,20 +154,22 @@ std::optional<JobRef::Kind> ParseJobKind(std::string_view s) { return kJobKindNa
 
 // The parts of a GPU's object beyond its scalar fields: MIG instances ("mig_instances", or
 // "mig" in the compact form), processes and claims. `plain`: readings are bare numbers.
-Status ReadParts(simdjson::dom::object g, const std::string& where, bool plain, GpuSample* out) {
+Status ReadParts(simdjson::dom::object g, const Path& where, bool plain, GpuSample* out) {
   GpuSample& s = *out;
   std::string_view text;
   const std::string_view mig_key = plain ? "mig" : "mig_instances";
   simdjson::dom::array migs;
   if (!g[mig_key].get_array().get(migs)) {
+    s.mig_instances.reserve(
+        std::min(migs.size(), static_cast<size_t>(limits::kMigInstancesPerGpu)));
     size_t k = 0;
     for (simdjson::dom::element me : migs) {
-      const std::string at = where + "." + std::string(mig_key) + "[" + std::to_string(k++) + "]";
+      const Path at = where.At(mig_key, k++);
       simdjson::dom::object m;
       if (me.get_object().get(m)) continue;
       if (s.mig_instances.size() >= static_cast<size_t>(limits::kMigInstancesPerGpu)) {
-        return InvalidArgument(at + ": more than " + std::to_string(limits::kMigInstancesPerGpu) +
-                               " MIG instances");
+        return InvalidArgument(at.str() + ": more than " +
+                               std::to_string(limits::kMigInstancesPerGpu) + " MIG instances");
       }
       MigInstance mi;
       if (!m["uuid"].get_string().get(text)) mi.uuid = text;
@@ -131,7 +187,7 @@ Status ReadParts(simdjson::dom::object g, const std::string& where, bool plain, 
   if (!g["processes"].get_array().get(procs)) {
     size_t k = 0;
     for (simdjson::dom::element pe : procs) {
-      const std::string at = where + ".processes[" + std::to_string(k++) + "]";
+      const Path at = where.At("processes", k++);
       simdjson::dom::object p;
       if (pe.get_object().get(p)) continue;
       GpuProcess proc;
@@ -157,24 +213,26 @@ Status ReadParts(simdjson::dom::object g, const std::string& where, bool plain, 
   if (!g["claims"].get_array().get(claims)) {
     size_t k = 0;
     for (simdjson::dom::element ce : claims) {
-      const std::string at = where + ".claims[" + std::to_string(k++) + "]";
+      const Path at = where.At("claims", k++);
       simdjson::dom::object c;
-      if (ce.get_object().get(c)) return InvalidArgument(at + ": must be an object");
+      if (ce.get_object().get(c)) return InvalidArgument(at.str() + ": must be an object");
       GpuClaim claim;
       std::string_view kind;
       if (c["job"]["id"].get_string().get(text) || c["job"]["kind"].get_string().get(kind)) {
-        return InvalidArgument(at + ".job: needs kind and id");
+        return InvalidArgument(at.str() + ".job: needs kind and id");
       }
       claim.job.id = text;
       auto parsed = kJobKindNames.Parse(kind);
-      if (!parsed.ok()) return parsed.status().WithContext(at + ".job.kind");
+      if (!parsed.ok()) return parsed.status().WithContext(at.str() + ".job.kind");
       claim.job.kind = *parsed;
       if (!c["job"]["container"].get_string().get(text)) claim.job.container = text;
       bool whole = false;
       if (!c["whole"].get_bool().get(whole)) claim.whole = whole;
       int64_t milli = 0;
       if (!c["gpu_milli"].get_int64().get(milli)) {
-        if (milli < 0 || milli > 1000) return InvalidArgument(at + ".gpu_milli: not in 0..1000");
+        if (milli < 0 || milli > 1000) {
+          return InvalidArgument(at.str() + ".gpu_milli: not in 0..1000");
+        }
         claim.gpu_milli = static_cast<int32_t>(milli);
       }
       if (!c["mig_uuid"].get_string().get(text)) claim.mig_uuid = text;
@@ -295,13 +353,13 @@ Result<std::vector<GpuSample>> ParseGpuSamples(simdjson::dom::array gpus) {
   const auto defs = GpuScalarFields();
   size_t i = 0;
   for (simdjson::dom::element e : gpus) {
-    const std::string where = "samples[" + std::to_string(i++) + "]";
+    const Path where = Path::Root("samples", i++);
     simdjson::dom::object g;
-    if (e.get_object().get(g)) return InvalidArgument(where + ": must be an object");
+    if (e.get_object().get(g)) return InvalidArgument(where.str() + ": must be an object");
     GpuSample s;
     uint64_t index = 0;
     if (!g["index"].get_uint64().get(index)) {
-      if (index > UINT32_MAX) return InvalidArgument(where + ".index: out of range");
+      if (index > UINT32_MAX) return InvalidArgument(where.str() + ".index: out of range");
       s.id.index = static_cast<uint32_t>(index);
     }
     std::string_view text;
@@ -318,13 +376,13 @@ Result<std::vector<GpuSample>> ParseGpuSamples(simdjson::dom::array gpus) {
     double secs = 0;
     if (!g["timestamp_unix"].get_double().get(secs)) {
       if (secs < 0 || secs > 4e9)
-        return InvalidArgument(where + ".timestamp_unix: not a Unix time");
+        return InvalidArgument(where.str() + ".timestamp_unix: not a Unix time");
       s.timestamp =
           WallTime(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(secs)));
     }
     simdjson::dom::object fields;
     if (!g["fields"].get_object().get(fields)) {
-      const std::string at = where + ".fields";
+      const Path at = where.Key("fields");
       for (const ScalarFieldDef& d : defs) {
         STOKER_RETURN_IF_ERROR(
             ReadChecked(fields, d.key, at, [&](const FieldView& v) { return d.set(s, v); }));
@@ -468,33 +526,33 @@ Result<std::vector<SampleTick>> ParseCompactTicks(simdjson::dom::array keys,
   out.reserve(ticks.size());
   size_t t = 0;
   for (simdjson::dom::element te : ticks) {
-    const std::string where = "ticks[" + std::to_string(t++) + "]";
+    const Path where = Path::Root("ticks", t++);
     simdjson::dom::object tick;
-    if (te.get_object().get(tick)) return InvalidArgument(where + ": must be an object");
+    if (te.get_object().get(tick)) return InvalidArgument(where.str() + ": must be an object");
     SampleTick st;
     double secs = 0;
     if (tick["t"].get_double().get(secs) || !(secs >= 0 && secs <= 4e9)) {
-      return InvalidArgument(where + ".t: must be a Unix time in seconds");
+      return InvalidArgument(where.str() + ".t: must be a Unix time in seconds");
     }
     st.at = WallTime(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(secs)));
     simdjson::dom::array gpus;
     if (tick["gpus"].get_array().get(gpus))
-      return InvalidArgument(where + ".gpus: must be an array");
+      return InvalidArgument(where.str() + ".gpus: must be an array");
     if (gpus.size() > static_cast<size_t>(limits::kGpusPerNode)) {
-      return InvalidArgument(where + ".gpus: more than " + std::to_string(limits::kGpusPerNode) +
-                             " GPUs");
+      return InvalidArgument(where.str() + ".gpus: more than " +
+                             std::to_string(limits::kGpusPerNode) + " GPUs");
     }
     st.gpus.reserve(gpus.size());  // a GpuSample is large: no moves as the vector grows
     size_t i = 0;
     for (simdjson::dom::element ge : gpus) {
-      const std::string at = where + ".gpus[" + std::to_string(i++) + "]";
+      const Path at = where.At("gpus", i++);
       simdjson::dom::object g;
-      if (ge.get_object().get(g)) return InvalidArgument(at + ": must be an object");
+      if (ge.get_object().get(g)) return InvalidArgument(at.str() + ": must be an object");
       GpuSample s;
       s.timestamp = st.at;
       uint64_t index = 0;
       if (g["i"].get_uint64().get(index) || index > static_cast<uint64_t>(limits::kGpuIndexMax)) {
-        return InvalidArgument(at + ".i: must be a GPU index in 0.." +
+        return InvalidArgument(at.str() + ".i: must be a GPU index in 0.." +
                                std::to_string(limits::kGpuIndexMax));
       }
       s.id.index = static_cast<uint32_t>(index);
@@ -512,8 +570,8 @@ Result<std::vector<SampleTick>> ParseCompactTicks(simdjson::dom::array keys,
       simdjson::dom::array values;
       if (!g["v"].get_array().get(values)) {
         if (values.size() > field.size()) {
-          return InvalidArgument(at + ".v: " + std::to_string(values.size()) + " readings for " +
-                                 std::to_string(field.size()) + " keys");
+          return InvalidArgument(at.str() + ".v: " + std::to_string(values.size()) +
+                                 " readings for " + std::to_string(field.size()) + " keys");
         }
         size_t k = 0;
         for (simdjson::dom::element ve : values) {
@@ -525,7 +583,7 @@ Result<std::vector<SampleTick>> ParseCompactTicks(simdjson::dom::array keys,
             }
             const std::string_view rule = def->set(s, *view);
             if (!rule.empty()) {
-              return InvalidArgument(at + ".v[" + std::to_string(k) + "] (" +
+              return InvalidArgument(at.str() + ".v[" + std::to_string(k) + "] (" +
                                      std::string(def->key) + "): " + std::string(rule));
             }
           }
@@ -533,10 +591,10 @@ Result<std::vector<SampleTick>> ParseCompactTicks(simdjson::dom::array keys,
         }
       }
       // Readings that are not a value: by their key's position.
-      auto position = [&](simdjson::dom::element e, const std::string& in) -> Result<size_t> {
+      auto position = [&](simdjson::dom::element e, const Path& in) -> Result<size_t> {
         uint64_t k = 0;
         if (e.get_uint64().get(k) || k >= field.size()) {
-          return InvalidArgument(in + ": must be a position in keys (0.." +
+          return InvalidArgument(in.str() + ": must be a position in keys (0.." +
                                  std::to_string(field.size()) + ")");
         }
         return static_cast<size_t>(k);
@@ -545,8 +603,7 @@ Result<std::vector<SampleTick>> ParseCompactTicks(simdjson::dom::array keys,
       if (!g["unsupported"].get_array().get(unsupported)) {
         size_t n = 0;
         for (simdjson::dom::element ue : unsupported) {
-          STOKER_ASSIGN_OR_RETURN(size_t k,
-                                  position(ue, at + ".unsupported[" + std::to_string(n++) + "]"));
+          STOKER_ASSIGN_OR_RETURN(size_t k, position(ue, at.At("unsupported", n++)));
           if (field[k] != nullptr) field[k]->set(s, FieldView{.state = FieldState::kUnsupported});
         }
       }
@@ -554,14 +611,14 @@ Result<std::vector<SampleTick>> ParseCompactTicks(simdjson::dom::array keys,
       if (!g["errors"].get_array().get(errors)) {
         size_t n = 0;
         for (simdjson::dom::element ee : errors) {
-          const std::string in = at + ".errors[" + std::to_string(n++) + "]";
+          const Path in = at.At("errors", n++);
           simdjson::dom::array pair;
           int64_t code = 0;
           if (ee.get_array().get(pair) || pair.size() != 2 || pair.at(1).get_int64().get(code) ||
               code < INT32_MIN || code > INT32_MAX) {
-            return InvalidArgument(in + ": must be [key position, NVML error code]");
+            return InvalidArgument(in.str() + ": must be [key position, NVML error code]");
           }
-          STOKER_ASSIGN_OR_RETURN(size_t k, position(pair.at(0).value_unsafe(), in + "[0]"));
+          STOKER_ASSIGN_OR_RETURN(size_t k, position(pair.at(0).value_unsafe(), in.Index(0)));
           if (field[k] != nullptr) {
             field[k]->set(s, FieldView{.state = FieldState::kError,
                                        .error_code = static_cast<int32_t>(code)});

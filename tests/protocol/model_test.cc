@@ -702,6 +702,21 @@ TEST(CompactHeartbeat, BadReportsNameWhatIsWrong) {
             "ticks[0].gpus[0].errors[0]: must be [key position, NVML error code]"},
            {R"([{"t":1,"gpus":[{"i":0,"mig":[{"memory_used_bytes":"x"}]}]}])",
             "ticks[0].gpus[0].mig[0].memory_used_bytes: must be"},
+           // Paths further down, past the first tick and GPU.
+           {R"([{"t":1,"gpus":[]},{"t":2,"gpus":[{"i":0},{"i":1,"processes":[{},)"
+            R"({"used_memory_bytes":"x"}]}]}])",
+            "ticks[1].gpus[1].processes[1].used_memory_bytes: must be"},
+           {R"([{"t":1,"gpus":[{"i":0,"errors":[[9,3]]}]}])",
+            "ticks[0].gpus[0].errors[0][0]: must be a position in keys (0..2)"},
+           {R"([{"t":1,"gpus":[{"i":0,"unsupported":[0,7]}]}])",
+            "ticks[0].gpus[0].unsupported[1]: must be a position in keys (0..2)"},
+           {R"([{"t":1,"gpus":[{"i":0,"claims":[1]}]}])",
+            "ticks[0].gpus[0].claims[0]: must be an object"},
+           {R"([{"t":1,"gpus":[{"i":0,"claims":[{"job":{"kind":"nope","id":"1"}}]}]}])",
+            "ticks[0].gpus[0].claims[0].job.kind: "},
+           {R"([{"t":1,"gpus":[{"i":0,"claims":[{"job":{"kind":"stoker","id":"1"},)"
+            R"("gpu_milli":2000}]}]}])",
+            "ticks[0].gpus[0].claims[0].gpu_milli: not in 0..1000"},
        }) {
     auto r = ParseHeartbeat(keys + ticks + "}");
     ASSERT_FALSE(r.ok()) << ticks;

@@ -11,6 +11,7 @@
 
 #include "protocol/job_status_text.h"
 #include "protocol/samples.h"
+#include "server/activity.h"
 #include "server/api.h"
 #include "server/server.h"
 #include "store/store.h"
@@ -404,6 +405,38 @@ void BM_HeartbeatParseNlohmannTree(benchmark::State& state) {
   state.counters["body_bytes"] = static_cast<double>(body.size());
 }
 BENCHMARK(BM_HeartbeatParseNlohmannTree)->Arg(1)->Arg(25);
+
+// What the server does before each pass: every GPU's measured activity (its window's mean)
+// filled into the node view, at 10,000 nodes x 8 GPUs that have each reported. Arg 0: the
+// window has not moved since the last fill and no GPU reported (every mean reused); 1: the
+// window moved a bucket (every mean computed again from its buckets).
+void BM_ActivityFill10kNodes(benchmark::State& state) {
+  const bool moved = state.range(0) != 0;
+  ActivityTracker tracker(std::chrono::minutes(5));
+  const WallTime start{std::chrono::hours(24 * 365 * 50)};
+  std::vector<pass::NodeView> view(10000);
+  std::vector<GpuSample> samples(8);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    samples[i].id.index = static_cast<uint32_t>(i);
+    samples[i].util_gpu_pct = Field<uint32_t>::Of(static_cast<uint32_t>(10 * i));
+  }
+  for (size_t n = 0; n < view.size(); ++n) {
+    view[n].name = "node-" + std::to_string(n);
+    for (uint32_t i = 0; i < 8; ++i) view[n].gpus.push_back({.index = i, .model = "H100"});
+    for (int s = 0; s < 30; ++s) {
+      tracker.Record(view[n].name, samples, start + std::chrono::seconds(10 * s));
+    }
+  }
+  WallTime now = start + std::chrono::seconds(300);
+  tracker.Fill(&view, now);
+  for (auto _ : state) {
+    if (moved) now += std::chrono::seconds(10);  // a bucket is 10 s of a 5-minute window
+    tracker.Fill(&view, now);
+    benchmark::DoNotOptimize(view.data());
+  }
+  state.SetItemsProcessed(state.iterations() * 80000);
+}
+BENCHMARK(BM_ActivityFill10kNodes)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace stoker::server

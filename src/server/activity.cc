@@ -21,16 +21,18 @@ ActivityTracker::ActivityTracker(Duration window)
 void ActivityTracker::Record(const std::string& node, const std::vector<GpuSample>& gpus,
                              WallTime now) {
   std::lock_guard lock(mu_);
-  std::vector<Gpu>* windows = nullptr;
+  Node* windows = nullptr;
   for (const GpuSample& s : gpus) {
     const std::optional<int64_t> milli_pct = ActivityMilli(s, ActivityMetric::kAuto);
     if (!milli_pct || s.id.index > protocol::limits::kGpuIndexMax) continue;
-    if (windows == nullptr) windows = &gpus_[node];
-    if (windows->size() <= s.id.index) windows->resize(s.id.index + 1);
+    if (windows == nullptr) windows = &nodes_[node];
+    if (windows->buckets.size() <= s.id.index) {
+      windows->buckets.resize(s.id.index + 1);
+      windows->means.resize(s.id.index + 1);
+    }
     const int64_t index = MsOf(now) / bucket_ms_;
-    Gpu& gpu = (*windows)[s.id.index];
-    gpu.mean_at = -1;
-    Bucket& b = gpu.buckets[static_cast<size_t>(index % (kBuckets + 1))];
+    windows->means[s.id.index].at = -1;
+    Bucket& b = windows->buckets[s.id.index][static_cast<size_t>(index % (kBuckets + 1))];
     if (b.index != index) {
       if (b.index > index) continue;  // older than what the slot holds: outside the window
       b = Bucket{index, 0, 0};
@@ -45,29 +47,27 @@ void ActivityTracker::Fill(std::vector<pass::NodeView>* nodes, WallTime now) con
   const int64_t window_ms = std::chrono::duration_cast<std::chrono::milliseconds>(window_).count();
   std::lock_guard lock(mu_);
   for (pass::NodeView& n : *nodes) {
-    auto it = gpus_.find(n.name);
-    if (it == gpus_.end()) continue;
+    auto it = nodes_.find(n.name);
+    if (it == nodes_.end()) continue;
+    const Node& node = it->second;
     for (pass::GpuView& g : n.gpus) {
-      if (g.index >= it->second.size()) continue;
-      const Gpu& gpu = it->second[g.index];
-      if (gpu.mean_at != now_index) {
+      if (g.index >= node.means.size()) continue;
+      Mean& mean = node.means[g.index];
+      if (mean.at != now_index) {
         int64_t sum = 0, count = 0, oldest = now_index + 1;
-        for (const Bucket& b : gpu.buckets) {
+        for (const Bucket& b : node.buckets[g.index]) {
           // The buckets of (now - window, now]: kBuckets + 1 of them, the oldest partly outside.
           if (b.index < 0 || b.index > now_index || b.index < now_index - kBuckets) continue;
           sum += b.sum;
           count += b.count;
           oldest = std::min(oldest, b.index);
         }
-        gpu.mean_at = now_index;
-        gpu.sum = sum;
-        gpu.count = count;
-        gpu.oldest = oldest;
+        mean = Mean{now_index, sum, count, oldest};
       }
-      if (gpu.count == 0) continue;
+      if (mean.count == 0) continue;
       pass::GpuActivity a;
-      a.busy_milli = static_cast<int32_t>(gpu.sum / gpu.count);
-      a.covered_ms = std::min(window_ms, MsOf(now) - gpu.oldest * bucket_ms_);
+      a.busy_milli = static_cast<int32_t>(mean.sum / mean.count);
+      a.covered_ms = std::min(window_ms, MsOf(now) - mean.oldest * bucket_ms_);
       g.activity = a;
     }
   }
@@ -75,7 +75,7 @@ void ActivityTracker::Fill(std::vector<pass::NodeView>* nodes, WallTime now) con
 
 void ActivityTracker::ForgetNode(const std::string& node) {
   std::lock_guard lock(mu_);
-  gpus_.erase(node);
+  nodes_.erase(node);
 }
 
 }  // namespace stoker::server

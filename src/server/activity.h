@@ -49,20 +49,26 @@ class ActivityTracker {
     int32_t sum = 0;     // busy milli (0..1000) summed over the readings
     int32_t count = 0;
   };
-  struct Gpu {
-    std::array<Bucket, kBuckets + 1> buckets;
-    // The sums of the buckets in the window ending in bucket `mean_at` (-1: not computed since
-    // the last reading); `oldest`: the earliest bucket with readings among them.
-    mutable int64_t mean_at = -1;
-    mutable int64_t sum = 0;
-    mutable int64_t count = 0;
-    mutable int64_t oldest = 0;
+  using Buckets = std::array<Bucket, kBuckets + 1>;
+  // The sums of a GPU's buckets in the window ending in bucket `at` (-1: not computed since the
+  // last reading); `oldest`: the earliest bucket with readings among them.
+  struct Mean {
+    int64_t at = -1;
+    int64_t sum = 0;
+    int64_t count = 0;
+    int64_t oldest = 0;
+  };
+  // A node's GPUs by index: the buckets, and apart from them the means, which every pass reads
+  // for every GPU (packed, a node's means are a few cache lines, not one per 500-byte window).
+  struct Node {
+    std::vector<Buckets> buckets;
+    mutable std::vector<Mean> means;
   };
 
   Duration window_;
   int64_t bucket_ms_;
   mutable std::mutex mu_;
-  std::unordered_map<std::string, std::vector<Gpu>> gpus_;  // node -> by GPU index
+  std::unordered_map<std::string, Node> nodes_;
 };
 
 }  // namespace stoker::server

@@ -1739,13 +1739,14 @@ void Server::Loop(bool scheduler) {
         spdlog::debug("scheduling pass: {} queued, {} placed in {:.3f} s", st.queued, st.placed,
                       st.seconds);
       }
-      // Batch bursts of submissions into one pass, and rest at least as long as the pass took:
-      // with a deep backlog a pass costs milliseconds, and back-to-back passes would take a
-      // whole core from the request handlers (measured: 66 % of the server's CPU while 64
-      // clients submitted). New jobs are then placed within about two pass times.
+      // Batch bursts of submissions into one pass, and rest pass_rest_ratio times as long as
+      // the pass took: back-to-back passes would take a whole core from the request handlers
+      // (measured: 66 % of the server's CPU while 64 clients submitted). New jobs are then
+      // placed within about (1 + ratio) pass times, and within a second and a pass at most.
       const auto rest = std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::duration<double>(st.seconds));
-      std::this_thread::sleep_for(std::max(std::chrono::milliseconds(20), rest));
+          std::chrono::duration<double>(st.seconds * options_.pass_rest_ratio));
+      std::this_thread::sleep_for(
+          std::clamp(rest, std::chrono::milliseconds(20), std::chrono::milliseconds(1000)));
     } else {
       CheckNodeTimeouts();
     }

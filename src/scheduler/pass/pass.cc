@@ -355,6 +355,15 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
   node_vnodes.reserve(in.nodes.size());
   for (const NodeView& n : in.nodes) {
     if (n.lost || n.drained) continue;
+    // A name is one machine: a second node of the same name in the input is not placed on
+    // (its scheduler nodes would be taken for the first one's siblings).
+    auto [entry, fresh] = node_vnodes.try_emplace(n.name);
+    if (!fresh) {
+      decision.warnings.push_back("node " + n.name +
+                                  " not schedulable: the name is listed twice in the pass's input");
+      continue;
+    }
+    Siblings& siblings = entry->second;
     std::vector<uint8_t> plain, mig;
     for (size_t i = 0; i < n.gpus.size(); ++i) {
       (n.gpus[i].mig_enabled ? mig : plain).push_back(static_cast<uint8_t>(i));
@@ -383,7 +392,6 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
         continue;
       }
       vnodes.push_back(VNode{&n, group});
-      Siblings& siblings = node_vnodes[n.name];
       siblings.v[static_cast<size_t>(siblings.n++)] = *idx;  // groups: plain and MIG at most
     }
   }

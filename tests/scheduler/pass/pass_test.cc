@@ -59,6 +59,25 @@ TEST_F(PassTest, PlacesWholeGpusAndSaysWhereAndWhich) {
   EXPECT_TRUE(d.reasons.empty());
 }
 
+// Names are how a decision names nodes: a name listed again is not a second machine, and the
+// pass says so instead of placing on it.
+TEST_F(PassTest, ANodeNameListedTwiceIsPlacedOnOnce) {
+  PassInput in;
+  in.nodes = {Node("a", 2), Node("a", 4), Node("a", 8)};
+  in.queued = {Queued(1, 4), Queued(2, 2)};
+  const Decision d = Run(in);
+  EXPECT_EQ(d.stats.placed, 1);
+  const Action* two = Find(d, 2);
+  ASSERT_NE(two, nullptr);
+  EXPECT_EQ(two->assignment.placement.node, "a");
+  EXPECT_EQ(two->assignment.cuda_visible_devices, "0,1");
+  EXPECT_EQ(Find(d, 1), nullptr);
+  ASSERT_EQ(d.warnings.size(), 2u);
+  EXPECT_NE(d.warnings[0].find("node a not schedulable: the name is listed twice"),
+            std::string::npos)
+      << d.warnings[0];
+}
+
 TEST_F(PassTest, DrainedAndLostNodesHostNothingNew) {
   PassInput in;
   in.nodes = {Node("a", 4), Node("b", 4)};

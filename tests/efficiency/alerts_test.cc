@@ -154,23 +154,20 @@ TEST(AlertEngineTest, ActiveAlertsByGradeThenFingerprintAndTheEvaluatedView) {
   ASSERT_GE(sorted.size(), 4u);
   EXPECT_EQ(sorted.front().grade, Grade::kRed);
   EXPECT_EQ(names(e.Active()), names(sorted));
-  std::vector<Alert> seen;
-  e.ForEachActive([&](const Alert& a) { seen.push_back(a); }, /*evaluated_only=*/true);
-  EXPECT_TRUE(seen.empty()) << names(seen);  // no evaluation yet
+  auto evaluated = [&e] {
+    std::vector<Alert> seen;
+    e.ForEachActive([&seen](const Alert& a) { seen.push_back(a); }, /*evaluated_only=*/true);
+    return seen;
+  };
+  EXPECT_TRUE(evaluated().empty()) << names(evaluated());  // no evaluation yet
   e.Apply(T0() + 150s);
-  seen.clear();
-  e.ForEachActive([&](const Alert& a) { seen.push_back(a); }, /*evaluated_only=*/true);
-  EXPECT_EQ(names(seen), names(sorted));
+  EXPECT_EQ(names(evaluated()), names(sorted));
   // A GPU that starts dipping after the evaluation joins the view at the next one.
   for (int s = 0; s <= 150; s += 30) e.ObserveGpu(Sample("GPU-d", T0() + 160s + s * 1s, 5, "j1"));
-  seen.clear();
-  e.ForEachActive([&](const Alert& a) { seen.push_back(a); }, /*evaluated_only=*/true);
-  EXPECT_EQ(names(seen), names(sorted));
+  EXPECT_EQ(names(evaluated()), names(sorted));
   EXPECT_GT(e.Active().size(), sorted.size());
   e.Apply(T0() + 310s);
-  seen.clear();
-  e.ForEachActive([&](const Alert& a) { seen.push_back(a); }, /*evaluated_only=*/true);
-  EXPECT_EQ(names(seen), names(e.Active()));
+  EXPECT_EQ(names(evaluated()), names(e.Active()));
 }
 
 TEST(AlertEngineTest, OverheatLostGpuAndBacklogAreRed) {

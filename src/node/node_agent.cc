@@ -167,6 +167,24 @@ Status NodeAgent::Tick() {
   return Send(polled);
 }
 
+// The compact form reports in this node's own slot of the interval: at a phase given by its
+// name's hash, anchored on the wall clock. So the nodes of a cluster spread evenly over the
+// interval whenever each heard it, and a node keeps its slot report after report: its reports
+// come one interval apart, not an interval plus the report's round trip and the wait for the
+// next one-second tick after it.
+MonoTime NodeAgent::NextSlot() const {
+  const int64_t every = std::max<int64_t>(
+      1, std::chrono::duration_cast<std::chrono::milliseconds>(report_interval_).count());
+  const int64_t wall =
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock_->WallNow().time_since_epoch())
+          .count();
+  const auto phase = static_cast<int64_t>(std::hash<std::string>{}(inventory_.name) %
+                                          static_cast<uint64_t>(every));
+  int64_t wait = ((phase - wall) % every + every) % every;
+  if (wait == 0) wait = every;
+  return clock_->Now() + std::chrono::milliseconds(wait);
+}
+
 Status NodeAgent::Send(const std::vector<runner::JobStatus>& polled) {
   Status s = Report(polled);
   if (s.ok()) {
@@ -245,17 +263,10 @@ Status NodeAgent::Report(const std::vector<runner::JobStatus>& polled) {
   pending_.clear();
   if (identity) identity_sent_ = true;
   reported_phases_ = PhasesOf(polled);
-  const MonoTime now = clock_->Now();
-  next_report_ = now + report_interval_;
-  if (feed_.latest && reply.report_interval_ms > 0 &&
-      std::chrono::milliseconds(reply.report_interval_ms) != report_interval_) {
-    // A new interval: the next report comes at this node's phase within it (by its name), so
-    // the nodes of a cluster that all heard it at once spread over the interval.
+  if (feed_.latest && reply.report_interval_ms > 0) {
     report_interval_ = std::chrono::milliseconds(reply.report_interval_ms);
-    const auto ms = static_cast<uint64_t>(reply.report_interval_ms);
-    next_report_ = now + std::chrono::milliseconds(std::max<uint64_t>(
-                             1000, std::hash<std::string>{}(inventory_.name) % ms));
   }
+  next_report_ = feed_.latest ? NextSlot() : clock_->Now() + report_interval_;
   // What the server now holds of each job's logs (it appended what we sent).
   for (const auto& [id, off] : reply.log_offsets) sent_[id] = off;
   for (int64_t id : reply.forget) {

@@ -99,6 +99,9 @@ class NodeAgent {
   Status Report(const std::vector<runner::JobStatus>& polled);
   // Report, and keep the count of failures in a row and the retry time (RunOnce and Tick).
   Status Send(const std::vector<runner::JobStatus>& polled);
+  // The compact form: this node's next report slot after now (its name's phase within the
+  // interval, anchored on the wall clock).
+  MonoTime NextSlot() const;
   // The wait before the next retry after failures_ failures in a row.
   Duration RetryDelay();
   std::map<int64_t, std::string> PhasesOf(const std::vector<runner::JobStatus>& polled) const;

@@ -36,13 +36,15 @@ struct Seconds : server::ServerObserver {
 };
 
 // In front of the real server's API: while `down`, every request fails fast (503 at once);
-// it notes when (on the test's clock) each heartbeat reached it.
+// it notes when (on the test's clock) each heartbeat reached it, and moves the test's clock on
+// by `answer_time` while it answers one (a round trip that takes time).
 struct FlakyFront final : http::Handler {
-  FlakyFront(const http::Handler* real, Clock* clock) : real(real), clock(clock) {}
+  FlakyFront(const http::Handler* real, ManualClock* clock) : real(real), clock(clock) {}
   http::Response Handle(const http::Request& r) const override {
     if (r.path.ends_with("/heartbeat")) {
       std::lock_guard lock(mu);
       heartbeats.push_back(clock->Now());
+      clock->Advance(answer_time);
     }
     if (down.load()) return {503, R"({"error":"unavailable"})"};
     return real->Handle(r);
@@ -52,7 +54,8 @@ struct FlakyFront final : http::Handler {
     return heartbeats;
   }
   const http::Handler* real;
-  Clock* clock;
+  ManualClock* clock;
+  Duration answer_time{};
   std::atomic<bool> down{false};
   mutable std::mutex mu;
   mutable std::vector<MonoTime> heartbeats;
@@ -93,10 +96,12 @@ struct CadenceWorld {
     so.heartbeat_rate = rate;
     return so;
   }
-  // One second: the GPUs sampled, the agent's round (Tick, as Run does), a scheduling pass.
-  // The round is expected to succeed unless the server is down (`expect_ok` false).
+  // One second: the GPUs sampled, the agent's round (Tick, as Run does: on a fixed one-second
+  // schedule, whatever time the last round took), a scheduling pass. The round is expected to
+  // succeed unless the server is down (`expect_ok` false).
   void Second(bool expect_ok = true) {
-    clock.Advance(std::chrono::seconds(1));
+    tick += std::chrono::seconds(1);
+    clock.Set(std::max(tick, clock.Now()));
     for (uint32_t i = 0; i < sampler->gpu_count(); ++i) sampler->SampleOnce(i);
     Status s = agent->Tick();
     if (expect_ok) {
@@ -107,6 +112,7 @@ struct CadenceWorld {
   JobState State(int64_t id) { return srv.core->GetJob(srv.admin, id)->state; }
 
   ManualClock clock{MonoTime(std::chrono::seconds(1)), SystemClock().WallNow()};
+  MonoTime tick = clock.Now();
   testing::ServerOverHttp srv;
   Seconds seen;
   std::unique_ptr<FlakyFront> flaky;
@@ -140,6 +146,23 @@ TEST(ReportCadence, ReportsAtTheDirectedIntervalWithEverySecondsSamples) {
   }
   EXPECT_TRUE(near(w.seen.times.front().time_since_epoch(),
                    (w.clock.WallNow() - std::chrono::seconds(40)).time_since_epoch()));
+}
+
+// The agent reports in its own slot of the directed interval, so its reports come exactly one
+// interval apart even when each answer takes time (here 300 ms of the test's clock): not the
+// interval plus the round trip, rounded up to the next one-second round (5 s instead of 4).
+TEST(ReportCadence, ReportsComeOneIntervalApartWhenAnswersTakeTime) {
+  CadenceWorld w(/*rate=*/0.25, /*front=*/true);
+  w.flaky->answer_time = std::chrono::milliseconds(300);
+  for (int i = 0; i < 41; ++i) w.Second();
+  ASSERT_EQ(w.agent->report_interval(), std::chrono::seconds(4));
+  const std::vector<MonoTime> beats = w.flaky->Heartbeats();
+  ASSERT_GE(beats.size(), 2u + 9);
+  // After the first report (the interval heard) and the second (the node's slot found), each
+  // report comes 4 s after the previous one, in the same round of its second.
+  for (size_t i = 2; i < beats.size(); ++i) {
+    EXPECT_EQ(beats[i] - beats[i - 1], std::chrono::seconds(4)) << "report " << i;
+  }
 }
 
 // A job's start and end reach the server within the second they happen, not at the next report

@@ -65,6 +65,7 @@ struct Options {
   int submit_conns = 32;
   std::string node_prefix = "load-node-";
   bool json_out = false;
+  bool timeline = false;
   int server_pid = 0;  // > 0: the server's CPU over the measured window is reported
 };
 
@@ -148,13 +149,20 @@ class Loop {
   void Run(TimePoint until, const std::function<bool()>& stop = nullptr) {
     epoll_event evs[256];
     while (SteadyClock::now() < until && !(stop && stop())) {
-      int timeout_ms = 50;
+      // Sleep until the next timer, to the microsecond: a timeout in whole milliseconds,
+      // rounded down, spins whenever the next report is due within the millisecond (at 1,000
+      // reports a second, nearly always), and the generator takes the core the server needs.
+      SteadyClock::duration wait = std::chrono::milliseconds(50);
       if (!timers_.empty()) {
-        auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(timers_.top().at -
-                                                                          SteadyClock::now());
-        timeout_ms = static_cast<int>(std::clamp<int64_t>(wait.count(), 0, 50));
+        wait = std::clamp<SteadyClock::duration>(timers_.top().at - SteadyClock::now(),
+                                                 SteadyClock::duration::zero(), wait);
       }
-      const int n = epoll_wait(ep_, evs, 256, timeout_ms);
+      const auto us = std::chrono::duration_cast<std::chrono::microseconds>(wait).count();
+      const timespec timeout{.tv_sec = 0, .tv_nsec = static_cast<long>(us) * 1000};
+      int n = epoll_pwait2(ep_, evs, 256, &timeout, nullptr);
+      if (n < 0 && errno == ENOSYS) {  // a kernel before 5.11: whole milliseconds, rounded up
+        n = epoll_wait(ep_, evs, 256, static_cast<int>((us + 999) / 1000));
+      }
       for (int k = 0; k < n; ++k) {
         const size_t i = evs[k].data.u64;
         if (evs[k].events & (EPOLLERR | EPOLLHUP)) {
@@ -449,6 +457,32 @@ double WarmUpThenMeasure(Loop& loop, TimePoint start, const Options& o, bool* me
   return std::chrono::duration<double>(SteadyClock::now() - m0).count();
 }
 
+// Per second of the measured window (by due time): heartbeats due, their p99 and slowest
+// latency, and how many took over 20 ms.
+void PrintTimeline(std::vector<std::pair<TimePoint, uint32_t>> beats) {
+  if (beats.empty()) return;
+  std::sort(beats.begin(), beats.end());
+  const TimePoint first = beats.front().first;
+  std::printf("%6s %8s %9s %9s %9s\n", "second", "due", "p99_ms", "max_ms", "over_20ms");
+  size_t i = 0;
+  while (i < beats.size()) {
+    const auto sec = std::chrono::duration_cast<std::chrono::seconds>(beats[i].first - first);
+    std::vector<uint32_t> us;
+    for (; i < beats.size() &&
+           std::chrono::duration_cast<std::chrono::seconds>(beats[i].first - first) == sec;
+         ++i) {
+      us.push_back(beats[i].second);
+    }
+    std::sort(us.begin(), us.end());
+    const size_t k =
+        std::min(us.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(us.size())));
+    const auto over =
+        static_cast<size_t>(us.end() - std::upper_bound(us.begin(), us.end(), uint32_t{20000}));
+    std::printf("%6lld %8zu %9.1f %9.1f %9zu\n", static_cast<long long>(sec.count()), us.size(),
+                us[k] / 1000.0, us.back() / 1000.0, over);
+  }
+}
+
 int RunAgents(const Options& o) {
   std::ifstream in(o.samples_file);
   if (!in) Die("--samples: cannot read " + o.samples_file);
@@ -503,8 +537,15 @@ int RunAgents(const Options& o) {
   std::map<std::string, Series> series;
   bool measuring = false;
   int64_t late = 0;
+  // --timeline: each measured heartbeat's due time and latency, to see when slow ones happen.
+  std::vector<std::pair<TimePoint, uint32_t>> beats_timed;
   auto record = [&](const std::string& kind, const Response& r, double ms) {
     if (!measuring) return;
+    if (o.timeline && kind == "heartbeat") {
+      beats_timed.emplace_back(
+          SteadyClock::now() - std::chrono::microseconds(static_cast<int64_t>(ms * 1000)),
+          static_cast<uint32_t>(ms * 1000));
+    }
     Series& s = series[kind];
     s.us.push_back(static_cast<uint32_t>(ms * 1000));
     s.statuses[r.status]++;
@@ -517,27 +558,34 @@ int RunAgents(const Options& o) {
       std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(o.period_s));
   const TimePoint t0 = SteadyClock::now();
   // Agents: spread evenly over the period, each on its own connection, on an absolute schedule.
-  // The compact form: each node's next report is due one interval (its last reply's
-  // report_interval_ms) after this one, with a second of samples for each second between.
+  // The compact form: each node reports in its own slot of the interval its last reply directed
+  // (report_interval_ms), anchored on the generator's start, as `stoker agent` anchors its slot
+  // on the wall clock by its name's hash: agent a's slots are t0 + a/N of the interval + k
+  // intervals. A report carries a second of samples for each second since the node's previous one.
   std::vector<size_t> agent_conn(o.agents);
   std::vector<SteadyClock::duration> interval(o.agents, period);
-  // When the interval changes, a node's next report moves by its share of the new interval, so
-  // the nodes spread over it as `stoker agent` does (NodeAgent's phase by node name).
-  std::vector<SteadyClock::duration> shift(o.agents, SteadyClock::duration::zero());
+  std::vector<TimePoint> last_sent(o.agents, t0 - period);
+  const auto next_slot = [&](int a, TimePoint after) {
+    const SteadyClock::duration every = interval[a];
+    const TimePoint base = t0 + every * a / std::max(1, o.agents);
+    if (after < base) return base;
+    return base + every * ((after - base) / every + 1);
+  };
   int64_t ticks_sent = 0;
   std::map<int64_t, int64_t> intervals_told;  // ms -> replies
   std::function<void(int, TimePoint)> beat = [&](int a, TimePoint due) {
     const size_t c = agent_conn[a];
-    const SteadyClock::duration every = interval[a] + std::exchange(shift[a], {});
-    loop.At(due + every, [&, a, due, every] { beat(a, due + every); });
+    const TimePoint next = compact ? next_slot(a, due) : due + interval[a];
+    loop.At(next, [&, a, next] { beat(a, next); });
     if (loop.conn(c).busy) {  // the previous heartbeat has not been answered: one is skipped
       if (measuring) ++late;
       return;
     }
     std::string body = hb_body;
     if (compact) {
-      const auto ticks =
-          std::max<int64_t>(1, std::llround(std::chrono::duration<double>(every).count()));
+      const auto ticks = std::max<int64_t>(
+          1, std::llround(std::chrono::duration<double>(due - last_sent[a]).count()));
+      last_sent[a] = due;
       body = compact_body(ticks);
       if (measuring) ticks_sent += ticks;
     }
@@ -552,17 +600,15 @@ int RunAgents(const Options& o) {
           const int64_t told = std::atoll(r.body.c_str() + at + 21);
           if (told <= 0) return;
           if (measuring) intervals_told[told]++;
-          const SteadyClock::duration now_told = std::chrono::milliseconds(told);
-          if (now_told != interval[a]) {
-            shift[a] = now_told * a / std::max(1, o.agents);
-            interval[a] = now_told;
-          }
+          // The reports after the one already scheduled fall in the new interval's slots.
+          interval[a] = std::chrono::milliseconds(told);
         },
         [&] { error("heartbeat"); });
   };
   for (int a = 0; a < o.agents; ++a) {
     agent_conn[a] = loop.NewConn();
     const TimePoint first = t0 + period * a / std::max(1, o.agents);
+    last_sent[a] = first - period;
     loop.At(first, [&, a, first] { beat(a, first); });
   }
   // Users: alternate GET /jobs (newest 50) and a submission, at user_rate in total.
@@ -611,6 +657,7 @@ int RunAgents(const Options& o) {
                             " report_interval_told=" + (told.empty() ? " none" : told)
                       : ""),
          series, secs, o.json_out);
+  if (o.timeline) PrintTimeline(beats_timed);
   const size_t answered = series["heartbeat"].us.size();
   std::printf("CPU over the measured window: generator %.1f s (%.0f %% of a core)", cpu.self_s,
               100 * cpu.self_s / secs);
@@ -705,6 +752,8 @@ int main(int argc, char** argv) {
       ->check(non_negative)
       ->capture_default_str();
   app.add_flag("--json", o.json_out, "print the report as JSON");
+  app.add_flag("--timeline", o.timeline,
+               "agents: print each measured second's heartbeat p99, slowest and count over 20 ms");
   app.add_option("--server-pid", o.server_pid,
                  "agents: also report this process's CPU over the measured window (the server)");
   CLI11_PARSE(app, argc, argv);

@@ -65,6 +65,8 @@ class ActivityTracker {
     mutable std::vector<Mean> means;
   };
 
+  void FillNodeLocked(pass::NodeView* n, int64_t now_index, WallTime now, int64_t window_ms) const;
+
   Duration window_;
   int64_t bucket_ms_;
   mutable std::mutex mu_;

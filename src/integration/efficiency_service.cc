@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 #include "core/prometheus_text.h"
 #include "efficiency/activity.h"
@@ -153,8 +154,29 @@ EfficiencyService::EfficiencyService(EfficiencyConfig cfg, server::JobActions* a
 
 EfficiencyService::~EfficiencyService() { Stop(); }
 
+// Holds mu_ with the queued reports applied (see mu_ in the header). Readers are const members
+// and take it too: applying a report that was already answered is not a change they may not
+// make, since the report counts as seen from its answer on.
+class EfficiencyService::EngineLock {
+ public:
+  explicit EngineLock(const EfficiencyService* s) : s_(const_cast<EfficiencyService*>(s)) {
+    s_->mu_.lock();
+    s_->ApplyQueuedLocked();
+  }
+  EngineLock(const EfficiencyService* s, std::adopt_lock_t)
+      : s_(const_cast<EfficiencyService*>(s)) {
+    s_->ApplyQueuedLocked();
+  }
+  ~EngineLock() { s_->ReleaseEngine(); }
+  EngineLock(const EngineLock&) = delete;
+  EngineLock& operator=(const EngineLock&) = delete;
+
+ private:
+  EfficiencyService* s_;
+};
+
 Status EfficiencyService::Init(WallTime now) {
-  std::lock_guard lock(mu_);
+  EngineLock lock(this);
   if (!market_) return Status::Ok();
   STOKER_RETURN_IF_ERROR(market_->Load());
   return market_->GrantInitialBudgets(now);
@@ -162,7 +184,7 @@ Status EfficiencyService::Init(WallTime now) {
 
 void EfficiencyService::Start(Clock* clock) {
   {
-    std::lock_guard lock(mu_);
+    EngineLock lock(this);
     clock_ = clock;
   }
   {
@@ -190,7 +212,7 @@ void EfficiencyService::Stop() {
 }
 
 void EfficiencyService::AddNotifier(Notifier* n) {
-  std::lock_guard lock(mu_);
+  EngineLock lock(this);
   alerts_.AddNotifier(n);
 }
 
@@ -208,13 +230,13 @@ WallTime FromMs(int64_t ms) { return WallTime(std::chrono::milliseconds(ms)); }
 }  // namespace
 
 void EfficiencyService::OnFragmentation(const server::Fragmentation& f, WallTime at) {
-  std::lock_guard lock(mu_);
+  EngineLock lock(this);
   fragmentation_.push_back(FragmentationSample{at, f.fragmented_gpu_milli, f.total_gpu_milli});
   while (fragmentation_.size() > cfg_.service.keep_samples) fragmentation_.pop_front();
 }
 
 void EfficiencyService::OnJobChanged(const server::Job& job) {
-  std::lock_guard lock(mu_);
+  EngineLock lock(this);
   const std::string id = std::to_string(job.id);
   if (job.state == server::JobState::kQueued) {
     queued_[job.id] = {FromMs(job.submit_ms), std::max<int>(1, protocol::TotalGpus(job.spec))};
@@ -290,7 +312,7 @@ void EfficiencyService::OnJobChanged(const server::Job& job) {
 }
 
 void EfficiencyService::OnExternalJob(const ExternalJob& job, WallTime now) {
-  std::lock_guard lock(mu_);
+  EngineLock lock(this);
   JobRecord& rec = job_records_[job.id];
   rec.info.id = job.id;
   rec.info.user = job.user;
@@ -379,16 +401,67 @@ bool IsKeyOf(const std::string& key, const GpuSample& s) {
 void EfficiencyService::OnHeartbeat(const std::string& node, const std::vector<GpuSample>& gpus,
                                     WallTime at) {
   const TickRef tick{at, &gpus};
-  std::lock_guard lock(mu_);
+  EngineLock lock(this);
   ObserveLocked(node, std::span<const TickRef>(&tick, 1));
 }
 
 void EfficiencyService::OnReport(const std::string& node,
                                  std::span<const server::SampleTick> ticks) {
-  std::lock_guard lock(mu_);
+  if (!mu_.try_lock()) {
+    // Taken (an evaluation, a render, another report): queue a copy for its holder to apply.
+    QueuedReport copy{node, {ticks.begin(), ticks.end()}};
+    bool queued = false;
+    {
+      std::lock_guard q(queue_mu_);
+      if (queued_reports_.size() < kMaxQueuedReports) {
+        queued_reports_.push_back(std::move(copy));
+        queued = true;
+      }
+    }
+    if (queued) {
+      // The holder may have let go between the two tries: then apply it here.
+      if (mu_.try_lock()) {
+        EngineLock applied(this, std::adopt_lock);
+      }
+      return;
+    }
+    mu_.lock();  // too many queued: wait, as every report did before the queue
+  }
+  EngineLock lock(this, std::adopt_lock);  // applies the reports queued before this one first
+  ObserveReportLocked(node, ticks);
+}
+
+void EfficiencyService::ObserveReportLocked(const std::string& node,
+                                            std::span<const server::SampleTick> ticks) {
   tick_refs_.clear();
   for (const server::SampleTick& t : ticks) tick_refs_.push_back(TickRef{t.at, &t.gpus});
   ObserveLocked(node, tick_refs_);
+}
+
+void EfficiencyService::ApplyQueuedLocked() {
+  for (;;) {
+    {
+      std::lock_guard q(queue_mu_);
+      if (queued_reports_.empty()) return;
+      applying_.swap(queued_reports_);
+    }
+    for (const QueuedReport& r : applying_) ObserveReportLocked(r.node, r.ticks);
+    applying_.clear();
+  }
+}
+
+void EfficiencyService::ReleaseEngine() {
+  for (;;) {
+    ApplyQueuedLocked();
+    mu_.unlock();
+    // A report queued after the last look, while the lock was still taken: its reporter gave
+    // up on the lock, so apply it unless another holder now has the lock (and will).
+    {
+      std::lock_guard q(queue_mu_);
+      if (queued_reports_.empty()) return;
+    }
+    if (!mu_.try_lock()) return;
+  }
 }
 
 RecordedSample* EfficiencyService::NextSampleSlotLocked() {
@@ -612,14 +685,20 @@ void EfficiencyService::ApplyConsolidationLocked() {
 void EfficiencyService::Evaluate(WallTime now) {
   std::vector<Actions::Pending> cancels;
   {
-    std::lock_guard lock(mu_);
+    EngineLock lock(this);
     ObserveClusterLocked(now);
     alerts_.Apply(now);
+    // The freed GPUs are offered to the preemptible tier (sold at the reclaimed discount). One
+    // walk over the GPUs for all the jobs reclaimed, not one per job: at 10,000 nodes a walk per
+    // record held this lock, which every heartbeat takes, for tens of milliseconds.
+    std::unordered_set<std::string> reclaimed_jobs;
     for (const ReclaimRecord& r : reclaimer_->Evaluate(now)) {
       if (r.dry_run || r.action == ReclaimAction::kWarn || !r.result.ok()) continue;
-      // The freed GPUs are offered to the preemptible tier (sold at the reclaimed discount).
+      reclaimed_jobs.insert(r.job);
+    }
+    if (!reclaimed_jobs.empty()) {
       for (const auto& [key, job] : job_on_gpu_) {
-        if (job == r.job) reclaimed_gpus_.insert(key);
+        if (reclaimed_jobs.contains(job)) reclaimed_gpus_.insert(key);
       }
     }
     for (auto& [job, u] : usage_) {
@@ -632,7 +711,7 @@ void EfficiencyService::Evaluate(WallTime now) {
 }
 
 std::string EfficiencyService::Metrics(const server::Principal& who) {
-  std::lock_guard lock(mu_);
+  EngineLock lock(this);
   std::string out;
   EngineState st;
   st.zones = &zones_;
@@ -673,29 +752,29 @@ std::string EfficiencyService::Metrics(const server::Principal& who) {
 }
 
 std::vector<Alert> EfficiencyService::ActiveAlerts() const {
-  std::lock_guard lock(mu_);
+  EngineLock lock(this);
   std::vector<Alert> out;
   alerts_.ForEachActive([&out](const Alert& a) { out.push_back(a); }, /*evaluated_only=*/true);
   return out;
 }
 std::vector<ZoneStatus> EfficiencyService::GpuZones() const {
-  std::lock_guard lock(mu_);
+  EngineLock lock(this);
   return zones_.Gpus();
 }
 std::vector<ZoneStatus> EfficiencyService::JobZones() const {
-  std::lock_guard lock(mu_);
+  EngineLock lock(this);
   return zones_.Jobs();
 }
 std::vector<ReclaimRecord> EfficiencyService::ReclaimLog() const {
-  std::lock_guard lock(mu_);
+  EngineLock lock(this);
   return reclaimer_->log();
 }
 std::vector<LedgerEntry> EfficiencyService::Ledger() const {
-  std::lock_guard lock(mu_);
+  EngineLock lock(this);
   return market_ ? market_->entries() : std::vector<LedgerEntry>{};
 }
 int64_t EfficiencyService::Balance(const std::string& team) const {
-  std::lock_guard lock(mu_);
+  EngineLock lock(this);
   return market_ ? market_->Balance(team) : 0;
 }
 
@@ -703,7 +782,7 @@ RecordSet EfficiencyService::Records(const std::string& only_user,
                                      std::vector<LedgerEntry>* ledger) const {
   RecordSet rec;
   {
-    std::lock_guard lock(mu_);
+    EngineLock lock(this);
     std::set<std::string> mine;
     for (const auto& [id, j] : job_records_) {
       if (!only_user.empty() && j.info.user != only_user) continue;
@@ -753,7 +832,7 @@ Status EfficiencyService::CheckSubmit(const server::Principal& who, const server
   if (spec.preemptible) return Status::Ok();
   if (spec.gpus <= 0 && spec.gpu_milli <= 0 && spec.mig.empty())
     return Status::Ok();  // CPU only: free
-  std::lock_guard lock(mu_);
+  EngineLock lock(this);
   if (!market_) return Status::Ok();
   const std::string user =
       who.role == server::Role::kAdmin && !spec.user.empty() ? spec.user : who.name;
@@ -793,7 +872,7 @@ void EfficiencyService::AddRoutes(http::Router* router) {
                "Efficiency zones (gold, silver, bronze, hot) of GPUs and jobs, and the "
                "consolidation plan for silver jobs",
                [this, visible](const RouteCall& c) {
-                 std::lock_guard lock(mu_);
+                 EngineLock lock(this);
                  const auto can_see = visible(c.who);
                  std::vector<ZoneStatus> jobs;
                  for (const ZoneStatus& z : zones_.Jobs()) {
@@ -811,7 +890,7 @@ void EfficiencyService::AddRoutes(http::Router* router) {
                {},
                "Active graded alerts (yellow, orange, red) with inhibition and silence state",
                [this, visible](const RouteCall& c) {
-                 std::lock_guard lock(mu_);
+                 EngineLock lock(this);
                  const auto can_see = visible(c.who);
                  json out = json::array();
                  alerts_.ForEachActive(
@@ -824,7 +903,7 @@ void EfficiencyService::AddRoutes(http::Router* router) {
                  return JsonResponse(200, out);
                }});
   router->Add({"GET", "/silences", people, Scope::kNone, {}, "Silences", [this](const RouteCall&) {
-                 std::lock_guard lock(mu_);
+                 EngineLock lock(this);
                  json out = json::array();
                  for (const Silence& x : alerts_.silences()) out.push_back(SilenceToJson(x));
                  return JsonResponse(200, out);
@@ -844,7 +923,7 @@ void EfficiencyService::AddRoutes(http::Router* router) {
                  if (body.is_discarded()) {
                    return ErrorResponse(InvalidArgument("body: not valid JSON"));
                  }
-                 std::lock_guard lock(mu_);
+                 EngineLock lock(this);
                  const WallTime now = clock_ ? clock_->WallNow() : last_seen_;
                  auto silence = SilenceFromJson(body, now);
                  if (!silence.ok()) return ErrorResponse(silence.status());
@@ -862,7 +941,7 @@ void EfficiencyService::AddRoutes(http::Router* router) {
                "Delete a silence",
                [this](const RouteCall& c) {
                  const std::string& id = c.path.at("id");
-                 std::lock_guard lock(mu_);
+                 EngineLock lock(this);
                  if (!alerts_.RemoveSilence(id)) {
                    return ErrorResponse(NotFound("silence '" + id.substr(0, 64) + "' not found"));
                  }
@@ -875,7 +954,7 @@ void EfficiencyService::AddRoutes(http::Router* router) {
                {},
                "Idle-reclaim actions (warn, requeue, cancel) with evidence",
                [this](const RouteCall& c) {
-                 std::lock_guard lock(mu_);
+                 EngineLock lock(this);
                  json out = json::array();
                  for (const ReclaimRecord& r : reclaimer_->log()) {
                    if (c.who.role == Role::kAdmin || r.user == c.who.name) {
@@ -894,7 +973,7 @@ void EfficiencyService::AddRoutes(http::Router* router) {
          {QueryParam::String("team", 64, "only this team (users: their own)")},
          ledger ? "Market ledger entries" : "Team credit budgets and balances",
          [this, ledger](const RouteCall& c) {
-           std::lock_guard lock(mu_);
+           EngineLock lock(this);
            if (!market_) {
              return ErrorResponse(FailedPrecondition("market: not configured (market.budgets)"));
            }

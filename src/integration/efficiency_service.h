@@ -154,7 +154,25 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   void ObserveClusterLocked(WallTime now);
   std::string TeamOfLocked(const std::string& job_id) const;
 
+  // The engine's state lock. A report that finds it taken is queued instead of waited for (up
+  // to kMaxQueuedReports; past them it waits): whoever holds mu_ applies the queued reports, in
+  // the order they came, when it takes the lock and again before it lets go (EngineLock). So a
+  // heartbeat never waits for an evaluation or a /metrics render (at 10,000 nodes 50-200 ms of
+  // this lock), and a reader still sees every report answered before it asked.
+  class EngineLock;
+  struct QueuedReport {
+    std::string node;
+    std::vector<server::SampleTick> ticks;
+  };
+  static constexpr size_t kMaxQueuedReports = 4096;
+  void ApplyQueuedLocked();
+  void ReleaseEngine();
+  void ObserveReportLocked(const std::string& node, std::span<const server::SampleTick> ticks);
+
   mutable std::mutex mu_;
+  std::mutex queue_mu_;                       // guards queued_reports_ (taken after mu_)
+  std::vector<QueuedReport> queued_reports_;  // in arrival order
+  std::vector<QueuedReport> applying_;        // scratch of ApplyQueuedLocked
   std::string_view report_chart_script_;
   EfficiencyConfig cfg_;
   std::unique_ptr<Directory> directory_;

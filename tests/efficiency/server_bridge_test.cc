@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
 
 #include "integration/efficiency_service.h"
 
@@ -415,6 +419,95 @@ TEST(EfficiencyServiceTest, RecordedSamplesAreTheLatestKeptOnesInOrder) {
   EXPECT_EQ(r.samples.front().gpu, "GPU-3");
   EXPECT_EQ(r.samples.back().t, t0 + 9s);
   EXPECT_EQ(r.samples.back().gpu, "GPU-3");
+}
+
+// Holds the engine's lock from inside an evaluation: the first notification waits until
+// released.
+struct BlockingNotifier final : Notifier {
+  Status Notify(const std::vector<Alert>&, WallTime) override {
+    std::unique_lock lock(mu);
+    if (!blocked_once) {
+      blocked_once = true;
+      entered = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return released; });
+    }
+    return Status::Ok();
+  }
+  bool WaitEntered() {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(30), [&] { return entered; });
+  }
+  void Release() {
+    std::lock_guard lock(mu);
+    released = true;
+    cv.notify_all();
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  bool blocked_once = false, entered = false, released = false;
+};
+
+// A report that finds the engine busy (here: an evaluation that notifies) does not wait for it:
+// it is queued, and applied in the order the reports came before anyone reads the engine. The
+// service that took the reports while busy ends exactly where one that took them after the
+// evaluation does: same alerts, zones, samples and metrics.
+TEST(EfficiencyServiceTest, ReportsThatFindTheEngineBusyAreQueuedAndAppliedInOrder) {
+  EfficiencyConfig cfg;
+  cfg.alerting.rules = BuiltinRules();
+  EfficiencyService busy(cfg, nullptr);
+  EfficiencyService reference(cfg, nullptr);
+  BlockingNotifier notifier;
+  busy.AddNotifier(&notifier);
+  busy.OnJobChanged(RunningJob());
+  reference.OnJobChanged(RunningJob());
+  const WallTime t0 = WallTime(std::chrono::seconds(1'767'225'600));
+  auto report = [&](int from) {
+    std::vector<server::SampleTick> r;
+    for (int k = 0; k < 10; ++k) {
+      const WallTime at = t0 + std::chrono::seconds(from + k);
+      r.push_back(server::SampleTick{at, ScriptedSecond(from + k, at, true)});
+    }
+    return r;
+  };
+  // Five minutes: GPU 0 idles, so its dip alert fires (and is notified) at the evaluation.
+  int s = 0;
+  for (; s < 300; s += 10) {
+    busy.OnReport("n1", report(s));
+    reference.OnReport("n1", report(s));
+  }
+  const WallTime now = t0 + std::chrono::seconds(s - 1);
+  std::thread evaluation([&] { busy.Evaluate(now); });
+  if (!notifier.WaitEntered()) {  // the evaluation holds the engine's lock
+    notifier.Release();
+    evaluation.join();
+    FAIL() << "the evaluation notified nothing: no alert fired in five idle minutes";
+  }
+  // Three more reports while it does: each returns without waiting for the evaluation.
+  auto queued = std::async(std::launch::async, [&] {
+    for (int k = 0; k < 3; ++k) busy.OnReport("n1", report(s + 10 * k));
+  });
+  const bool returned = queued.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  notifier.Release();
+  evaluation.join();
+  queued.wait();
+  EXPECT_TRUE(returned) << "a report waited for the evaluation holding the engine";
+  reference.Evaluate(now);
+  for (int k = 0; k < 3; ++k) reference.OnReport("n1", report(s + 10 * k));
+  s += 30;
+  ExpectSameAlerts(reference.ActiveAlerts(), busy.ActiveAlerts(), s);
+  ExpectSameZones(reference.GpuZones(), busy.GpuZones(), s);
+  ExpectSameZones(reference.JobZones(), busy.JobZones(), s);
+  const RecordSet a = reference.Records(), b = busy.Records();
+  ASSERT_EQ(a.samples.size(), b.samples.size());
+  ASSERT_FALSE(b.samples.empty());
+  EXPECT_EQ(b.samples.back().t, t0 + std::chrono::seconds(s - 1));  // the last queued second
+  for (size_t i = 0; i < a.samples.size(); ++i) {
+    EXPECT_EQ(a.samples[i].t, b.samples[i].t) << i;
+    EXPECT_EQ(a.samples[i].gpu, b.samples[i].gpu) << i;
+  }
+  const server::Principal admin{"root", server::Role::kAdmin};
+  EXPECT_EQ(reference.Metrics(admin), busy.Metrics(admin));
 }
 
 }  // namespace

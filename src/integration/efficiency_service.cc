@@ -711,40 +711,49 @@ void EfficiencyService::Evaluate(WallTime now) {
 }
 
 std::string EfficiencyService::Metrics(const server::Principal& who) {
-  EngineLock lock(this);
-  std::string out;
-  EngineState st;
-  st.zones = &zones_;
-  // Estimates of GPUs heard from within the zone window (a GPU gone quiet drops out).
-  std::map<std::string, SampleEstimate> estimates;
-  std::map<std::string, WallTime> estimated_at;  // a key two nodes report: the latest wins
-  for (const auto& [name, n] : nodes_) {
-    for (const GpuState& g : n.gpus) {
-      if (!g.has_estimate || g.estimated_at < last_seen_ - cfg_.zones.window) continue;
-      auto [at, fresh] = estimated_at.try_emplace(g.key, g.estimated_at);
-      if (!fresh && at->second > g.estimated_at) continue;
-      at->second = g.estimated_at;
-      estimates[g.key] = g.estimate;
+  MetricsSnapshot snap;
+  std::vector<std::pair<std::string, int64_t>> balances;  // team, balance
+  {
+    // Copied out under the lock; the text (tens of MB at 10,000 nodes) is written after it.
+    EngineLock lock(this);
+    EngineState st;
+    st.zones = &zones_;
+    // Estimates of GPUs heard from within the zone window (a GPU gone quiet drops out).
+    std::map<std::string, SampleEstimate> estimates;
+    std::map<std::string, WallTime> estimated_at;  // a key two nodes report: the latest wins
+    for (const auto& [name, n] : nodes_) {
+      for (const GpuState& g : n.gpus) {
+        if (!g.has_estimate || g.estimated_at < last_seen_ - cfg_.zones.window) continue;
+        auto [at, fresh] = estimated_at.try_emplace(g.key, g.estimated_at);
+        if (!fresh && at->second > g.estimated_at) continue;
+        at->second = g.estimated_at;
+        estimates[g.key] = g.estimate;
+      }
+    }
+    st.gpu_estimates = &estimates;
+    st.alerts = &alerts_;
+    const std::vector<ReclaimRecord> log = reclaimer_->log();
+    st.reclaim_log = &log;
+    snap = TakeMetrics(st);
+    if (market_) {
+      // Admins see every team's balance, a user their own team's.
+      std::set<std::string> teams;
+      const std::string own = cfg_.market.TeamOf(who.name);
+      for (const auto& e : market_->entries()) {
+        if (who.role == server::Role::kAdmin || e.team == own) teams.insert(e.team);
+      }
+      for (const auto& t : teams) balances.emplace_back(t, market_->Balance(t));
     }
   }
-  st.gpu_estimates = &estimates;
-  st.alerts = &alerts_;
-  const std::vector<ReclaimRecord> log = reclaimer_->log();
-  st.reclaim_log = &log;
-  RenderMetrics(st, &out);
+  std::string out;
+  RenderMetrics(snap, &out);
   if (market_) {
     prom::TextWriter w;
     w.Family("stoker_market_balance_credits", "Compute-market balance of a team (credits).",
              prom::Type::kGauge);
-    // Admins see every team's balance, a user their own team's.
-    std::set<std::string> teams;
-    const std::string own = cfg_.market.TeamOf(who.name);
-    for (const auto& e : market_->entries()) {
-      if (who.role == server::Role::kAdmin || e.team == own) teams.insert(e.team);
-    }
-    for (const auto& t : teams) {
-      w.Sample("stoker_market_balance_credits", {{"team", t}},
-               static_cast<double>(market_->Balance(t)) / 1e6);
+    for (const auto& [team, balance] : balances) {
+      w.Sample("stoker_market_balance_credits", {{"team", team}},
+               static_cast<double>(balance) / 1e6);
     }
     out += w.text();
   }

@@ -1,5 +1,6 @@
 #include "efficiency/metrics.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <tuple>
@@ -17,7 +18,7 @@ MetricsSnapshot TakeMetrics(const EngineState& s) {
   MetricsSnapshot m;
   if (s.zones) {
     m.zones = true;
-    m.gpus = s.zones->Gpus();
+    m.gpus = s.zones->GpusUnsorted();
     m.jobs = s.zones->Jobs();
   }
   if (s.gpu_estimates) {
@@ -42,6 +43,26 @@ MetricsSnapshot TakeMetrics(const EngineState& s) {
   }
   if (s.cluster) m.cluster = *s.cluster;
   return m;
+}
+
+void FinishMetrics(MetricsSnapshot* m) {
+  ZoneTracker::SortByKey(&m->gpus);
+  if (m->estimate_rows.empty()) return;
+  m->estimates = true;
+  std::stable_sort(m->estimate_rows.begin(), m->estimate_rows.end(),
+                   [](const MetricsSnapshot::EstimateRow& a,
+                      const MetricsSnapshot::EstimateRow& b) { return a.key < b.key; });
+  // Each key's latest; among rows as recent as each other, the last taken.
+  for (size_t i = 0; i < m->estimate_rows.size();) {
+    size_t best = i, j = i + 1;
+    for (; j < m->estimate_rows.size() && m->estimate_rows[j].key == m->estimate_rows[i].key; ++j) {
+      if (m->estimate_rows[j].at >= m->estimate_rows[best].at) best = j;
+    }
+    m->gpu_estimates.emplace_hint(m->gpu_estimates.end(), std::move(m->estimate_rows[best].key),
+                                  m->estimate_rows[best].estimate);
+    i = j;
+  }
+  m->estimate_rows.clear();
 }
 
 void RenderMetrics(const MetricsSnapshot& m, std::string* out) {

@@ -38,9 +38,17 @@ struct EngineState {
 // every submission waiting on the lock meanwhile).
 struct MetricsSnapshot {
   bool zones = false;
-  std::vector<ZoneStatus> gpus, jobs;
+  std::vector<ZoneStatus> gpus, jobs;  // sorted by key once finished
   bool estimates = false;
   std::map<std::string, SampleEstimate> gpu_estimates;
+  // Estimates as taken, a GPU key possibly more than once (two nodes reporting one GPU):
+  // FinishMetrics keeps each key's latest, the last taken among equally recent ones.
+  struct EstimateRow {
+    std::string key;
+    SampleEstimate estimate;
+    WallTime at{};
+  };
+  std::vector<EstimateRow> estimate_rows;
   bool alerts = false;
   std::map<std::tuple<std::string, std::string, std::string>, int>
       alert_counts;  // rule, grade, state
@@ -49,7 +57,11 @@ struct MetricsSnapshot {
   std::optional<ClusterSnapshot> cluster;
 };
 
+// Under the engine's lock: copies what is shown (GPU zones unsorted; estimates as in
+// EngineState::gpu_estimates, or as estimate_rows the caller adds).
 MetricsSnapshot TakeMetrics(const EngineState& s);
+// After it: sorts the GPU zones and folds estimate_rows into gpu_estimates.
+void FinishMetrics(MetricsSnapshot* m);
 void RenderMetrics(const MetricsSnapshot& m, std::string* out);
 
 }  // namespace stoker::efficiency

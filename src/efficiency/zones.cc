@@ -83,10 +83,21 @@ ZoneStatus ZoneTracker::Job(const std::string& id) const {
 }
 
 std::vector<ZoneStatus> ZoneTracker::Gpus() const {
-  std::vector<ZoneStatus> out;
-  for (const auto& [k, t] : gpus_) out.push_back(StatusOf(k, t));
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+  std::vector<ZoneStatus> out = GpusUnsorted();
+  SortByKey(&out);
   return out;
+}
+
+std::vector<ZoneStatus> ZoneTracker::GpusUnsorted() const {
+  std::vector<ZoneStatus> out;
+  out.reserve(gpus_.size());
+  for (const auto& [k, t] : gpus_) out.push_back(StatusOf(k, t));
+  return out;
+}
+
+void ZoneTracker::SortByKey(std::vector<ZoneStatus>* statuses) {
+  std::sort(statuses->begin(), statuses->end(),
+            [](const auto& a, const auto& b) { return a.key < b.key; });
 }
 
 std::vector<ZoneStatus> ZoneTracker::Jobs() const {

@@ -83,7 +83,10 @@ class ZoneTracker {
   ZoneStatus Gpu(const std::string& key) const;
   ZoneStatus Job(const std::string& id) const;
   std::vector<ZoneStatus> Gpus() const;  // sorted by key
+  // The same, in no order (SortByKey sorts them later, off the caller's lock).
+  std::vector<ZoneStatus> GpusUnsorted() const;
   std::vector<ZoneStatus> Jobs() const;
+  static void SortByKey(std::vector<ZoneStatus>* statuses);
   void ForgetJob(const std::string& id) { jobs_.erase(id); }
 
   // Zone changes since the last call (the history reports and events are built from).

@@ -718,23 +718,19 @@ std::string EfficiencyService::Metrics(const server::Principal& who) {
     EngineLock lock(this);
     EngineState st;
     st.zones = &zones_;
-    // Estimates of GPUs heard from within the zone window (a GPU gone quiet drops out).
-    std::map<std::string, SampleEstimate> estimates;
-    std::map<std::string, WallTime> estimated_at;  // a key two nodes report: the latest wins
-    for (const auto& [name, n] : nodes_) {
-      for (const GpuState& g : n.gpus) {
-        if (!g.has_estimate || g.estimated_at < last_seen_ - cfg_.zones.window) continue;
-        auto [at, fresh] = estimated_at.try_emplace(g.key, g.estimated_at);
-        if (!fresh && at->second > g.estimated_at) continue;
-        at->second = g.estimated_at;
-        estimates[g.key] = g.estimate;
-      }
-    }
-    st.gpu_estimates = &estimates;
     st.alerts = &alerts_;
     const std::vector<ReclaimRecord> log = reclaimer_->log();
     st.reclaim_log = &log;
     snap = TakeMetrics(st);
+    // Estimates of GPUs heard from within the zone window (a GPU gone quiet drops out); a key
+    // two nodes report: the latest wins (FinishMetrics).
+    snap.estimates = true;
+    for (const auto& [name, n] : nodes_) {
+      for (const GpuState& g : n.gpus) {
+        if (!g.has_estimate || g.estimated_at < last_seen_ - cfg_.zones.window) continue;
+        snap.estimate_rows.push_back({g.key, g.estimate, g.estimated_at});
+      }
+    }
     if (market_) {
       // Admins see every team's balance, a user their own team's.
       std::set<std::string> teams;
@@ -745,6 +741,7 @@ std::string EfficiencyService::Metrics(const server::Principal& who) {
       for (const auto& t : teams) balances.emplace_back(t, market_->Balance(t));
     }
   }
+  FinishMetrics(&snap);
   std::string out;
   RenderMetrics(snap, &out);
   if (market_) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "efficiency/activity.h"
+#include "efficiency/metrics.h"
 #include "efficiency/window.h"
 #include "efficiency/zones.h"
 #include "test_util.h"
@@ -166,6 +167,38 @@ TEST(ConsolidationTest, MemoryLimitsPacking) {
   std::vector<JobLoad> jobs = {Load("a", "u1", 20'000, 50, false, true),
                                Load("b", "u1", 20'000, 40, false, true)};
   EXPECT_TRUE(PlanConsolidation(jobs, c).groups.empty());  // 90 GB > 72 GB usable
+}
+
+// /metrics is copied under the engine's lock and finished after it: the GPU zones come out
+// sorted by key, and of a GPU key reported by two nodes the latest estimate is kept (the last
+// taken among equally recent ones), as the text showed when it was written under the lock.
+TEST(EfficiencyMetrics, FinishSortsZonesAndKeepsEachGpusLatestEstimate) {
+  MetricsSnapshot m;
+  m.zones = true;
+  m.gpus = {ZoneStatus{.key = "GPU-b"}, ZoneStatus{.key = "GPU-a"}, ZoneStatus{.key = "GPU-c"}};
+  m.estimates = true;
+  auto row = [](std::string key, double tflops, int at_s) {
+    return MetricsSnapshot::EstimateRow{std::move(key), SampleEstimate{tflops, std::nullopt},
+                                        T0() + std::chrono::seconds(at_s)};
+  };
+  m.estimate_rows = {row("GPU-b", 1, 10), row("GPU-a", 2, 5), row("GPU-b", 3, 20),
+                     row("GPU-b", 4, 15), row("GPU-c", 5, 7), row("GPU-c", 6, 7)};
+  FinishMetrics(&m);
+  ASSERT_EQ(m.gpus.size(), 3u);
+  EXPECT_EQ(m.gpus[0].key, "GPU-a");
+  EXPECT_EQ(m.gpus[1].key, "GPU-b");
+  EXPECT_EQ(m.gpus[2].key, "GPU-c");
+  ASSERT_EQ(m.gpu_estimates.size(), 3u);
+  EXPECT_EQ(m.gpu_estimates.at("GPU-a").tflops, 2);
+  EXPECT_EQ(m.gpu_estimates.at("GPU-b").tflops, 3);  // 20 s: the latest
+  EXPECT_EQ(m.gpu_estimates.at("GPU-c").tflops, 6);  // both at 7 s: the last taken
+  EXPECT_TRUE(m.estimate_rows.empty());
+  std::string text;
+  RenderMetrics(m, &text);
+  EXPECT_LT(text.find("stoker_efficiency_gpu_zone{uuid=\"GPU-a\""),
+            text.find("stoker_efficiency_gpu_zone{uuid=\"GPU-b\""));
+  EXPECT_NE(text.find("stoker_efficiency_gpu_tflops_estimate{uuid=\"GPU-b\"} 3\n"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -445,7 +445,15 @@ void EfficiencyService::ApplyQueuedLocked() {
       if (queued_reports_.empty()) return;
       applying_.swap(queued_reports_);
     }
-    for (const QueuedReport& r : applying_) ObserveReportLocked(r.node, r.ticks);
+    for (const QueuedReport& r : applying_) {
+      // Applied by whoever holds the lock, even a destructor: a report that throws (a bug) costs
+      // that report, as it cost its own request before the queue, not the lock or the process.
+      try {
+        ObserveReportLocked(r.node, r.ticks);
+      } catch (const std::exception& e) {
+        spdlog::error("efficiency: a report of node {} was not applied: {}", r.node, e.what());
+      }
+    }
     applying_.clear();
   }
 }

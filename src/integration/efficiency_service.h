@@ -12,7 +12,9 @@
 // Threading: the server calls the observer from request threads, some while it holds its
 // observer lock, so the service never calls back into the server from an observer callback:
 // reclaim actions are queued and run by Evaluate(), which the service's own loop (Start)
-// calls every service.evaluate_every, or a test calls directly.
+// calls every service.evaluate_every, or a test calls directly. A heartbeat's report never
+// waits for the engine: when its lock is taken the report is queued and the lock's holder
+// applies it, in arrival order, before anyone reads (mu_ below).
 //
 // Routes (any user or admin token; agents get 403; users see their own jobs and team):
 //   GET    /api/v1/zones                 GPU and job zones, consolidation plan

@@ -21,10 +21,6 @@ MetricsSnapshot TakeMetrics(const EngineState& s) {
     m.gpus = s.zones->GpusUnsorted();
     m.jobs = s.zones->Jobs();
   }
-  if (s.gpu_estimates) {
-    m.estimates = true;
-    m.gpu_estimates = *s.gpu_estimates;
-  }
   if (s.alerts) {
     m.alerts = true;
     s.alerts->ForEachActive(
@@ -47,8 +43,6 @@ MetricsSnapshot TakeMetrics(const EngineState& s) {
 
 void FinishMetrics(MetricsSnapshot* m) {
   ZoneTracker::SortByKey(&m->gpus);
-  if (m->estimate_rows.empty()) return;
-  m->estimates = true;
   std::stable_sort(m->estimate_rows.begin(), m->estimate_rows.end(),
                    [](const MetricsSnapshot::EstimateRow& a,
                       const MetricsSnapshot::EstimateRow& b) { return a.key < b.key; });

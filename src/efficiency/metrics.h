@@ -29,8 +29,6 @@ struct EngineState {
   const AlertEngine* alerts = nullptr;
   const std::vector<ReclaimRecord>* reclaim_log = nullptr;
   const ClusterSnapshot* cluster = nullptr;
-  // Each GPU's estimates from its latest sample, by GPU key (UUID).
-  const std::map<std::string, SampleEstimate>* gpu_estimates = nullptr;
 };
 
 // What RenderMetrics writes, copied out of the engine's state: taken under the engine's lock,
@@ -38,17 +36,18 @@ struct EngineState {
 // every submission waiting on the lock meanwhile).
 struct MetricsSnapshot {
   bool zones = false;
-  std::vector<ZoneStatus> gpus, jobs;  // sorted by key once finished
+  std::vector<ZoneStatus> gpus, jobs;  // GPUs sorted by key once finished
+  // Each GPU's estimates from its latest sample. The caller adds them as taken, a GPU key
+  // possibly more than once (two nodes reporting one GPU); FinishMetrics keeps each key's
+  // latest, the last taken among equally recent ones, in gpu_estimates.
   bool estimates = false;
-  std::map<std::string, SampleEstimate> gpu_estimates;
-  // Estimates as taken, a GPU key possibly more than once (two nodes reporting one GPU):
-  // FinishMetrics keeps each key's latest, the last taken among equally recent ones.
   struct EstimateRow {
     std::string key;
     SampleEstimate estimate;
     WallTime at{};
   };
   std::vector<EstimateRow> estimate_rows;
+  std::map<std::string, SampleEstimate> gpu_estimates;  // by GPU key (UUID)
   bool alerts = false;
   std::map<std::tuple<std::string, std::string, std::string>, int>
       alert_counts;  // rule, grade, state
@@ -57,8 +56,8 @@ struct MetricsSnapshot {
   std::optional<ClusterSnapshot> cluster;
 };
 
-// Under the engine's lock: copies what is shown (GPU zones unsorted; estimates as in
-// EngineState::gpu_estimates, or as estimate_rows the caller adds).
+// Under the engine's lock: copies what is shown (GPU zones unsorted; the caller adds the
+// estimates as estimate_rows).
 MetricsSnapshot TakeMetrics(const EngineState& s);
 // After it: sorts the GPU zones and folds estimate_rows into gpu_estimates.
 void FinishMetrics(MetricsSnapshot* m);

@@ -619,6 +619,7 @@ void EfficiencyService::ObserveClusterLocked(WallTime now) {
     }
   }
   alerts_.ObserveCluster(now, c);
+  last_cluster_ = c;
 }
 
 void EfficiencyService::ChargeLocked(const std::string& job, WallTime until) {
@@ -727,6 +728,8 @@ std::string EfficiencyService::Metrics(const server::Principal& who) {
     EngineState st;
     st.zones = &zones_;
     st.alerts = &alerts_;
+    // The backlog gauge as of the last evaluation (none before the first).
+    st.cluster = last_cluster_ ? &*last_cluster_ : nullptr;
     const std::vector<ReclaimRecord> log = reclaimer_->log();
     st.reclaim_log = &log;
     snap = TakeMetrics(st);

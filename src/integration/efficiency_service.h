@@ -33,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -172,7 +173,7 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   void ObserveReportLocked(const std::string& node, std::span<const server::SampleTick> ticks);
 
   mutable std::mutex mu_;
-  std::mutex queue_mu_;                       // guards queued_reports_ (taken after mu_)
+  std::mutex queue_mu_;  // guards queued_reports_; never held while mu_ is taken or waited for
   std::vector<QueuedReport> queued_reports_;  // in arrival order
   std::vector<QueuedReport> applying_;        // scratch of ApplyQueuedLocked
   std::string_view report_chart_script_;
@@ -241,6 +242,7 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   // Jobs that already run as a share or were handed a consolidation: not planned again.
   std::set<std::string> consolidated_;
   WallTime last_seen_{};
+  std::optional<ClusterSnapshot> last_cluster_;  // the last evaluation's (the backlog gauge)
   Clock* clock_ = nullptr;  // set by Start(); the time of API actions (silences)
 
   std::mutex loop_mu_;

@@ -421,6 +421,34 @@ TEST(EfficiencyServiceTest, RecordedSamplesAreTheLatestKeptOnesInOrder) {
   EXPECT_EQ(r.samples.back().gpu, "GPU-3");
 }
 
+// The backlog gauge the ClusterBacklog rule (deploy/prometheus/stoker-rules.yml) reads is in the
+// server's /metrics from the first evaluation on: a job queued for 10 minutes while idle GPUs
+// could run it.
+TEST(EfficiencyServiceTest, MetricsCarryTheBacklogWaitFromTheLastEvaluation) {
+  EfficiencyService svc(EfficiencyConfig{}, nullptr);
+  const WallTime t0 = WallTime(std::chrono::seconds(1'767'225'600));
+  server::Job queued;
+  queued.id = 20;
+  queued.user = "carol";
+  queued.state = server::JobState::kQueued;
+  queued.submit_ms = 1'767'225'600'000;
+  queued.spec.gpus = 1;
+  svc.OnJobChanged(queued);
+  std::vector<server::SampleTick> report;
+  for (int k = 0; k < 10; ++k) {
+    const WallTime at = t0 + std::chrono::seconds(k);
+    report.push_back(server::SampleTick{at, ScriptedSecond(k, at, true)});
+  }
+  svc.OnReport("n1", report);
+  const server::Principal admin{"root", server::Role::kAdmin};
+  EXPECT_EQ(svc.Metrics(admin).find("stoker_cluster_backlog_wait_seconds"), std::string::npos)
+      << "no evaluation yet";
+  svc.Evaluate(t0 + std::chrono::minutes(10));
+  EXPECT_NE(svc.Metrics(admin).find("\nstoker_cluster_backlog_wait_seconds 600\n"),
+            std::string::npos)
+      << svc.Metrics(admin).substr(0, 2000);
+}
+
 // Holds the engine's lock from inside an evaluation: the first notification waits until
 // released.
 struct BlockingNotifier final : Notifier {

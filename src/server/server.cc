@@ -1743,10 +1743,13 @@ void Server::Loop(bool scheduler) {
       // the pass took: back-to-back passes would take a whole core from the request handlers
       // (measured: 66 % of the server's CPU while 64 clients submitted). New jobs are then
       // placed within about (1 + ratio) pass times, and within a second and a pass at most.
+      // The rest ends early only to stop (kicks meanwhile wait for the next pass).
       const auto rest = std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::duration<double>(st.seconds * options_.pass_rest_ratio));
-      std::this_thread::sleep_for(
-          std::clamp(rest, std::chrono::milliseconds(20), std::chrono::milliseconds(1000)));
+      std::unique_lock lock(loop_mu_);
+      loop_cv_.wait_for(
+          lock, std::clamp(rest, std::chrono::milliseconds(20), std::chrono::milliseconds(1000)),
+          [&] { return stopping_; });
     } else {
       CheckNodeTimeouts();
     }

@@ -463,23 +463,18 @@ void PrintTimeline(std::vector<std::pair<TimePoint, uint32_t>> beats) {
   if (beats.empty()) return;
   std::sort(beats.begin(), beats.end());
   const TimePoint first = beats.front().first;
+  const auto second_of = [&](size_t i) {
+    return std::chrono::duration_cast<std::chrono::seconds>(beats[i].first - first).count();
+  };
   std::printf("%6s %8s %9s %9s %9s\n", "second", "due", "p99_ms", "max_ms", "over_20ms");
-  size_t i = 0;
-  while (i < beats.size()) {
-    const auto sec = std::chrono::duration_cast<std::chrono::seconds>(beats[i].first - first);
-    std::vector<uint32_t> us;
-    for (; i < beats.size() &&
-           std::chrono::duration_cast<std::chrono::seconds>(beats[i].first - first) == sec;
-         ++i) {
-      us.push_back(beats[i].second);
-    }
-    std::sort(us.begin(), us.end());
-    const size_t k =
-        std::min(us.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(us.size())));
+  for (size_t i = 0; i < beats.size();) {
+    const int64_t second = second_of(i);
+    Series s;
+    for (; i < beats.size() && second_of(i) == second; ++i) s.us.push_back(beats[i].second);
     const auto over =
-        static_cast<size_t>(us.end() - std::upper_bound(us.begin(), us.end(), uint32_t{20000}));
-    std::printf("%6lld %8zu %9.1f %9.1f %9zu\n", static_cast<long long>(sec.count()), us.size(),
-                us[k] / 1000.0, us.back() / 1000.0, over);
+        std::count_if(s.us.begin(), s.us.end(), [](uint32_t us) { return us > 20000; });
+    std::printf("%6lld %8zu %9.1f %9.1f %9lld\n", static_cast<long long>(second), s.us.size(),
+                s.Pct(0.99), s.Max(), static_cast<long long>(over));
   }
 }
 
@@ -564,7 +559,7 @@ int RunAgents(const Options& o) {
   // intervals. A report carries a second of samples for each second since the node's previous one.
   std::vector<size_t> agent_conn(o.agents);
   std::vector<SteadyClock::duration> interval(o.agents, period);
-  std::vector<TimePoint> last_sent(o.agents, t0 - period);
+  std::vector<TimePoint> last_sent(o.agents);  // set with each agent's first report below
   const auto next_slot = [&](int a, TimePoint after) {
     const SteadyClock::duration every = interval[a];
     const TimePoint base = t0 + every * a / std::max(1, o.agents);
@@ -753,7 +748,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--json", o.json_out, "print the report as JSON");
   app.add_flag("--timeline", o.timeline,
-               "agents: print each measured second's heartbeat p99, slowest and count over 20 ms");
+               "agents: print each measured second's heartbeat p99, slowest and count over 20 ms")
+      ->excludes("--json");
   app.add_option("--server-pid", o.server_pid,
                  "agents: also report this process's CPU over the measured window (the server)");
   CLI11_PARSE(app, argc, argv);

@@ -157,9 +157,12 @@ TEST(ReportCadence, ReportsComeOneIntervalApartWhenAnswersTakeTime) {
   for (int i = 0; i < 41; ++i) w.Second();
   ASSERT_EQ(w.agent->report_interval(), std::chrono::seconds(4));
   const std::vector<MonoTime> beats = w.flaky->Heartbeats();
-  ASSERT_GE(beats.size(), 2u + 9);
-  // After the first report (the interval heard) and the second (the node's slot found), each
-  // report comes 4 s after the previous one, in the same round of its second.
+  // The first report (second 1) hears the interval; the node's slot then falls within the next
+  // 4 s of its answer (1.3 s to 5.3 s, by the wall clock's phase), so the second report comes
+  // at second 2 to 6, and the 41 seconds hold at least eight more after it.
+  ASSERT_GE(beats.size(), 2u + 8);
+  // From the second report on, each report comes 4 s after the previous one, in the same round
+  // of its second.
   for (size_t i = 2; i < beats.size(); ++i) {
     EXPECT_EQ(beats[i] - beats[i - 1], std::chrono::seconds(4)) << "report " << i;
   }

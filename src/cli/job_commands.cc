@@ -72,9 +72,9 @@ void PrintJobsTable(const std::vector<Job>& jobs) {
 }
 
 // One job as the server sent it, read with the protocol's decoder (the server's own; its errors
-// name the job's id).
+// name the job's id). Spec fields this version does not know (a newer server's) are skipped.
 Result<Job> DecodeJob(const json& doc) {
-  auto job = protocol::JobFromJson(doc);
+  auto job = protocol::JobFromJson(doc, protocol::UnknownFields::kIgnore);
   if (!job.ok()) return job.status().WithContext("the server's answer");
   return job;
 }

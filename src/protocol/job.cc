@@ -39,13 +39,15 @@ bool IsActive(JobState s) {
   return s == JobState::kAssigned || s == JobState::kRunning || s == JobState::kCancelling;
 }
 
-Result<JobSpec> ParseJobSpec(const json& body) {
+Result<JobSpec> ParseJobSpec(const json& body, UnknownFields unknown) {
   STOKER_RETURN_IF_ERROR(CheckObject(body, "job"));
-  STOKER_RETURN_IF_ERROR(CheckKnownFields(
-      body, {"name",       "command",     "env",        "workdir",      "gpus",
-             "min_gpus",   "nodes",       "total_gpus", "gpu_milli",    "gpu_memory_mib",
-             "gpu_models", "mig",         "cpu_milli",  "memory_mib",   "class",
-             "priority",   "preemptible", "movable",    "on_node_loss", "user"}));
+  if (unknown == UnknownFields::kRefuse) {
+    STOKER_RETURN_IF_ERROR(CheckKnownFields(
+        body, {"name",       "command",     "env",        "workdir",      "gpus",
+               "min_gpus",   "nodes",       "total_gpus", "gpu_milli",    "gpu_memory_mib",
+               "gpu_models", "mig",         "cpu_milli",  "memory_mib",   "class",
+               "priority",   "preemptible", "movable",    "on_node_loss", "user"}));
+  }
   JobSpec s;
   STOKER_RETURN_IF_ERROR(GetString(body, "name", &s.name, limits::kJobNameBytes));
   if (!body.contains("command")) return FieldError("command", "required (argv array)");
@@ -319,14 +321,14 @@ json JobStatusToJson(const Job& job) {
   return j;
 }
 
-Result<Job> JobFromJson(const json& j) {
+Result<Job> JobFromJson(const json& j, UnknownFields unknown) {
   if (!j.is_object()) return InvalidArgument("job document is not an object");
   Job job;
   try {
     job.id = j.at("id").get<int64_t>();
     job.user = j.at("user").get<std::string>();
     job.state = j.at("state").get<JobState>();
-    STOKER_ASSIGN_OR_RETURN(job.spec, ParseJobSpec(j.at("spec")));
+    STOKER_ASSIGN_OR_RETURN(job.spec, ParseJobSpec(j.at("spec"), unknown));
     if (j.contains("assignment")) job.assignment = AssignmentFromJson(j["assignment"]);
     if (auto it = j.find("parts"); it != j.end()) {
       for (const json& pj : *it) {

@@ -81,9 +81,13 @@ inline bool IsGang(const JobSpec& s) { return s.nodes > 0 || s.total_gpus > 0; }
 inline int32_t TotalGpus(const JobSpec& s) {
   return s.total_gpus > 0 ? s.total_gpus : s.nodes > 0 ? s.nodes * s.gpus : s.gpus;
 }
+// What a reader does with a field it does not know. A submission and a stored job refuse it (a
+// misspelt option must not be dropped silently); a client reading a server's answer ignores it,
+// so a newer server, whose jobs carry fields this version does not know, stays readable.
+enum class UnknownFields { kRefuse, kIgnore };
 // Validates a job spec document (a submission's body, or a stored job's). Errors are
 // InvalidArgument "<field>: <what is wrong>".
-Result<JobSpec> ParseJobSpec(const json& body);
+Result<JobSpec> ParseJobSpec(const json& body, UnknownFields unknown = UnknownFields::kRefuse);
 // What a new submission must also meet (stored jobs accepted by older rules still load): no
 // NUL byte in any string (it would cut a path or an argument short where the node uses it),
 // and none of the variables Stoker sets itself (IsReservedEnvName) in `env`.
@@ -181,7 +185,7 @@ struct Job {
 };
 
 json JobToJson(const Job& j);
-Result<Job> JobFromJson(const json& j);
+Result<Job> JobFromJson(const json& j, UnknownFields unknown = UnknownFields::kRefuse);
 // The keys of JobToJson's document that never change after submission; JobStatusToJson writes
 // every other one. The server stores the whole document once, at submission, and from then on
 // only the status (a placement, a state change), so a write is proportional to what changed.

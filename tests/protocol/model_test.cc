@@ -73,6 +73,29 @@ TEST(JobJson, FullJobRoundTrips) {
   EXPECT_EQ(JobToJson(*back), JobToJson(j));
 }
 
+// A spec field this version does not know: a stored job or a submission refuses it, naming
+// it; a client reading a (newer) server's answer skips it and reads everything else.
+TEST(JobJson, AnUnknownSpecFieldIsRefusedOrSkippedAsTheReaderAsks) {
+  Job j;
+  j.id = 9;
+  j.user = "alice";
+  j.spec.command = {"train"};
+  j.spec.gpus = 2;
+  j.state = JobState::kQueued;
+  json doc = JobToJson(j);
+  doc["spec"]["checkpoint_every"] = "10m";
+  auto strict = JobFromJson(doc);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_EQ(strict.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(strict.status().message(), "checkpoint_every: unknown field");
+  auto lenient = JobFromJson(doc, UnknownFields::kIgnore);
+  ASSERT_TRUE(lenient.ok()) << lenient.status().ToString();
+  EXPECT_EQ(JobToJson(*lenient), JobToJson(j));
+  // Skipping unknown fields does not skip checks: a known field out of range is still refused.
+  doc["spec"]["gpus"] = -1;
+  EXPECT_FALSE(JobFromJson(doc, UnknownFields::kIgnore).ok());
+}
+
 // The server stores a job's document once, at submission, and then only its status: the job
 // read back from both is the job as it was last written, fields it lost since included.
 TEST(JobJson, StatusOverTheSubmittedDocumentIsTheNewestJob) {

@@ -571,12 +571,12 @@ int RunHistorySize(const SimSizeFlags& f) {
   const bool tty = isatty(STDERR_FILENO) != 0;
   o.on_probe = [&](const std::string& model, const eff::SizingProbe& p) {
     if (!tty) return;
-    std::fprintf(stderr, "\r\033[K[%d] %-8s %6d GPUs: queue mean %8.0f s, p99 %8.0f s: %s",
-                 p.probes_done, model.c_str(), p.nodes, p.mean_s, p.p99_s,
-                 p.met ? "meets the targets" : "misses");
+    fmt::print(stderr, "\r\033[K[{}] {:<8} {:6} GPUs: queue mean {:8.0f} s, p99 {:8.0f} s: {}",
+               p.probes_done, model, p.nodes, p.mean_s, p.p99_s,
+               p.met ? "meets the targets" : "misses");
   };
   auto sized = eff::SizeFromHistory(*records, o);
-  if (tty) std::fprintf(stderr, "\r\033[K");
+  if (tty) fmt::print(stderr, "\r\033[K");
   if (!sized.ok()) return fail(sized.status());
   auto money = [](int64_t micro) { return micro < 0 ? -1.0 : static_cast<double>(micro) / 1e6; };
   if (f.json) {
@@ -700,13 +700,13 @@ int RunSimSize(const SimSizeFlags& f) {
   const bool tty = isatty(STDERR_FILENO) != 0;
   so.on_probe = [&](const eff::SizingProbe& p) {
     if (!tty) return;
-    std::fprintf(stderr, "\r\033[K[%d] %-16s %6d nodes: queue mean %8.0f s, p99 %8.0f s: %s",
-                 p.probes_done, p.variant.c_str(), p.nodes, p.mean_s, p.p99_s,
-                 p.met ? "meets the targets" : "misses");
+    fmt::print(stderr, "\r\033[K[{}] {:<16} {:6} nodes: queue mean {:8.0f} s, p99 {:8.0f} s: {}",
+               p.probes_done, p.variant, p.nodes, p.mean_s, p.p99_s,
+               p.met ? "meets the targets" : "misses");
   };
   const std::vector<sim::SimJobSpec> jobs = sim::JobsFromTrace(setup->trace);
   auto sized = eff::SizeCluster(jobs, so);
-  if (tty) std::fprintf(stderr, "\r\033[K");
+  if (tty) fmt::print(stderr, "\r\033[K");
   if (!sized.ok()) return fail(sized.status());
   if (f.json) {
     nlohmann::json arr = nlohmann::json::array();

@@ -4,8 +4,11 @@
 
 #include <fmt/core.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <thread>
@@ -52,7 +55,7 @@ void PrintJobsTable(const std::vector<Job>& jobs) {
   for (const Job& j : jobs) {
     std::string info = j.reason;
     if (j.exit_code) {
-      info = "exit " + std::to_string(*j.exit_code) + (info.empty() ? "" : "; " + info);
+      info = fmt::format("exit {}{}{}", *j.exit_code, info.empty() ? "" : "; ", info);
     }
     std::string node = j.assignment ? j.assignment->node : "";
     if (!j.parts.empty()) {
@@ -61,7 +64,8 @@ void PrintJobsTable(const std::vector<Job>& jobs) {
       if (j.parts.size() > 1) node += "+" + std::to_string(j.parts.size() - 1);
     }
     if (j.assignment && !j.assignment->cuda_visible_devices.empty()) {
-      info = "devices " + j.assignment->cuda_visible_devices + (info.empty() ? "" : "; " + info);
+      info = fmt::format("devices {}{}{}", j.assignment->cuda_visible_devices,
+                         info.empty() ? "" : "; ", info);
     }
     std::string name = j.spec.name;
     if (name.empty() && !j.spec.command.empty()) name = j.spec.command[0];
@@ -171,8 +175,12 @@ int RunLogs(const ClientFlags& c, int64_t id, bool follow, bool stderr_stream, i
                       (part > 0 ? "&part=" + std::to_string(part) : std::string()));
     if (!r.ok()) return Fail(r.status());
     const std::string data = (*r)["data"].get<std::string>();
-    std::fwrite(data.data(), 1, data.size(), stdout);
-    std::fflush(stdout);
+    // A reader that has gone (stdout a closed pipe: SIGPIPE is ignored) ends the command, which
+    // would otherwise follow the log for nobody.
+    if (std::fwrite(data.data(), 1, data.size(), stdout) != data.size() ||
+        std::fflush(stdout) != 0) {
+      return Fail(Internal(fmt::format("writing the log: {}", std::strerror(errno))));
+    }
     offset = (*r)["next_offset"].get<int64_t>();
     if (!follow || (*r)["finished"].get<bool>()) break;
     if (data.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -242,7 +250,7 @@ Result<protocol::JobSpec> SubmitSpec(const SubmitFlags& s, const std::string& cw
     if (s.cpu > kMaxCores) {
       return InvalidArgument(fmt::format("--cpu: at most {} cores, got {}", kMaxCores, s.cpu));
     }
-    spec.cpu_milli = static_cast<int64_t>(s.cpu * 1000 + 0.5);
+    spec.cpu_milli = std::llround(s.cpu * 1000);
     if (spec.cpu_milli < protocol::limits::kCpuMilliMin) {
       return InvalidArgument(fmt::format("--cpu: at least 0.001 cores, got {}", s.cpu));
     }

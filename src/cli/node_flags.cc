@@ -1,6 +1,7 @@
 #include "cli/node_flags.h"
 
-#include <cstdio>
+#include <fmt/core.h>
+
 #include <filesystem>
 
 #include "runner/cgroup.h"
@@ -34,9 +35,7 @@ std::string ApplyJobRunFlags(const JobRunFlags& flags, node::NodeOptions* no) {
   const std::string state = std::filesystem::weakly_canonical(no->state_dir, ec).string();
   uint32_t h = 2166136261u;  // FNV-1a: the same name for the same folder on every build
   for (unsigned char c : state) h = (h ^ c) * 16777619u;
-  char name[32];
-  std::snprintf(name, sizeof name, "stoker-%08x", h);
-  no->cgroups = runner::ProbeCgroups(flags.cgroup_parent, name);
+  no->cgroups = runner::ProbeCgroups(flags.cgroup_parent, fmt::format("stoker-{:08x}", h));
   return "jobs: " + no->cgroups.Describe();
 }
 

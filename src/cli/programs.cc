@@ -71,8 +71,9 @@ int RunApp(int argc, char** argv, std::span<const Family> families) {
   // A peer that closes its end (a TLS server refusing a client certificate after a TLS 1.3
   // handshake, a reader of our output that exits) must give a write error that the command
   // reports, not kill the process: OpenSSL writes with write(2), which raises SIGPIPE. Jobs do
-  // not inherit this: the job shim restores the default before it runs the job.
-  std::signal(SIGPIPE, SIG_IGN);
+  // not inherit this: the job shim restores the default before it runs the job. (It cannot fail
+  // for SIGPIPE.)
+  (void)std::signal(SIGPIPE, SIG_IGN);
   SetCommandLine(argc, argv);
   CLI::App app{"Stoker: keep every GPU of a cluster busy.", "stoker"};
   app.require_subcommand(1);
@@ -111,7 +112,9 @@ Status ExecSibling(std::string_view program, std::string_view what) {
   std::vector<char*> args(g_argv, g_argv + g_argc);
   args.push_back(nullptr);
   args[0] = path.data();
-  std::fflush(nullptr);  // nothing buffered may be lost (or written twice)
+  // Nothing buffered may be lost (or written twice). A stream that cannot be written now will
+  // not be after the exec either: there is nothing to do about it here.
+  (void)std::fflush(nullptr);
   execv(path.c_str(), args.data());
   const int err = errno;
   const std::string msg =

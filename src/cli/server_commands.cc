@@ -182,7 +182,7 @@ struct RunningServer {
   std::unique_ptr<slurm::CommandSlurmClient> slurm_client;
   std::unique_ptr<slurm::AgentSampleSource> slurm_agents;
   std::unique_ptr<slurm::SlurmEngine> slurm;
-  void Stop() {
+  void Stop() const {
     if (http) http->Stop();
     if (slurm) slurm->Stop();
     if (k8s) k8s->Stop();
@@ -457,14 +457,14 @@ int RunServer(ServerFlags f) {
   }
   fmt::print("dashboard: {}/ (log in with a token)\n", (*rs)->http->url());
   fmt::print("admin token: {}/admin.token\n", f.data_dir);
-  std::fflush(stdout);
+  (void)std::fflush(stdout);  // for a reader of a pipe; nothing to do if it is gone
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   fmt::print("stopping (running jobs keep running on their nodes)\n");
   (*rs)->Stop();
   return kExitOk;
 }
 
-int RunUp(ServerFlags f, GpuFlags g, JobRunFlags jf, std::string node_name) {
+int RunUp(ServerFlags f, const GpuFlags& g, const JobRunFlags& jf, std::string node_name) {
   InstallSignalHandlers();
   auto rs = StartServer(f);
   if (!rs.ok()) return Fail(rs.status());
@@ -510,7 +510,7 @@ int RunUp(ServerFlags f, GpuFlags g, JobRunFlags jf, std::string node_name) {
   fmt::print("admin token in {}/admin.token; the CLI on this machine finds this server via {}\n",
              f.data_dir, LocalEntryPath(f.data_dir));
   fmt::print("try: stoker submit -- echo hello   ·   stoker jobs   ·   stoker nodes\n");
-  std::fflush(stdout);
+  (void)std::fflush(stdout);  // for a reader of a pipe; nothing to do if it is gone
 
   std::thread node_thread([&] { agent.Run(&g_stop); });
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -522,7 +522,8 @@ int RunUp(ServerFlags f, GpuFlags g, JobRunFlags jf, std::string node_name) {
   return kExitOk;
 }
 
-int RunNode(ClientFlags c, GpuFlags g, JobRunFlags jf, std::string name, std::string state_dir) {
+int RunNode(const ClientFlags& c, const GpuFlags& g, const JobRunFlags& jf, std::string name,
+            std::string state_dir) {
   InstallSignalHandlers();
   SystemClock clock;
   auto client = MakeClient(c);
@@ -547,7 +548,7 @@ int RunNode(ClientFlags c, GpuFlags g, JobRunFlags jf, std::string name, std::st
   if (!gpus->note.empty()) fmt::print("{}\n", gpus->note);
   fmt::print("node '{}' reporting to {} (jobs in {})\n{}\n", name, no.server_url, state_dir,
              isolation);
-  std::fflush(stdout);
+  (void)std::fflush(stdout);  // for a reader of a pipe; nothing to do if it is gone
   std::thread t([&] { agent.Run(&g_stop); });
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   clock.Wake();

@@ -1,8 +1,9 @@
+#include <fmt/core.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -115,7 +116,7 @@ int RunPackingCommand(const PackingFlags& f) {
   const std::string workload = f.variant.Name(pods->workload);
   std::optional<uint64_t> variant_seed;
   if (f.variant_seed >= 0) variant_seed = static_cast<uint64_t>(f.variant_seed);
-  const int32_t inflate_permille = static_cast<int32_t>(f.inflate * 1000.0 + 0.5);
+  const auto inflate_permille = static_cast<int32_t>(std::lround(f.inflate * 1000.0));
 
   // One job per (policy, seed); workers take the next job index.
   const size_t n_seeds = seeds->size();
@@ -134,9 +135,9 @@ int RunPackingCommand(const PackingFlags& f) {
         std::lock_guard<std::mutex> lock(progress_mu);
         const int width = 30;
         const int filled = static_cast<int>(d * width / n_jobs);
-        std::fprintf(stderr, "\r[%s%s] %zu/%zu runs", std::string(filled, '#').c_str(),
-                     std::string(width - filled, '.').c_str(), d, n_jobs);
-        if (d == n_jobs) std::fprintf(stderr, "\n");
+        fmt::print(stderr, "\r[{}{}] {}/{} runs", std::string(filled, '#'),
+                   std::string(width - filled, '.'), d, n_jobs);
+        if (d == n_jobs) fmt::print(stderr, "\n");
       }
     }
   };
@@ -164,13 +165,11 @@ int RunPackingCommand(const PackingFlags& f) {
     }
     sim::PackingCurve mean = sim::MeanCurve(runs);
     csv += sim::PackingCsvRows(workload, policies[p], static_cast<int>(n_seeds), mean);
-    std::fprintf(stderr,
-                 "%-12s alloc@100%%=%6.2f alloc@130%%=%6.2f (pods: %lld placed, %lld no room, %lld "
-                 "infeasible over %zu seeds)\n",
-                 policies[p].c_str(), mean.alloc_pct[100], mean.alloc_pct[130],
-                 static_cast<long long>(mean.pods_scheduled),
-                 static_cast<long long>(mean.pods_failed),
-                 static_cast<long long>(mean.pods_infeasible), n_seeds);
+    fmt::print(stderr,
+               "{:<12} alloc@100%={:6.2f} alloc@130%={:6.2f} (pods: {} placed, {} no room, {} "
+               "infeasible over {} seeds)\n",
+               policies[p], mean.alloc_pct[100], mean.alloc_pct[130], mean.pods_scheduled,
+               mean.pods_failed, mean.pods_infeasible, n_seeds);
     curves.emplace_back(policies[p], mean);
   }
   if (f.csv.empty() || f.csv == "-") {

@@ -1,6 +1,7 @@
 // `stoker sim jobs`: replay a job trace through the production scheduler (docs/scheduling.md,
 // "Dynamic experiment").
 
+#include <fmt/core.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/cli.h"
@@ -50,11 +52,11 @@ class ProgressBar {
     if (pct == last_) return;
     last_ = pct;
     constexpr int kWidth = 40;
-    const int filled = pct * kWidth / 100;
-    std::fprintf(stderr, "\r[%.*s%*s] %3d%%", filled, "########################################",
-                 kWidth - filled, "", pct);
-    if (pct >= 100) std::fputc('\n', stderr);
-    std::fflush(stderr);
+    constexpr std::string_view kBar = "########################################";
+    const int filled = pct * kWidth / 100;  // fraction is in [0, 1]: 0..kWidth
+    fmt::print(stderr, "\r[{}{:{}}] {:3}%{}", kBar.substr(0, static_cast<size_t>(filled)), "",
+               kWidth - filled, pct, pct >= 100 ? "\n" : "");
+    (void)std::fflush(stderr);  // a progress bar: nothing to do when it cannot be shown
   }
 
  private:
@@ -143,6 +145,7 @@ int RunSimJobs(const SimJobsArgs& a) {
     owned.push_back(std::move(simulator).value());
   }
   std::vector<const sim::JobsSim*> sims;
+  sims.reserve(owned.size());
   for (const auto& s : owned) sims.push_back(s.get());
   auto report = sim::SummariseRuns(sims);
   if (!report.ok()) return fail(report.status());

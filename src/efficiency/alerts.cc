@@ -1,5 +1,6 @@
 #include "efficiency/alerts.h"
 
+#include <fmt/core.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -17,18 +18,21 @@ std::string FormatRfc3339(WallTime t) {
   const std::time_t tt = static_cast<std::time_t>(secs.time_since_epoch().count());
   std::tm tm{};
   gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char buf[32];  // fits any year a std::tm holds
+  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - secs).count();
-  char out[48];
-  std::snprintf(out, sizeof out, "%s.%03lldZ", buf, static_cast<long long>(ms));
-  return out;
+  return fmt::format("{}.{:03}Z", std::string_view(buf, n), ms);
 }
 
 Status LogNotifier::Notify(const std::vector<Alert>& batch, WallTime /*now*/) {
   for (const auto& a : batch) {
     std::string labels;
-    for (const auto& [k, v] : a.labels) labels += (labels.empty() ? "" : ",") + k + "=" + v;
+    for (const auto& [k, v] : a.labels) {
+      if (!labels.empty()) labels += ',';
+      labels += k;
+      labels += '=';
+      labels += v;
+    }
     spdlog::warn("alert {} {} [{}] {} since {} ({})", AlertStateName(a.state), a.rule,
                  GradeName(a.grade), labels, FormatRfc3339(a.starts_at),
                  a.annotations.count("summary") ? a.annotations.at("summary") : "");
@@ -101,10 +105,10 @@ void AlertEngine::ObserveGpu(const GpuSample& s, const Labels& extra, bool memor
     if (!jobs.empty()) labels["job"] = jobs.front();
   }
   if (!s.id.name.empty()) labels.emplace("model", s.id.name);
-  ObserveGpuSignals(GpuKey(s), s.timestamp, std::move(signals), labels);
+  ObserveGpuSignals(GpuKey(s), s.timestamp, signals, labels);
 }
 
-void AlertEngine::ObserveGpuSignals(const std::string& gpu, WallTime t, Signals signals,
+void AlertEngine::ObserveGpuSignals(const std::string& gpu, WallTime t, const Signals& signals,
                                     const Labels& extra) {
   const TimedRow row{t, ToGpuSignalRow(signals)};
   ObserveGpuRows(InternGpu(gpu), std::span<const TimedRow>(&row, 1), extra);

@@ -110,7 +110,8 @@ class AlertEngine {
   // the GPU's job as memory-bound (from the job record) for the bandwidth rule.
   void ObserveGpu(const GpuSample& s, const Labels& extra = {}, bool memory_bound = false);
   // Signals computed elsewhere (the simulator, tests).
-  void ObserveGpuSignals(const std::string& gpu, WallTime t, Signals signals, const Labels& extra);
+  void ObserveGpuSignals(const std::string& gpu, WallTime t, const Signals& signals,
+                         const Labels& extra);
 
   // The server's path: a GPU found by handle (its key interned once), its seconds handed over
   // together. Each row is evaluated at its own time exactly as one ObserveGpuSignals call per

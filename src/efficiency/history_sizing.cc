@@ -161,7 +161,11 @@ Result<HistorySizing> SizeFromHistory(const RecordSet& history, const HistorySiz
   prices.price_per_gpu_hour_micro = o.price_per_gpu_hour_micro;
   std::map<std::string, std::vector<const JobUse*>> by_model;
   for (const JobUse& u : uses) by_model[u.model].push_back(&u);
-  for (const auto& [model, jobs] : by_model) {
+  // Not a structured binding: the probe callback below captures the model, and clang (before
+  // 16) refuses to capture a binding.
+  for (const auto& model_jobs : by_model) {
+    const std::string& model = model_jobs.first;
+    const std::vector<const JobUse*>& jobs = model_jobs.second;
     ModelSize m;
     m.model = model;
     m.jobs = static_cast<int64_t>(jobs.size());

@@ -48,7 +48,7 @@ Duration IdleReclaimer::IdleFor(const JobInfo& job, WallTime now) const {
     auto g = s.gpus.find(key);
     if (g == s.gpus.end() || !g->second.idle ||
         now - g->second.last_sample > policy_.max_sample_gap) {
-      idle.push_back(Duration{0});
+      idle.emplace_back(0);
     } else {
       idle.push_back(g->second.last_sample - g->second.idle_since);
     }

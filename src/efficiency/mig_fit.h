@@ -3,6 +3,7 @@
 // name as NVIDIA writes it ("3g.40gb"). One rule for the zone plans (packing small jobs onto one
 // GPU's MIG layout) and for the sizing of a server's recorded history.
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -33,7 +34,7 @@ inline const MigFit* SmallestMigFit(int64_t activity_milli, uint64_t memory_byte
 inline std::string MigFitName(const MigFit& p, uint64_t gpu_memory_bytes) {
   const double gib = static_cast<double>(gpu_memory_bytes) / (1024.0 * 1024 * 1024);
   return std::to_string(p.slices) + "g." +
-         std::to_string(static_cast<int64_t>(gib * p.memory_eighths / 8.0 + 0.5)) + "gb";
+         std::to_string(std::llround(gib * p.memory_eighths / 8.0)) + "gb";
 }
 
 }  // namespace stoker::efficiency

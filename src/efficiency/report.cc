@@ -1,5 +1,7 @@
 #include "efficiency/report.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
 #include <ctime>
@@ -105,10 +107,10 @@ std::pair<WallTime, WallTime> ReportSpan(const RecordSet& rec) {
 
 Report BuildReport(const RecordSet& rec, const EfficiencyConfig& cfg, const ReportOptions& opt) {
   Report r;
-  r.notes.push_back(
+  r.notes.emplace_back(
       "Achieved TFLOPS are estimates: tensor activity x tensor peak + (SM - tensor activity) x "
       "FP32 peak, from GPM ratios and data-sheet dense peaks; not measured FLOP counts.");
-  r.notes.push_back(
+  r.notes.emplace_back(
       "Used GPU-hours weight GPU time by activity (SM activity where reported, GPU "
       "utilisation otherwise); idle GPU-hours count time at exactly 0 %.");
   if (rec.samples.empty() && rec.jobs.empty()) return r;
@@ -421,52 +423,44 @@ std::string RenderText(const Report& r) {
     << Fixed(r.cluster_used_gpu_hours) << " used (activity-weighted), "
     << Fixed(r.cluster_idle_gpu_hours) << " idle\n\n";
   o << "Jobs\n";
-  char line[512];
-  std::snprintf(line, sizeof line, "  %-14s %-10s %-8s %4s %8s %8s %7s %7s %7s %7s %9s %8s %-7s\n",
-                "JOB", "USER", "MODEL", "GPUS", "ALLOC_H", "USED_H", "UTIL%", "PEAK%", "SM%",
-                "TENSOR%", "TFLOPS~", "COST", "ZONE");
-  o << line;
+  o << fmt::format(
+      "  {:<14} {:<10} {:<8} {:>4} {:>8} {:>8} {:>7} {:>7} {:>7} {:>7} {:>9} {:>8} {:<7}\n", "JOB",
+      "USER", "MODEL", "GPUS", "ALLOC_H", "USED_H", "UTIL%", "PEAK%", "SM%", "TENSOR%", "TFLOPS~",
+      "COST", "ZONE");
   for (const auto& j : r.jobs) {
-    std::snprintf(line, sizeof line,
-                  "  %-14s %-10s %-8s %4d %8.2f %8.2f %7.1f %7.1f %7s %7s %9s %8s %-7s\n",
-                  j.id.c_str(), j.user.c_str(), j.model.substr(0, 8).c_str(), j.gpus,
-                  j.alloc_gpu_hours, j.used_gpu_hours, j.avg_util_pct, j.peak_util_pct,
-                  j.avg_sm_pct ? Fixed(*j.avg_sm_pct).c_str() : "n/a",
-                  j.avg_tensor_pct ? Fixed(*j.avg_tensor_pct).c_str() : "n/a",
-                  j.achieved_tflops ? Fixed(*j.achieved_tflops).c_str() : "n/a",
-                  Credits(j.cost_micro).c_str(), ZoneName(j.zone));
-    o << line;
+    o << fmt::format(
+        "  {:<14} {:<10} {:<8} {:4} {:8.2f} {:8.2f} {:7.1f} {:7.1f} {:>7} {:>7} {:>9} {:>8} "
+        "{:<7}\n",
+        j.id, j.user, j.model.substr(0, 8), j.gpus, j.alloc_gpu_hours, j.used_gpu_hours,
+        j.avg_util_pct, j.peak_util_pct, j.avg_sm_pct ? Fixed(*j.avg_sm_pct) : "n/a",
+        j.avg_tensor_pct ? Fixed(*j.avg_tensor_pct) : "n/a",
+        j.achieved_tflops ? Fixed(*j.achieved_tflops) : "n/a", Credits(j.cost_micro),
+        ZoneName(j.zone));
   }
   for (const auto* list : {&r.users, &r.teams}) {
     o << "\n" << (list == &r.users ? "Users" : "Teams") << "\n";
     for (const auto& u : *list) {
-      std::snprintf(line, sizeof line,
-                    "  %-14s jobs %3d  alloc %8.2f GPU-h  used %8.2f  idle %8.2f  cost %s\n",
-                    u.name.c_str(), u.jobs, u.alloc_gpu_hours, u.used_gpu_hours, u.idle_gpu_hours,
-                    Credits(u.cost_micro).c_str());
-      o << line;
+      o << fmt::format(
+          "  {:<14} jobs {:3}  alloc {:8.2f} GPU-h  used {:8.2f}  idle {:8.2f}  cost {}\n", u.name,
+          u.jobs, u.alloc_gpu_hours, u.used_gpu_hours, u.idle_gpu_hours, Credits(u.cost_micro));
     }
   }
   if (!r.accounts.empty()) {
     o << "\nCompute market (credits)\n";
     for (const auto& a : r.accounts) {
-      std::snprintf(
-          line, sizeof line,
-          "  %-14s balance %s  granted %s  charged %s  idle charged %s  on reclaimed %s%s\n",
-          a.team.c_str(), Credits(a.balance_micro).c_str(), Credits(a.granted_micro).c_str(),
-          Credits(a.charged_micro).c_str(), Credits(a.idle_charged_micro).c_str(),
-          Credits(a.reclaimed_micro).c_str(),
+      o << fmt::format(
+          "  {:<14} balance {}  granted {}  charged {}  idle charged {}  on reclaimed {}{}\n",
+          a.team, Credits(a.balance_micro), Credits(a.granted_micro), Credits(a.charged_micro),
+          Credits(a.idle_charged_micro), Credits(a.reclaimed_micro),
           a.balance_micro <= 0 ? "  OUT OF CREDIT: preemptible only" : "");
-      o << line;
     }
   }
   o << "\nQuarterly audit\n";
   for (const auto& q : r.audit) {
-    std::snprintf(line, sizeof line,
-                  "  %s  jobs %d  alloc %.2f GPU-h  used %.2f  idle %.2f (%.0f %% of allocated)\n",
-                  q.quarter.c_str(), q.jobs, q.alloc_gpu_hours, q.used_gpu_hours, q.idle_gpu_hours,
-                  q.alloc_gpu_hours > 0 ? 100 * q.idle_gpu_hours / q.alloc_gpu_hours : 0.0);
-    o << line;
+    o << fmt::format(
+        "  {}  jobs {}  alloc {:.2f} GPU-h  used {:.2f}  idle {:.2f} ({:.0f} % of allocated)\n",
+        q.quarter, q.jobs, q.alloc_gpu_hours, q.used_gpu_hours, q.idle_gpu_hours,
+        q.alloc_gpu_hours > 0 ? 100 * q.idle_gpu_hours / q.alloc_gpu_hours : 0.0);
   }
   o << "\nAdvice\n";
   if (r.advice.empty()) o << "  none: no pattern with enough evidence\n";

@@ -56,7 +56,7 @@ struct ReclaimDecision {
 // and tuning runs), each with probability `share`. Deterministic for a seed.
 struct PreemptibleModel {
   double share = 0.5;
-  sim::SimMs max_duration_ms = 2 * 3'600'000;
+  sim::SimMs max_duration_ms = sim::SimMs{2} * 3'600'000;
   uint64_t seed = 7;
 };
 std::vector<bool> DrawPreemptible(const std::vector<sim::SimJobSpec>& jobs,

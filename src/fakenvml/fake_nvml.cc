@@ -365,21 +365,23 @@ nvmlReturn_t InitImpl() {
   }
   if (!s.pending_scenario) {
     const char* path = std::getenv(STOKER_FAKE_NVML_SCENARIO_ENV);
+    // The notes on stderr are for whoever runs the program; the caller's answer is the return
+    // code, so a note that cannot be written is no further error.
     if (path == nullptr || *path == '\0') {
-      std::fprintf(stderr, "stoker-fakenvml: no scenario: set %s to a scenario file\n",
-                   STOKER_FAKE_NVML_SCENARIO_ENV);
+      (void)std::fprintf(stderr, "stoker-fakenvml: no scenario: set %s to a scenario file\n",
+                         STOKER_FAKE_NVML_SCENARIO_ENV);
       return NVML_ERROR_DRIVER_NOT_LOADED;
     }
 #if STOKER_FAKE_NVML_WITH_YAML
     Result<Scenario> loaded = LoadScenarioFile(path);
     if (!loaded.ok()) {
-      std::fprintf(stderr, "stoker-fakenvml: %s\n", loaded.status().ToString().c_str());
+      (void)std::fprintf(stderr, "stoker-fakenvml: %s\n", loaded.status().ToString().c_str());
       return NVML_ERROR_DRIVER_NOT_LOADED;
     }
     s.pending_scenario = std::move(loaded).value();
 #else
-    std::fprintf(stderr, "stoker-fakenvml: built without YAML support: %s is not read\n",
-                 STOKER_FAKE_NVML_SCENARIO_ENV);
+    (void)std::fprintf(stderr, "stoker-fakenvml: built without YAML support: %s is not read\n",
+                       STOKER_FAKE_NVML_SCENARIO_ENV);
     return NVML_ERROR_DRIVER_NOT_LOADED;
 #endif
   }
@@ -420,14 +422,16 @@ nvmlReturn_t PciInfoImpl(nvmlDevice_t device, nvmlPciInfo_t* pci) {
   if (pci == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   *pci = nvmlPciInfo_t{};
   unsigned domain = 0, bus = 0, dev = 0, fn = 0;
-  std::sscanf(g.pci_bus_id.c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &fn);
+  // The scenario's bus id is free text: the numbers it does not give stay 0.
+  (void)std::sscanf(g.pci_bus_id.c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &fn);
   pci->domain = domain;
   pci->bus = bus;
   pci->device = dev;
   pci->pciDeviceId = 0x233010DE;
-  std::snprintf(pci->busId, sizeof(pci->busId), "%s", g.pci_bus_id.c_str());
-  std::snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "%04X:%02X:%02X.0", domain & 0xFFFF,
-                bus & 0xFF, dev & 0xFF);
+  // Cut to the ABI's fixed fields when longer (the legacy form always fits).
+  (void)std::snprintf(pci->busId, sizeof(pci->busId), "%s", g.pci_bus_id.c_str());
+  (void)std::snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "%04X:%02X:%02X.0",
+                      domain & 0xFFFF, bus & 0xFF, dev & 0xFF);
   return NVML_SUCCESS;
 }
 
@@ -532,9 +536,10 @@ FAKE_EXPORT int stokerFakeNvmlSetScenario(const char* text, const char* source_n
   (void)text;
   (void)source_name;
   if (err != nullptr && err_len > 0) {
-    std::snprintf(err, err_len,
-                  "this fake NVML was built without YAML support (portable build); "
-                  "use stokerFakeNvmlSetScenarioObject");
+    // Cut to the caller's buffer; the return value says that it failed.
+    (void)std::snprintf(err, err_len,
+                        "this fake NVML was built without YAML support (portable build); "
+                        "use stokerFakeNvmlSetScenarioObject");
   }
   return 1;
 #else
@@ -542,7 +547,8 @@ FAKE_EXPORT int stokerFakeNvmlSetScenario(const char* text, const char* source_n
       ParseScenario(text != nullptr ? text : "", source_name != nullptr ? source_name : "");
   if (!parsed.ok()) {
     if (err != nullptr && err_len > 0) {
-      std::snprintf(err, err_len, "%s", parsed.status().message().c_str());
+      // Cut to the caller's buffer; the return value says that it failed.
+      (void)std::snprintf(err, err_len, "%s", parsed.status().message().c_str());
     }
     return 1;
   }

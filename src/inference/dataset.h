@@ -10,7 +10,7 @@
 
 namespace stoker::inference {
 
-inline constexpr size_t kPixels = 28 * 28;
+inline constexpr size_t kPixels = size_t{28} * 28;
 inline constexpr size_t kClasses = 10;
 inline constexpr const char* kDefaultDataDir = "/usr/share/datasets/fashion-mnist";
 extern const char* const kClassNames[kClasses];

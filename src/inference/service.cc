@@ -98,7 +98,8 @@ InferenceService::InferenceService(const Mlp& model, ServiceOptions o)
 InferenceService::~InferenceService() { Shutdown(); }
 
 Result<std::unique_ptr<InferenceService>> InferenceService::Create(const Mlp& model,
-                                                                   ServiceOptions o, Clock* clock) {
+                                                                   const ServiceOptions& o,
+                                                                   Clock* clock) {
   if (o.max_rows < 1 || o.max_rows > o.batching.max_batch_size) {
     return InvalidArgument("max_rows: must be in [1, max_batch_size]");
   }

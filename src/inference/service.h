@@ -41,7 +41,7 @@ struct ServiceOptions {
 class InferenceService final : public http::Handler {
  public:
   // `model` is copied. kGpu without a usable device is an error; kAuto falls back to the CPU.
-  static Result<std::unique_ptr<InferenceService>> Create(const Mlp& model, ServiceOptions o,
+  static Result<std::unique_ptr<InferenceService>> Create(const Mlp& model, const ServiceOptions& o,
                                                           Clock* clock);
   ~InferenceService() override;
 

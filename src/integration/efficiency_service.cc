@@ -1,5 +1,6 @@
 #include "integration/efficiency_service.h"
 
+#include <fmt/core.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -90,7 +91,7 @@ class EfficiencyService::Actions final : public ReclaimActions {
     out.swap(pending_);
     return out;
   }
-  void Flush(std::vector<Pending> actions) {
+  void Flush(const std::vector<Pending>& actions) {
     for (const Pending& a : actions) {
       Status s;
       const char* what = "cancel";
@@ -678,10 +679,9 @@ void EfficiencyService::ApplyConsolidationLocked() {
   for (const JobLoad& l : loads) mean[l.job] = l.mean_milli;
   const ConsolidationPlan plan = PlanConsolidation(std::move(loads), cfg_.zones);
   for (const PackGroup& g : plan.groups) {
-    char why[160];
-    std::snprintf(why, sizeof why,
-                  "consolidation: %zu jobs using %.0f %% together fit one GPU (%s)", g.jobs.size(),
-                  static_cast<double>(g.combined_milli) / 1000.0, ShareModeName(g.mode));
+    const std::string why = fmt::format(
+        "consolidation: {} jobs using {:.0f} % together fit one GPU ({})", g.jobs.size(),
+        static_cast<double>(g.combined_milli) / 1000.0, ShareModeName(g.mode));
     for (const std::string& job : g.jobs) {
       // Shares in proportion to use: together exactly one GPU, each above what it used.
       const int64_t share = mean[job] * 1000 / std::max<int64_t>(g.combined_milli, 1);
@@ -716,7 +716,7 @@ void EfficiencyService::Evaluate(WallTime now) {
     if (cfg_.zones.apply_consolidation) ApplyConsolidationLocked();
     cancels = actions_->Take();
   }
-  actions_->Flush(std::move(cancels));
+  actions_->Flush(cancels);
 }
 
 std::string EfficiencyService::Metrics(const server::Principal& who) {
@@ -856,10 +856,10 @@ Status EfficiencyService::CheckSubmit(const server::Principal& who, const server
   const std::string team = cfg_.market.TeamOf(user);
   const int64_t balance = market_->Balance(team);
   if (balance > 0) return Status::Ok();
-  char credits[64];
-  std::snprintf(credits, sizeof credits, "%.2f", static_cast<double>(balance) / 1e6);
-  return PermissionDenied("preemptible: team '" + team + "' is out of credit (balance " + credits +
-                          "): only preemptible GPU work is accepted (stoker submit --preemptible)");
+  return PermissionDenied(fmt::format(
+      "preemptible: team '{}' is out of credit (balance {:.2f}): only preemptible GPU work is "
+      "accepted (stoker submit --preemptible)",
+      team, static_cast<double>(balance) / 1e6));
 }
 
 // ---- routes ---------------------------------------------------------------------------------

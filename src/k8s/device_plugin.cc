@@ -398,7 +398,7 @@ struct DevicePlugin::Impl {
 
   std::string Path(const std::string& file) const { return options.plugin_dir + "/" + file; }
   Status Serve(const std::string& resource);  // serve_mu held
-  Status Register(const std::string& resource);
+  Status Register(const std::string& resource) const;
   void StopServing();  // serve_mu held
 };
 
@@ -518,7 +518,7 @@ Status DevicePlugin::Impl::Serve(const std::string& resource) {
   return Status::Ok();
 }
 
-Status DevicePlugin::Impl::Register(const std::string& resource) {
+Status DevicePlugin::Impl::Register(const std::string& resource) const {
   auto channel = grpc::CreateChannel("unix://" + Path(options.kubelet_socket),
                                      grpc::InsecureChannelCredentials());
   auto stub = v1beta1::Registration::NewStub(channel);

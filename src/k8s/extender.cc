@@ -1,7 +1,8 @@
 #include "k8s/extender.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
-#include <cstdio>
 #include <limits>
 #include <map>
 
@@ -14,9 +15,7 @@ namespace {
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
 std::string GiB(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / double(1 << 30));
-  return buf;
+  return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / double(1 << 30));
 }
 
 // What one GPU can still give during one placement attempt.
@@ -496,7 +495,7 @@ std::vector<int64_t> Scorer::Score(const ClusterView& view, const PodGpuRequest&
         std::lower_bound(levels.begin(), levels.end(), raw[i], std::greater<>()) - levels.begin();
     const int64_t placement =
         levels.size() <= 1 ? 100 : 100 - rank * 100 / static_cast<int64_t>(levels.size() - 1);
-    out[i] = ((100 - w) * placement + w * zone[i]) / 100;
+    out[i] = ((100 - w) * placement + int64_t{w} * zone[i]) / 100;
   }
   return out;
 }

@@ -1,5 +1,6 @@
 #include "k8s/extender_types.h"
 
+#include <fmt/core.h>
 #include <simdjson.h>
 #include <strings.h>
 
@@ -90,7 +91,8 @@ Result<std::map<std::string, std::string>> QuantityMap(const json& o, std::strin
     } else if (value.is_number_integer()) {
       out[name] = std::to_string(value.get<int64_t>());
     } else {
-      return InvalidArgument(here + "." + name + ": a quantity must be a string such as \"1\"");
+      return InvalidArgument(
+          fmt::format("{}.{}: a quantity must be a string such as \"1\"", here, name));
     }
   }
   return out;

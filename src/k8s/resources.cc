@@ -1,5 +1,7 @@
 #include "k8s/resources.h"
 
+#include <fmt/core.h>
+
 #include <set>
 
 #include "core/integer.h"
@@ -76,12 +78,12 @@ Result<ContainerGpuRequest> ReadContainer(const ContainerResources& c, const std
     STOKER_ASSIGN_OR_RETURN(auto count, Amount(c, name, where));
     if (!count || *count == 0) continue;
     if (*count > kMaxDevicesPerContainer) {
-      return InvalidArgument(where + ".resources." + name + ": more than " +
-                             std::to_string(kMaxDevicesPerContainer) + " MIG instances");
+      return InvalidArgument(fmt::format("{}.resources.{}: more than {} MIG instances", where, name,
+                                         kMaxDevicesPerContainer));
     }
     if (out.mig_count > 0) {
-      return InvalidArgument(where + ".resources: two MIG profiles in one container (" +
-                             MigResourceName(out.mig_profile) + ", " + name + ")");
+      return InvalidArgument(fmt::format("{}.resources: two MIG profiles in one container ({}, {})",
+                                         where, MigResourceName(out.mig_profile), name));
     }
     out.mig_profile = name.substr(kMigResourcePrefix.size());
     out.mig_count = static_cast<int32_t>(*count);

@@ -90,7 +90,7 @@ NvmlGpuSource::~NvmlGpuSource() {
   if (event_set_ != nullptr && fn_.event_set_free != nullptr) fn_.event_set_free(event_set_);
 }
 
-void NvmlGpuSource::FreeGpm(GpmPair& pair) {
+void NvmlGpuSource::FreeGpm(GpmPair& pair) const {
   for (nvmlGpmSample_t& s : pair.buf) {
     if (s != nullptr && fn_.gpm_sample_free != nullptr) fn_.gpm_sample_free(s);
     s = nullptr;
@@ -102,7 +102,7 @@ std::string NvmlGpuSource::Describe() const {
   return description_.empty() ? lib_->Describe() : description_;
 }
 
-bool NvmlGpuSource::AcquireHandle(uint32_t index, Device& d, nvmlReturn_t* rc) {
+bool NvmlGpuSource::AcquireHandle(uint32_t index, Device& d, nvmlReturn_t* rc) const {
   *rc = NVML_SUCCESS;
   if (d.handle != nullptr) return true;
   nvmlDevice_t h = nullptr;
@@ -147,7 +147,7 @@ bool NvmlGpuSource::ReadIdentity(uint32_t index, Device& d) {
 }
 
 bool NvmlGpuSource::ReadMemory(nvmlDevice_t dev, Field<uint64_t>* total, Field<uint64_t>* reserved,
-                               Field<uint64_t>* used, Field<uint64_t>* free_bytes) {
+                               Field<uint64_t>* used, Field<uint64_t>* free_bytes) const {
   bool lost = false;
   if (fn_.device_get_memory_info_v2 != nullptr) {
     nvmlMemory_v2_t m{};
@@ -275,7 +275,7 @@ bool NvmlGpuSource::ReadBasics(Device& d, GpuSample* out) {
   return !lost;
 }
 
-bool NvmlGpuSource::ReadNvLink(Device& d, GpuSample* out) {
+bool NvmlGpuSource::ReadNvLink(Device& d, GpuSample* out) const {
   if (fn_.device_get_field_values == nullptr) {
     out->nvlink_tx_bytes_total = out->nvlink_rx_bytes_total = Field<uint64_t>::Unsupported();
     return true;
@@ -301,12 +301,13 @@ bool NvmlGpuSource::ReadNvLink(Device& d, GpuSample* out) {
     return true;
   }
   const unsigned links = static_cast<unsigned>(d.nvlink_count);
-  std::vector<nvmlFieldValue_t> fields(2 * links);
+  std::vector<nvmlFieldValue_t> fields(size_t{2} * links);
   for (unsigned l = 0; l < links; ++l) {
-    fields[2 * l].fieldId = STOKER_NVML_FI_NVLINK_THROUGHPUT_DATA_TX;
-    fields[2 * l].scopeId = l;
-    fields[2 * l + 1].fieldId = STOKER_NVML_FI_NVLINK_THROUGHPUT_DATA_RX;
-    fields[2 * l + 1].scopeId = l;
+    const size_t tx = size_t{2} * l;  // link l: TX here, RX next
+    fields[tx].fieldId = STOKER_NVML_FI_NVLINK_THROUGHPUT_DATA_TX;
+    fields[tx].scopeId = l;
+    fields[tx + 1].fieldId = STOKER_NVML_FI_NVLINK_THROUGHPUT_DATA_RX;
+    fields[tx + 1].scopeId = l;
   }
   const nvmlReturn_t rc =
       fn_.device_get_field_values(d.handle, static_cast<int>(fields.size()), fields.data());
@@ -331,7 +332,7 @@ bool NvmlGpuSource::ReadNvLink(Device& d, GpuSample* out) {
 }
 
 bool NvmlGpuSource::ReadGpm(Device& d, nvmlDevice_t dev, int mig_gi, GpmPair& pair, GpmMetrics* out,
-                            Field<uint32_t>* pcie_tx, Field<uint32_t>* pcie_rx) {
+                            Field<uint32_t>* pcie_tx, Field<uint32_t>* pcie_rx) const {
   if (d.gpm_supported != 1) {
     out->sm_active = out->sm_occupancy = out->tensor_active = out->dram_bw_util =
         Field<double>::Unsupported();
@@ -519,7 +520,7 @@ bool NvmlGpuSource::ReadProcesses(Device& d, const GpuSample& sample,
 }
 
 bool NvmlGpuSource::ReadProcessUtilization(Device& d, bool mig_enabled,
-                                           std::vector<GpuProcess>* procs) {
+                                           std::vector<GpuProcess>* procs) const {
   if (procs->empty()) return true;
   auto set_all = [&](Field<uint32_t> f) {
     for (GpuProcess& p : *procs) p.sm_util_pct = p.mem_util_pct = f;

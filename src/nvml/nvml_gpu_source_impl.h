@@ -54,20 +54,20 @@ class NvmlGpuSource final : public GpuSource {
   };
 
   // Sampling steps; each returns false when the GPU turned out to be lost.
-  bool AcquireHandle(uint32_t index, Device& d, nvmlReturn_t* rc);
+  bool AcquireHandle(uint32_t index, Device& d, nvmlReturn_t* rc) const;
   bool ReadIdentity(uint32_t index, Device& d);
   bool ReadBasics(Device& d, GpuSample* out);
   bool ReadMemory(nvmlDevice_t dev, Field<uint64_t>* total, Field<uint64_t>* reserved,
-                  Field<uint64_t>* used, Field<uint64_t>* free_bytes);
-  bool ReadNvLink(Device& d, GpuSample* out);
+                  Field<uint64_t>* used, Field<uint64_t>* free_bytes) const;
+  bool ReadNvLink(Device& d, GpuSample* out) const;
   bool ReadMig(Device& d, GpuSample* out);
   // `pcie_tx`/`pcie_rx` (device level only, may be null) receive GPM's PCIe rates.
   bool ReadGpm(Device& d, nvmlDevice_t dev, int mig_gi, GpmPair& pair, GpmMetrics* out,
-               Field<uint32_t>* pcie_tx = nullptr, Field<uint32_t>* pcie_rx = nullptr);
+               Field<uint32_t>* pcie_tx = nullptr, Field<uint32_t>* pcie_rx = nullptr) const;
   bool ReadProcesses(Device& d, const GpuSample& sample, std::vector<GpuProcess>* out);
-  bool ReadProcessUtilization(Device& d, bool mig_enabled, std::vector<GpuProcess>* procs);
+  bool ReadProcessUtilization(Device& d, bool mig_enabled, std::vector<GpuProcess>* procs) const;
   void MarkLost(Device& d, GpuSample* out);
-  void FreeGpm(GpmPair& pair);
+  void FreeGpm(GpmPair& pair) const;
 
   Status EnsureEventSet();
 

@@ -17,7 +17,7 @@ constexpr double kMega = 1e6;
 // NVML reports PCIe throughput in KB/s (KiB in practice, like nvidia-smi's "KB/s").
 constexpr double kKiB = 1024.0;
 
-const std::array kFields = {
+constexpr std::array kFields = {
     STOKER_FIELD("util_gpu_pct", "stoker_gpu_utilization_ratio",
                  "Fraction of the last sample period in which a kernel ran (NVML utilization.gpu).",
                  false, kPct, util_gpu_pct),

@@ -211,6 +211,7 @@ Status Runner::Launch(const LaunchSpec& spec) {
   std::vector<std::string> args = options_.shim_argv;
   args.push_back(dir);
   std::vector<char*> cargs;
+  cargs.reserve(args.size() + 1);
   for (auto& a : args) cargs.push_back(a.data());
   cargs.push_back(nullptr);
   const std::string exit_path = dir + "/exit.json";

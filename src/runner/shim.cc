@@ -48,7 +48,7 @@ void WriteAtomic(const std::string& path, const std::string& content) {
   (void)!::write(fd, content.data(), content.size());
   ::fsync(fd);
   ::close(fd);
-  ::rename(tmp.c_str(), path.c_str());
+  (void)::rename(tmp.c_str(), path.c_str());  // best effort, as the write: no one to tell
 }
 
 int Fail(const std::string& dir, const std::string& error) {
@@ -144,9 +144,10 @@ void Reap(pid_t main, bool* main_done, int* main_status) {
 }  // namespace
 
 int ShimMain(const std::string& dir) {
-  ::signal(SIGHUP, SIG_IGN);
-  ::signal(SIGINT, SIG_IGN);
-  ::signal(SIGPIPE, SIG_IGN);
+  // (signal() cannot fail for these signals.)
+  (void)::signal(SIGHUP, SIG_IGN);
+  (void)::signal(SIGINT, SIG_IGN);
+  (void)::signal(SIGPIPE, SIG_IGN);
   // SIGCHLD, SIGTERM (cancel) and SIGUSR1 (kill) are taken synchronously with sigtimedwait.
   sigset_t wait_set;
   sigemptyset(&wait_set);
@@ -209,11 +210,18 @@ int ShimMain(const std::string& dir) {
   // Always set: a job without GPUs sees none, whatever it asked for.
   env["CUDA_VISIBLE_DEVICES"] = spec.value("cuda_visible_devices", "");
   std::vector<std::string> env_strings;
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  env_strings.reserve(env.size());
+  for (const auto& [k, v] : env) {
+    std::string& e = env_strings.emplace_back(k);
+    e += '=';
+    e += v;
+  }
   std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
   std::vector<char*> cargv;
+  cargv.reserve(argv.size() + 1);
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
 
@@ -250,7 +258,7 @@ int ShimMain(const std::string& dir) {
     };
     ::setpgid(0, 0);
     if (procs_fd >= 0 && ::write(procs_fd, "0", 1) != 1) die("join the job's cgroup");
-    for (int sig : {SIGHUP, SIGINT, SIGPIPE, SIGTERM, SIGUSR1}) ::signal(sig, SIG_DFL);
+    for (int sig : {SIGHUP, SIGINT, SIGPIPE, SIGTERM, SIGUSR1}) (void)::signal(sig, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -317,7 +325,7 @@ int ShimMain(const std::string& dir) {
       const auto deadline = std::chrono::steady_clock::now() + kLeftoverGrace;
       while (JobLeft(cgroup) && std::chrono::steady_clock::now() < deadline) {
         siginfo_t info{};
-        const timespec slice{0, 50 * 1000 * 1000};
+        const timespec slice{0, 50'000'000};  // 50 ms
         ::sigtimedwait(&wait_set, &info, &slice);
         Reap(child, &main_done, &main_status);
       }
@@ -325,7 +333,7 @@ int ShimMain(const std::string& dir) {
     for (int round = 0; round < 100 && JobLeft(cgroup); ++round) {
       SignalJob(0, cgroup, SIGKILL);
       siginfo_t info{};
-      const timespec slice{0, 20 * 1000 * 1000};
+      const timespec slice{0, 20'000'000};  // 20 ms
       ::sigtimedwait(&wait_set, &info, &slice);
       Reap(child, &main_done, &main_status);
     }

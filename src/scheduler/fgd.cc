@@ -201,7 +201,7 @@ double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 // kLevelFrom[k - 1]: the fall of F at which FgdScore reaches k (k = 1 .. 99), lowered by far more
 // than the rounding of the sigmoid (so a fall just below a threshold may be counted one level
 // up, never one down).
-const std::array<double, 99> kLevelFrom = [] {
+const std::array<double, 99> kLevelFrom = []() noexcept {
   std::array<double, 99> t{};
   for (int k = 1; k <= 99; ++k) t[k - 1] = 1000.0 * std::log(k / (100.0 - k)) - 1e-3;
   return t;

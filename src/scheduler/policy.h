@@ -37,6 +37,7 @@ struct PodShape {
   int32_t num_gpu = 0;
   int32_t gpu_milli = 0;  // per GPU
   GpuModelMask allowed_models = 0;
+  // NOLINTNEXTLINE(modernize-use-nullptr): false positive on a defaulted <=> (llvm issue 53961)
   friend auto operator<=>(const PodShape&, const PodShape&) = default;
 };
 PodShape ShapeOf(const Request& r);

@@ -1,5 +1,7 @@
 #include "server/api.h"
 
+#include <initializer_list>
+
 #include "core/duration.h"
 #include "core/integer.h"
 #include "core/prometheus_text.h"
@@ -47,18 +49,20 @@ Result<int64_t> JobIdOf(const RouteCall& c) {
   return *id;
 }
 
-const std::set<Role> kAnyToken = {Role::kAdmin, Role::kUser, Role::kAgent};
-const std::set<Role> kEveryRole = {Role::kAdmin, Role::kUser, Role::kAgent, Role::kScheduler};
-const std::set<Role> kPeople = {Role::kAdmin, Role::kUser};
-const std::set<Role> kAdmins = {Role::kAdmin};
-const std::set<Role> kNodes = {Role::kAdmin, Role::kAgent};
+// The roles a route admits (each Route holds its own set of them).
+constexpr std::initializer_list<Role> kAnyToken = {Role::kAdmin, Role::kUser, Role::kAgent};
+constexpr std::initializer_list<Role> kEveryRole = {Role::kAdmin, Role::kUser, Role::kAgent,
+                                                    Role::kScheduler};
+constexpr std::initializer_list<Role> kPeople = {Role::kAdmin, Role::kUser};
+constexpr std::initializer_list<Role> kAdmins = {Role::kAdmin};
+constexpr std::initializer_list<Role> kNodes = {Role::kAdmin, Role::kAgent};
 
 std::vector<std::string> JobStateNames() {
   std::vector<std::string> out;
   for (JobState s :
        {JobState::kQueued, JobState::kAssigned, JobState::kRunning, JobState::kCancelling,
         JobState::kSucceeded, JobState::kFailed, JobState::kCancelled}) {
-    out.push_back(JobStateName(s));
+    out.emplace_back(JobStateName(s));
   }
   return out;
 }

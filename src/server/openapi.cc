@@ -6,6 +6,8 @@
 
 #include "server/openapi.h"
 
+#include <fmt/core.h>
+
 #include "protocol/limits.h"
 #include "server/api.h"
 
@@ -35,7 +37,9 @@ Status Fill(json& j, const std::map<std::string, json>& constants, const std::st
     return Status::Ok();
   }
   if (j.is_object()) {
-    for (auto& [k, v] : j.items()) STOKER_RETURN_IF_ERROR(Fill(v, constants, path + "/" + k));
+    for (auto& [k, v] : j.items()) {
+      STOKER_RETURN_IF_ERROR(Fill(v, constants, fmt::format("{}/{}", path, k)));
+    }
   } else if (j.is_array()) {
     for (size_t i = 0; i < j.size(); ++i) {
       STOKER_RETURN_IF_ERROR(Fill(j[i], constants, path + "/" + std::to_string(i)));

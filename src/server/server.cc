@@ -355,9 +355,8 @@ void Server::Requeue(Job& j, const std::string& why, bool may_have_started) {
 }
 
 std::string Server::RequeueStopped(Job& j) {
-  const std::string why = j.preempted_by != 0
-                              ? "preempted for job " + std::to_string(j.preempted_by)
-                              : j.stop_to_requeue;
+  std::string why = j.preempted_by != 0 ? "preempted for job " + std::to_string(j.preempted_by)
+                                        : j.stop_to_requeue;
   Requeue(j, why, true);
   return why;
 }

@@ -1,5 +1,7 @@
 #include "sim/jobs_partition.h"
 
+#include <fmt/core.h>
+
 #include <fstream>
 #include <map>
 
@@ -31,7 +33,8 @@ Result<std::vector<GroupCluster>> ParseGroupClusters(std::istream& in, std::stri
     const std::string n = line.substr(comma + 1);
     auto nodes = ParseInt(n, 1, 100000);
     if (g.group.empty() || !nodes.ok()) {
-      return InvalidArgument(where + ": nodes: expected a positive integer, got '" + n + "'");
+      return InvalidArgument(
+          fmt::format("{}: nodes: expected a positive integer, got '{}'", where, n));
     }
     g.nodes = static_cast<decltype(g.nodes)>(*nodes);
     for (const auto& prev : out) {

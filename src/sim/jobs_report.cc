@@ -1,19 +1,16 @@
 #include "sim/jobs_report.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 namespace stoker::sim {
 namespace {
 
-std::string Fmt(double v, int decimals = 1) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
-  return buf;
-}
+std::string Fmt(double v, int decimals = 1) { return fmt::format("{:.{}f}", v, decimals); }
 
 nlohmann::json PercentilesJson(const Percentiles& p) {
   return {{"mean", p.mean}, {"median", p.median}, {"p99", p.p99}, {"max", p.max}};

@@ -163,7 +163,7 @@ queue::JobView JobsSim::View(queue::JobId id) const {
   return v;
 }
 
-void JobsSim::UpdateProgress(SimJob& job) {
+void JobsSim::UpdateProgress(SimJob& job) const {
   // last_update_ms is in the future while a guaranteed job waits out its victims' grace period.
   if (job.state != JobState::kRunning || now_ <= job.last_update_ms) return;
   const SimMs dt = now_ - job.last_update_ms;

@@ -224,7 +224,7 @@ class JobsSim {
   Status Init();
 
   queue::JobView View(queue::JobId id) const;
-  void UpdateProgress(SimJob& job);
+  void UpdateProgress(SimJob& job) const;
   Status Schedule();
   // One scheduling pass over the kept cluster (pass::KeptCluster), its decision applied in order:
   // jobs started, jobs found infeasible. Returns the decision for what else it says.

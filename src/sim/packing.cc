@@ -1,7 +1,9 @@
 #include "sim/packing.h"
 
+#include <fmt/core.h>
+
 #include <cmath>
-#include <cstdio>
+#include <iterator>
 
 #include "scheduler/fgd.h"
 #include "scheduler/registry.h"
@@ -172,13 +174,11 @@ std::string PackingCsvRows(const std::string& workload, const std::string& polic
   auto row = [&](const char* metric, const std::array<double, kMaxArrivedPct + 1>& v) {
     out += workload + "," + policy + "," + metric + "," + std::to_string(n_seeds);
     for (int s = 0; s <= kMaxArrivedPct; s += 10) {
-      char buf[32];
       if (mean.present[s]) {
-        std::snprintf(buf, sizeof buf, ",%.2f", v[s]);
+        fmt::format_to(std::back_inserter(out), ",{:.2f}", v[s]);
       } else {
-        std::snprintf(buf, sizeof buf, ",");
+        out += ',';
       }
-      out += buf;
     }
     out += "\n";
   };
@@ -198,12 +198,11 @@ std::string PackingSvg(const std::string& title,
   static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                   "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
   std::string svg;
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-                "font-family=\"sans-serif\" font-size=\"12\">\n",
-                kW, kH);
-  svg += buf;
+  auto svg_out = std::back_inserter(svg);
+  fmt::format_to(svg_out,
+                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" "
+                 "font-family=\"sans-serif\" font-size=\"12\">\n",
+                 kW, kH);
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   std::string esc;
   for (char ch : title) {
@@ -216,47 +215,42 @@ std::string PackingSvg(const std::string& title,
     else
       esc += ch;
   }
-  std::snprintf(buf, sizeof buf, "<text x=\"%.0f\" y=\"24\" font-size=\"15\">", kL);
-  svg += buf + esc + "</text>\n";
+  fmt::format_to(svg_out, "<text x=\"{:.0f}\" y=\"24\" font-size=\"15\">{}</text>\n", kL, esc);
   for (int v = 0; v <= 100; v += 20) {
-    std::snprintf(buf, sizeof buf,
-                  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                  "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%d</text>\n",
-                  kL, y(v), kL + pw, y(v), kL - 6, y(v) + 4, v);
-    svg += buf;
+    fmt::format_to(svg_out,
+                   "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>"
+                   "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
+                   kL, y(v), kL + pw, y(v), kL - 6, y(v) + 4, v);
   }
   for (int a = 0; a <= kMaxArrivedPct; a += 10) {
-    std::snprintf(buf, sizeof buf,
-                  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#eee\"/>"
-                  "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%d</text>\n",
-                  x(a), kT, x(a), kT + ph, x(a), kT + ph + 16, a);
-    svg += buf;
+    fmt::format_to(svg_out,
+                   "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>"
+                   "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>\n",
+                   x(a), kT, x(a), kT + ph, x(a), kT + ph + 16, a);
   }
-  std::snprintf(buf, sizeof buf,
-                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">arrived GPU demand (%% of "
-                "capacity)</text>\n"
-                "<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">GPU "
-                "allocation (%%)</text>\n",
-                kL + pw / 2, kH - 12, kT + ph / 2);
-  svg += buf;
+  fmt::format_to(svg_out,
+                 "<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">arrived GPU demand (% of "
+                 "capacity)</text>\n"
+                 "<text transform=\"translate(16 {:.1f}) rotate(-90)\" text-anchor=\"middle\">GPU "
+                 "allocation (%)</text>\n",
+                 kL + pw / 2, kH - 12, kT + ph / 2);
   for (size_t i = 0; i < curves.size(); ++i) {
     const char* color = kColors[i % 10];
     std::string pts;
     for (int s = 0; s <= kMaxArrivedPct; ++s) {
       if (!curves[i].second.present[s]) continue;
-      std::snprintf(buf, sizeof buf, "%.1f,%.1f ", x(s), y(curves[i].second.alloc_pct[s]));
-      pts += buf;
+      fmt::format_to(std::back_inserter(pts), "{:.1f},{:.1f} ", x(s),
+                     y(curves[i].second.alloc_pct[s]));
     }
     svg += "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" + std::string(color) +
            "\" points=\"" + pts + "\"/>\n";
-    std::snprintf(
-        buf, sizeof buf,
-        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"/>"
-        "<text x=\"%.1f\" y=\"%.1f\">",
-        kL + pw + 12, kT + 10 + 18.0 * static_cast<double>(i), kL + pw + 32,
-        kT + 10 + 18.0 * static_cast<double>(i), color, kL + pw + 38,
-        kT + 14 + 18.0 * static_cast<double>(i));
-    svg += buf + curves[i].first + "</text>\n";
+    fmt::format_to(svg_out,
+                   "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
+                   "stroke-width=\"3\"/>"
+                   "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
+                   kL + pw + 12, kT + 10 + 18.0 * static_cast<double>(i), kL + pw + 32,
+                   kT + 10 + 18.0 * static_cast<double>(i), color, kL + pw + 38,
+                   kT + 14 + 18.0 * static_cast<double>(i), curves[i].first);
   }
   svg += "</svg>\n";
   return svg;

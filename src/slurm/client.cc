@@ -62,7 +62,11 @@ Result<CommandOutput> RunCommand(const std::vector<std::string>& argv,
     const std::string key(kv.substr(0, kv.find('=')));
     if (env.count(key) == 0) env_strings.emplace_back(kv);
   }
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  for (const auto& [k, v] : env) {
+    std::string& kv = env_strings.emplace_back(k);
+    kv += '=';
+    kv += v;
+  }
   std::vector<char*> envp, args;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -147,7 +151,7 @@ Status StatusFromSlurmError(const std::string& command, int exit_code, const std
   return Internal(msg);
 }
 
-Result<std::string> CommandSlurmClient::Run(std::vector<std::string> argv) {
+Result<std::string> CommandSlurmClient::Run(std::vector<std::string> argv) const {
   const std::string name = argv.empty() ? "" : argv[0];
   if (!options_.bin_dir.empty()) argv[0] = options_.bin_dir + "/" + argv[0];
   std::map<std::string, std::string> env;

@@ -85,7 +85,7 @@ class CommandSlurmClient final : public SlurmClient {
 
   // Runs one Slurm command; a non-zero exit becomes a Status from its stderr (Unavailable when
   // the controller cannot be reached, NotFound for an unknown job or node).
-  Result<std::string> Run(std::vector<std::string> argv);
+  Result<std::string> Run(std::vector<std::string> argv) const;
 
  private:
   CommandClientOptions options_;

@@ -469,7 +469,10 @@ Decision Decide(const SlurmSnapshot& snap, DecisionPolicies& policies,
     d.waiting.erase(j.id);
     d.steer.push_back({j.id, {node}, why});
   }
-  for (const auto& [id, job] : queued) {
+  // Not a structured binding: the lambda below captures the id, and clang (before 16) refuses
+  // to capture a binding.
+  for (const auto& queued_job : queued) {
+    const int64_t id = queued_job.first;
     const bool steered = std::any_of(d.steer.begin(), d.steer.end(),
                                      [&](const Decision::Steer& s) { return s.job == id; });
     if (!steered && !d.waiting.count(static_cast<uint32_t>(id))) {
@@ -530,10 +533,10 @@ Decision Decide(const SlurmSnapshot& snap, DecisionPolicies& policies,
         unfit.push_back(i);
       } else if (stoker_score &&
                  scheduler::StokerScoreAndBound(policy, r, model.cluster, i, &score, &bound)) {
-        scored.push_back({score, i});
+        scored.emplace_back(score, i);
       } else {
         // Other policies: pack (fewest free GPUs that still fit first).
-        scored.push_back({-static_cast<int64_t>(model.cluster.node(i).full_free_gpus), i});
+        scored.emplace_back(-static_cast<int64_t>(model.cluster.node(i).full_free_gpus), i);
       }
     }
     std::sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) {

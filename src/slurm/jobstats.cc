@@ -248,7 +248,7 @@ std::vector<JobCompRecord> ReadJobCompSpool(const std::string& dir, int* bad) {
   std::vector<JobCompRecord> out;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::filesystem::path p = entry.path();
+    const std::filesystem::path& p = entry.path();
     if (p.extension() != ".env" || !entry.is_regular_file(ec)) continue;
     std::ifstream in(p, std::ios::binary);
     std::stringstream ss;

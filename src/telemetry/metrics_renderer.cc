@@ -11,7 +11,6 @@ using protocol::ScalarFieldDef;
 using protocol::ViewOf;
 
 using prom::AppendLabel;
-using prom::AppendValue;
 using prom::Type;
 
 // The families of this exposition: HELP and TYPE before the first sample (core/prometheus_text).

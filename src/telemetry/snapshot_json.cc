@@ -9,9 +9,7 @@ namespace {
 
 using nlohmann::json;
 using protocol::FieldJson;
-using protocol::FieldView;
 using protocol::GpuScalarFields;
-using protocol::ScalarFieldDef;
 
 double UnixSeconds(WallTime t) { return ToSeconds(t.time_since_epoch()); }
 

@@ -7,6 +7,7 @@
 // (inference/service.h) through the dynamic batcher until SIGINT or SIGTERM, then drains.
 
 #include <cblas.h>
+#include <fmt/core.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
@@ -113,30 +114,30 @@ int main(int argc, char** argv) {
 
   Result<Mlp> model = Mlp::Load(weights);
   if (!model.ok() && model.status().code() != StatusCode::kNotFound) {
-    std::fprintf(stderr, "stoker-infer: %s\n", model.status().ToString().c_str());
+    fmt::print(stderr, "stoker-infer: {}\n", model.status().ToString());
     return 1;
   }
   Result<Dataset> test = LoadFashionMnist(data, "t10k");
   if (!test.ok()) {
-    std::fprintf(stderr, "stoker-infer: %s\n", test.status().ToString().c_str());
+    fmt::print(stderr, "stoker-infer: {}\n", test.status().ToString());
     return 1;
   }
   if (!model.ok()) {
     Result<Dataset> train = LoadFashionMnist(data, "train");
     if (!train.ok()) {
-      std::fprintf(stderr, "stoker-infer: %s\n", train.status().ToString().c_str());
+      fmt::print(stderr, "stoker-infer: {}\n", train.status().ToString());
       return 1;
     }
-    std::fprintf(stderr, "stoker-infer: training a 784-%zu-10 MLP on %zu images, %d epochs\n",
-                 hidden, train->size(), epochs);
+    fmt::print(stderr, "stoker-infer: training a 784-{}-10 MLP on {} images, {} epochs\n", hidden,
+               train->size(), epochs);
     const auto t0 = std::chrono::steady_clock::now();
     Mlp m(hidden);
     m.Train(*train, TrainOptions{.epochs = epochs});
-    std::fprintf(stderr, "stoker-infer: trained in %.1f s; writing %s\n",
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                 weights.c_str());
+    fmt::print(stderr, "stoker-infer: trained in {:.1f} s; writing {}\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+               weights);
     if (Status s = m.Save(weights); !s.ok()) {
-      std::fprintf(stderr, "stoker-infer: %s\n", s.ToString().c_str());
+      fmt::print(stderr, "stoker-infer: {}\n", s.ToString());
     }
     model = std::move(m);
   }
@@ -145,13 +146,13 @@ int main(int argc, char** argv) {
   std::string gpu_why;
   const bool gpu = GpuMlp::Available(&gpu_why);
   std::printf("gpu: %s\n", gpu_why.c_str());
-  std::fflush(stdout);
+  (void)std::fflush(stdout);  // for a reader of a pipe; nothing to do if it is gone
   if (train_only) return 0;
   if (gpu_check) return GpuCheck(*model, *test);
 
   auto hp = http::ParseHostPort(listen);
   if (!hp.ok()) {
-    std::fprintf(stderr, "stoker-infer: --listen: %s\n", hp.status().message().c_str());
+    fmt::print(stderr, "stoker-infer: --listen: {}\n", hp.status().message());
     return 2;
   }
   ServiceOptions so;
@@ -176,12 +177,13 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);  // a client that hangs up is an error on its socket, not our end
+  // A client that hangs up is an error on its socket, not our end (cannot fail for SIGPIPE).
+  (void)signal(SIGPIPE, SIG_IGN);
 
   SystemClock clock;
   auto service = InferenceService::Create(*model, so, &clock);
   if (!service.ok()) {
-    std::fprintf(stderr, "stoker-infer: %s\n", service.status().ToString().c_str());
+    fmt::print(stderr, "stoker-infer: {}\n", service.status().ToString());
     return 1;
   }
   http::ListenerOptions ho;
@@ -190,15 +192,15 @@ int main(int argc, char** argv) {
   ho.threads = 256;  // handlers wait for their batch; enough of them to fill batches
   http::Listener server(service->get(), ho);
   if (Status s = server.Start(); !s.ok()) {
-    std::fprintf(stderr, "stoker-infer: %s\n", s.ToString().c_str());
+    fmt::print(stderr, "stoker-infer: {}\n", s.ToString());
     return 1;
   }
   std::printf("serving on %s (device %s): POST /v1/predict, GET /metrics, GET /healthz\n",
               server.url().c_str(), (*service)->device());
-  std::fflush(stdout);
+  (void)std::fflush(stdout);  // for a reader of a pipe; nothing to do if it is gone
   int sig = 0;
   sigwait(&signals, &sig);
-  std::fprintf(stderr, "stoker-infer: signal %d, draining\n", sig);
+  fmt::print(stderr, "stoker-infer: signal {}, draining\n", sig);
   server.Stop();
   (*service)->Shutdown();
   return 0;

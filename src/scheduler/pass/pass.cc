@@ -575,6 +575,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
     scheduler::MigProfile mig = scheduler::MigProfile::kNone;
     std::string job_class;
     bool preemptible = false;
+    // NOLINTNEXTLINE(modernize-use-nullptr): false positive on a defaulted <=> (llvm issue 53961)
     auto operator<=>(const Shape&) const = default;
   };
   std::set<Shape> failed_shapes;
@@ -928,7 +929,8 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
     };
     if (attempt()) return true;
     release_taken();
-    const std::vector<int64_t> order = victims;  // attempt() may shorten `victims`
+    // NOLINTNEXTLINE(performance-unnecessary-copy-initialization): attempt() shortens `victims`
+    const std::vector<int64_t> order = victims;
     for (int64_t v : order) {
       const JobView& vj = jobs.at(v);
       if (vj.preempted_by != 0 || vj.priority > j.priority) continue;

@@ -179,7 +179,7 @@ struct PassOptions {
   // what was committed since + the share <= one GPU). A GPU that reports activity but not yet
   // over the whole window takes none beyond capacity; one that reports none is admitted by its
   // commitments alone (GpuCommitments).
-  int64_t activity_window_ms = 5 * 60 * 1000;
+  int64_t activity_window_ms = int64_t{5} * 60 * 1000;
 };
 
 // The cluster's fragmentation by FGD's measure (scheduler/fgd.h): the free GPU milli the typical

@@ -41,6 +41,7 @@ struct QueueKey {
   int64_t primary = 0;
   int64_t secondary = 0;
   JobId id = 0;
+  // NOLINTNEXTLINE(modernize-use-nullptr): false positive on a defaulted <=> (llvm issue 53961)
   friend auto operator<=>(const QueueKey&, const QueueKey&) = default;
 };
 

@@ -6,7 +6,8 @@
 //  - BM_HistoryHeartbeat: one heartbeat of 8 samples into the full history (what every node's
 //    heartbeat costs the server for the dashboard);
 //  - BM_HistoryReport/<mig>: one node's 10-second report (the compact form at 10,000 nodes) of
-//    8 GPUs, the first <mig> of them with 7 MIG instances each, through OnReport.
+//    8 GPUs, the first <mig> of them with 7 MIG instances each, through OnReport;
+//  - BM_HistoryJobChanges/<jobs>: jobs placed and ended (below).
 // A day cannot be backfilled through the API (the server takes samples within 5 minutes of its
 // clock), so web/tests/perf.mjs measures the page on 240 columns of 1 s and this measures the
 // route over a day; the page's cost depends on rows x columns, the same 1,000 x 240.
@@ -127,6 +128,36 @@ void BM_HistoryReport(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_HistoryReport)->Arg(0)->Arg(4);
+
+// BM_HistoryJobChanges/<jobs>: <jobs> jobs placed, one GPU each, then each ended: what the
+// history does for the jobs a scheduling pass changes (a pass on 10,000 nodes places up to
+// 80,000 in one go). Per item: one job's change with up to <jobs> GPUs held; it should not grow
+// with <jobs>.
+void BM_HistoryJobChanges(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  std::vector<server::Job> jobs(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    server::Job& j = jobs[static_cast<size_t>(i)];
+    j.id = i + 1;
+    j.user = "alice";
+    j.state = server::JobState::kAssigned;
+    server::Assignment a;
+    a.node = Node(i / kGpus);
+    a.gpu_indices = {static_cast<uint32_t>(i % kGpus)};
+    j.assignment = a;
+  }
+  ManualClock clock(MonoTime{}, kStart);
+  for (auto _ : state) {
+    History h(&clock);
+    for (const server::Job& j : jobs) h.OnJobChanged(j);
+    for (server::Job j : jobs) {
+      j.state = server::JobState::kSucceeded;
+      h.OnJobChanged(j);
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * 2 * n);
+}
+BENCHMARK(BM_HistoryJobChanges)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace stoker::web

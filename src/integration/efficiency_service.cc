@@ -365,18 +365,20 @@ EfficiencyService::GpuState* EfficiencyService::GpuAtLocked(const std::string& n
 void EfficiencyService::SetJobOnGpuLocked(const std::pair<std::string, uint32_t>& key,
                                           const std::string& job) {
   job_on_gpu_[key] = job;
+  gpus_of_job_[job].push_back(key);
   if (GpuState* g = GpuAtLocked(key.first, key.second)) g->job = job;
 }
 
 void EfficiencyService::ForgetJobGpusLocked(const std::string& job) {
-  for (auto it = job_on_gpu_.begin(); it != job_on_gpu_.end();) {
-    if (it->second != job) {
-      ++it;
-      continue;
-    }
-    if (GpuState* g = GpuAtLocked(it->first.first, it->first.second)) g->job.clear();
-    it = job_on_gpu_.erase(it);
+  auto held = gpus_of_job_.find(job);
+  if (held == gpus_of_job_.end()) return;
+  for (const auto& key : held->second) {
+    auto it = job_on_gpu_.find(key);
+    if (it == job_on_gpu_.end() || it->second != job) continue;  // gone, or another job's now
+    if (GpuState* g = GpuAtLocked(key.first, key.second)) g->job.clear();
+    job_on_gpu_.erase(it);
   }
+  gpus_of_job_.erase(held);
 }
 
 const std::string* EfficiencyService::ModelOfLocked(

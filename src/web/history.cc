@@ -215,20 +215,35 @@ void History::OnJobChanged(const server::Job& job) {
   const bool holds = !where.empty() && (job.state == server::JobState::kRunning ||
                                         job.state == server::JobState::kAssigned ||
                                         job.state == server::JobState::kCancelling);
-  // Forget what it held before (a requeued job may come back elsewhere).
-  for (auto it = holder_.begin(); it != holder_.end();) {
-    it = it->second == job.id ? holder_.erase(it) : std::next(it);
-  }
-  for (auto it = mig_holder_.begin(); it != mig_holder_.end();) {
-    it = it->second == job.id ? mig_holder_.erase(it) : std::next(it);
+  // Forget what it held before (a requeued job may come back elsewhere): the keys it was set on
+  // that no other job has taken since.
+  if (auto held = held_keys_.find(job.id); held != held_keys_.end()) {
+    for (const auto& key : held->second.gpus) {
+      if (auto it = holder_.find(key); it != holder_.end() && it->second == job.id) {
+        holder_.erase(it);
+      }
+    }
+    for (const auto& key : held->second.migs) {
+      if (auto it = mig_holder_.find(key); it != mig_holder_.end() && it->second == job.id) {
+        mig_holder_.erase(it);
+      }
+    }
+    held_keys_.erase(held);
   }
   JobInfo& info = jobs_[job.id];
   info.user = job.user;
   info.active = holds;
   if (holds) {
+    HeldKeys& keys = held_keys_[job.id];
     for (const server::Assignment* a : where) {
-      for (uint32_t g : a->gpu_indices) holder_[{a->node, g}] = job.id;
-      if (!a->mig_uuid.empty()) mig_holder_[{a->node, a->mig_uuid}] = job.id;
+      for (uint32_t g : a->gpu_indices) {
+        holder_[{a->node, g}] = job.id;
+        keys.gpus.emplace_back(a->node, g);
+      }
+      if (!a->mig_uuid.empty()) {
+        mig_holder_[{a->node, a->mig_uuid}] = job.id;
+        keys.migs.emplace_back(a->node, a->mig_uuid);
+      }
     }
   }
   if (jobs_.size() > 4 * opt_.max_gpus + 1024) {

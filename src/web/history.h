@@ -25,6 +25,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/clock.h"
@@ -118,6 +119,14 @@ class History final : public server::ServerObserver, public server::ApiExtension
   // (node, gpu index) -> job holding it now; job -> (user, last bucket it was seen active).
   std::map<std::pair<std::string, uint32_t>, int64_t> holder_;         // guarded by mu_
   std::map<std::pair<std::string, std::string>, int64_t> mig_holder_;  // (node, MIG UUID), mu_
+  // job -> the keys it was set on in holder_ and mig_holder_ (an entry since taken by another
+  // job stays here until the job changes again): a job's change costs what it holds, not a walk
+  // of every GPU. Guarded by mu_.
+  struct HeldKeys {
+    std::vector<std::pair<std::string, uint32_t>> gpus;
+    std::vector<std::pair<std::string, std::string>> migs;
+  };
+  std::unordered_map<int64_t, HeldKeys> held_keys_;
   struct JobInfo {
     std::string user;
     int64_t last_bucket = 0;

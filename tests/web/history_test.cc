@@ -119,6 +119,32 @@ TEST(History, UsersSeeTheirOwnJobsInCellsAndOnlyThatOthersWereBusy) {
   EXPECT_EQ(after["gpus"][0]["job"], json::parse("[7, 0]"));
 }
 
+TEST(History, AJobThatEndsOrMovesLeavesTheGpusOtherJobsTookAlone) {
+  ManualClock clock;  // its wall clock starts at kT0
+  History h(&clock, {.bucket = std::chrono::seconds(10)});
+  const Principal admin{"root", Role::kAdmin};
+  auto jobs_at = [&](WallTime t) {
+    h.OnHeartbeat("n1", {Sample(0, t, 50, 1), Sample(1, t, 50, 1)}, t);
+    const json out = h.Gpus(admin, std::chrono::seconds(10), 1, "", t + std::chrono::seconds(5));
+    std::vector<int64_t> v;
+    for (const json& g : out["gpus"]) v.push_back(g["job"][0].get<int64_t>());
+    return v;
+  };
+  h.OnJobChanged(RunningJob(7, "alice", "n1", {0}));
+  h.OnJobChanged(RunningJob(8, "bob", "n1", {0}));  // a share of the same GPU, shown last
+  EXPECT_EQ(jobs_at(kT0), (std::vector<int64_t>{8, 0}));
+  Job done = RunningJob(7, "alice", "n1", {0});
+  done.state = JobState::kSucceeded;
+  h.OnJobChanged(done);  // job 7 ends: the GPU is still job 8's
+  EXPECT_EQ(jobs_at(kT0 + std::chrono::seconds(10)), (std::vector<int64_t>{8, 0}));
+  h.OnJobChanged(RunningJob(8, "bob", "n1", {1}));  // requeued and placed on the other GPU
+  EXPECT_EQ(jobs_at(kT0 + std::chrono::seconds(20)), (std::vector<int64_t>{0, 8}));
+  Job moved = RunningJob(8, "bob", "n1", {1});
+  moved.state = JobState::kCancelled;
+  h.OnJobChanged(moved);
+  EXPECT_EQ(jobs_at(kT0 + std::chrono::seconds(30)), (std::vector<int64_t>{0, 0}));
+}
+
 TEST(History, MigInstancesGetRowsOfTheirOwnWithTheirJob) {
   ManualClock clock;  // its wall clock starts at kT0
   History h(&clock, {.bucket = std::chrono::seconds(10)});

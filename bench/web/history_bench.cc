@@ -157,7 +157,7 @@ void BM_HistoryJobChanges(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * 2 * n);
 }
-BENCHMARK(BM_HistoryJobChanges)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HistoryJobChanges)->Arg(1000)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace stoker::web

@@ -27,6 +27,7 @@ History::History(const Clock* clock, HistoryOptions options) : clock_(clock), op
   if (opt_.bucket < std::chrono::seconds(1)) opt_.bucket = std::chrono::seconds(1);
   if (opt_.span < opt_.bucket) opt_.span = opt_.bucket;
   capacity_ = static_cast<size_t>(opt_.span / opt_.bucket) + 1;
+  prune_at_ = JobsBound();
 }
 
 int64_t History::BucketOf(WallTime t) const {
@@ -246,12 +247,16 @@ void History::OnJobChanged(const server::Job& job) {
       }
     }
   }
-  if (jobs_.size() > 4 * opt_.max_gpus + 1024) {
+  // Jobs no longer seen are pruned when the table has grown past its bound, and then only once
+  // it has doubled again: while every job in it is recent (100,000 queued), pruning on every
+  // change walked the whole table each time.
+  if (jobs_.size() > prune_at_) {
     int64_t newest = 0;
     for (const auto& [k, r] : rings_) {
       if (const Point* p = r.Last()) newest = std::max(newest, p->bucket);
     }
     PruneJobsLocked(newest - static_cast<int64_t>(capacity_));
+    prune_at_ = std::max(JobsBound(), 2 * jobs_.size());
   }
 }
 

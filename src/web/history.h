@@ -100,6 +100,8 @@ class History final : public server::ServerObserver, public server::ApiExtension
 
   int64_t BucketOf(WallTime t) const;
   void PruneJobsLocked(int64_t oldest_bucket);
+  // How many jobs the table keeps before it first prunes those no longer seen.
+  size_t JobsBound() const { return 4 * opt_.max_gpus + 1024; }
   // The ring for `key`, made on first use; nullptr (and counted) beyond max_gpus.
   Ring* RingLocked(const std::string& key);
   // Records `seconds` (each one second's samples of `node`, in time order): the one place the
@@ -127,6 +129,7 @@ class History final : public server::ServerObserver, public server::ApiExtension
     std::vector<std::pair<std::string, std::string>> migs;
   };
   std::unordered_map<int64_t, HeldKeys> held_keys_;
+  size_t prune_at_ = 0;  // jobs_'s size past which the next change prunes it; mu_
   struct JobInfo {
     std::string user;
     int64_t last_bucket = 0;

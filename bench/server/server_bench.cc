@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <thread>
 
+#include "efficiency/config.h"
+#include "integration/efficiency_service.h"
 #include "protocol/job_status_text.h"
 #include "protocol/samples.h"
 #include "server/activity.h"
@@ -18,6 +20,7 @@
 #include "support/fake_gpu_source.h"
 #include "telemetry/sampler.h"
 #include "telemetry/snapshot_json.h"
+#include "web/history.h"
 
 namespace stoker::server {
 namespace {
@@ -33,8 +36,20 @@ struct World {
     o.data_dir = dir;
     server = Server::Create(store.get(), &clock, o).value();
   }
+  // The observers `stoker server` runs (src/cli/server_commands.cc): the efficiency engine with
+  // its default configuration and the dashboard's history; each is told of every job a pass
+  // changes.
+  void Observe() {
+    efficiency = std::make_unique<efficiency::EfficiencyService>(
+        efficiency::LoadConfigYaml("").value(), server.get());
+    history = std::make_unique<web::History>(&clock);
+    server->AddObserver(efficiency.get());
+    server->AddObserver(history.get());
+  }
   ~World() {
     server.reset();
+    efficiency.reset();
+    history.reset();
     store.reset();
     fs::remove_all(dir);
   }
@@ -42,6 +57,8 @@ struct World {
   ManualClock clock;
   std::unique_ptr<store::Store> store;
   std::unique_ptr<Server> server;
+  std::unique_ptr<efficiency::EfficiencyService> efficiency;
+  std::unique_ptr<web::History> history;
 };
 
 // `nodes` nodes x 8 GPUs; `jobs` queued jobs of mixed shapes (whole GPUs, shares, CPU-only):
@@ -50,11 +67,14 @@ struct World {
 // synchronous=FULL when `full_sync`). `warm`: a first pass (not timed) has placed a queue like it
 // before the timed pass, as in a running server, where every pass but the first follows another
 // on the same nodes.
+// `observed`: with the observers of `stoker server` (World::Observe), whose share of the pass is
+// its notify phase.
 void SchedulingPassOverQueue(benchmark::State& state, int nodes, int jobs, bool full_sync,
-                             bool warm = false) {
+                             bool warm = false, bool observed = false) {
   for (auto _ : state) {
     state.PauseTiming();
     auto w = std::make_unique<World>(full_sync);
+    if (observed) w->Observe();
     Principal admin{"admin", Role::kAdmin};
     for (int n = 0; n < nodes; ++n) {
       NodeInventory inv;
@@ -148,6 +168,17 @@ void BM_SchedulingPass100kJobs10kNodes(benchmark::State& state) {
   SchedulingPassOverQueue(state, 10000, 100000, true);
 }
 BENCHMARK(BM_SchedulingPass100kJobs10kNodes)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->MeasureProcessCPUTime();
+
+// The same pass as `stoker server` runs it: the efficiency engine and the dashboard's history
+// are told of every job it changed (the notify phase).
+void BM_SchedulingPass100kJobs10kNodesObserved(benchmark::State& state) {
+  SchedulingPassOverQueue(state, 10000, 100000, true, false, true);
+}
+BENCHMARK(BM_SchedulingPass100kJobs10kNodesObserved)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1)
     ->UseRealTime()

@@ -24,6 +24,9 @@ ctest --test-dir build -j"$jobs" --output-on-failure --timeout 600
 
 if ((quick)); then exit 0; fi
 
+echo "== clang-tidy (.clang-tidy's checks, every source) =="
+scripts/check-tidy.sh --all
+
 echo "== tests under ASan + UBSan =="
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTOKER_SANITIZE=ON -DSTOKER_BUILD_BENCH=OFF >/dev/null
 ninja -C build-asan -j"$jobs"

@@ -86,7 +86,12 @@ Result<std::pair<uint32_t, uint32_t>> ParseMigProfile(std::string_view profile) 
   const uint32_t slices = static_cast<uint32_t>(profile[0] - '0');
   uint32_t gb = 0;
   const size_t dot = profile.find('.');
-  std::from_chars(profile.data() + dot + 1, profile.data() + profile.size(), gb);
+  // Every known profile is "<slices>g.<GB>gb", some with a suffix ("+me").
+  if (dot == std::string_view::npos ||
+      std::from_chars(profile.data() + dot + 1, profile.data() + profile.size(), gb).ec !=
+          std::errc{}) {
+    return Internal("MIG profile '" + std::string(profile) + "': no memory size after the dot");
+  }
   return std::make_pair(slices, gb);
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "integration/efficiency_service.h"
+#include "support/placed_jobs.h"
 
 namespace stoker::efficiency {
 namespace {
@@ -147,19 +148,8 @@ BENCHMARK(BM_ObserverReport)->Args({1000, 10})->Args({10000, 10})->Args({10000, 
 // held; it should not grow with <jobs>.
 void BM_ServiceJobChanges(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  std::vector<server::Job> jobs(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    server::Job& j = jobs[static_cast<size_t>(i)];
-    j.id = i + 1;
-    j.user = "alice";
-    j.state = server::JobState::kAssigned;
-    j.spec.gpus = 1;
-    j.submit_ms = T0().time_since_epoch() / 1ms;
-    server::Assignment a;
-    a.node = NodeName(i / kGpusPerNode);
-    a.gpu_indices = {static_cast<uint32_t>(i % kGpusPerNode)};
-    j.assignment = a;
-  }
+  const std::vector<server::Job> jobs =
+      testing::PlacedOneGpuJobs(n, kGpusPerNode, T0().time_since_epoch() / 1ms);
   for (auto _ : state) {
     state.PauseTiming();
     auto service = std::make_unique<EfficiencyService>(Config(), nullptr);

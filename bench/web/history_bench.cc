@@ -13,6 +13,7 @@
 // route over a day; the page's cost depends on rows x columns, the same 1,000 x 240.
 #include <benchmark/benchmark.h>
 
+#include "support/placed_jobs.h"
 #include "web/history.h"
 
 namespace stoker::web {
@@ -135,17 +136,7 @@ BENCHMARK(BM_HistoryReport)->Arg(0)->Arg(4);
 // with <jobs>.
 void BM_HistoryJobChanges(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  std::vector<server::Job> jobs(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    server::Job& j = jobs[static_cast<size_t>(i)];
-    j.id = i + 1;
-    j.user = "alice";
-    j.state = server::JobState::kAssigned;
-    server::Assignment a;
-    a.node = Node(i / kGpus);
-    a.gpu_indices = {static_cast<uint32_t>(i % kGpus)};
-    j.assignment = a;
-  }
+  const std::vector<server::Job> jobs = testing::PlacedOneGpuJobs(n, kGpus, 0);
   ManualClock clock(MonoTime{}, kStart);
   for (auto _ : state) {
     History h(&clock);

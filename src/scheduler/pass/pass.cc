@@ -73,9 +73,10 @@ scheduler::Request RequestFor(const JobView& j) {
 namespace {
 
 // The jobs as the pass sees them, by id (the first of an id wins, active jobs before queued
-// ones): the input's own views, read in place, and a copy of each view the pass changes, made
-// when it first changes it (the input stays as the caller gave it). Copying every view up front
-// cost a 100,000-job pass 100,000 copies and a third of its fresh memory.
+// ones): the input's own views, read in place, and a copy of each view the pass changes (a
+// victim being stopped), made when it first changes it; the input stays as the caller gave it.
+// Copying every view up front cost a 100,000-job pass 100,000 copies and a third of its fresh
+// memory.
 class JobTable {
  public:
   explicit JobTable(const PassInput& in) {
@@ -557,7 +558,8 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
   }
   // Guaranteed (non-preemptible) jobs first, each tier in the queue policy's order: the GPUs a
   // preemption frees go to the guaranteed job that asked for them, not back to a best-effort
-  // job that sorts earlier.
+  // job that sorts earlier. Only guaranteed jobs preempt, so no job placed in this pass is
+  // stopped in it: a placement leaves the job's view as it came (JobTable copies only victims).
   std::vector<int64_t> order;
   order.reserve(in.queued.size());
   for (const auto& entry : q) order.push_back(static_cast<int64_t>(entry.key.id));
@@ -1013,8 +1015,6 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
     Action act;
     act.kind = Action::Kind::kAssign;
     act.job = j.id;
-    JobView& placed = jobs.mut(j.id);
-    placed.phase = JobPhase::kAssigned;
     for (size_t k = 0; k < gp->parts.size(); ++k) {
       const scheduler::Placement& p = gp->parts[k];
       Grant a = gang_part(p);
@@ -1023,7 +1023,6 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
         decision.warnings.push_back("job " + std::to_string(j.id) +
                                     ": gang part rejected by the cluster: " + s.ToString());
       }
-      placed.gang.push_back(a.placement);
       act.gang.push_back(std::move(a));
     }
     reasons.erase(j.id);
@@ -1172,14 +1171,6 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
     }
     if (oversubscribed) ++stats.oversubscribed;
     a.oversubscribed = oversubscribed;
-    // Later in the pass a job placed now is read only as a holder of its GPUs' shares
-    // (overflow_victims), and stopped only if it is preemptible: only then does its view need
-    // to say it is placed (a guaranteed job's view is left as the input's, uncopied).
-    if (j.preemptible) {
-      JobView& placed = jobs.mut(j.id);
-      placed.phase = JobPhase::kAssigned;
-      placed.placement = a.placement;
-    }
     reasons.erase(j.id);
     Action act;
     act.kind = Action::Kind::kAssign;

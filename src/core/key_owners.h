@@ -1,0 +1,52 @@
+#pragma once
+// Which owner holds each key (the job on a GPU), with each owner's keys kept beside, so that
+// forgetting an owner costs what it holds rather than a walk of every key: a large scheduling
+// pass changes 80,000 jobs at once, each forgetting its GPUs. A key set by another owner is that
+// owner's from then on; the first owner forgetting its keys later leaves it alone.
+
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+namespace stoker {
+
+template <typename Key, typename Owner>
+class KeyOwners {
+ public:
+  void Set(const Key& key, const Owner& owner) {
+    owner_of_[key] = owner;
+    keys_of_[owner].push_back(key);
+  }
+
+  // Drops every key `owner` still holds, calling `dropped(key)` after each (in the order they
+  // were set).
+  template <typename Dropped>
+  void Forget(const Owner& owner, Dropped&& dropped) {
+    auto held = keys_of_.find(owner);
+    if (held == keys_of_.end()) return;
+    for (const Key& key : held->second) {
+      auto it = owner_of_.find(key);
+      if (it == owner_of_.end() || !(it->second == owner)) continue;  // gone, or taken since
+      owner_of_.erase(it);
+      dropped(key);
+    }
+    keys_of_.erase(held);
+  }
+  void Forget(const Owner& owner) {
+    Forget(owner, [](const Key&) {});
+  }
+
+  // The owner of `key`, or null.
+  const Owner* Find(const Key& key) const {
+    auto it = owner_of_.find(key);
+    return it == owner_of_.end() ? nullptr : &it->second;
+  }
+  // Every key held, in key order, with its owner.
+  const std::map<Key, Owner>& by_key() const { return owner_of_; }
+
+ private:
+  std::map<Key, Owner> owner_of_;
+  std::unordered_map<Owner, std::vector<Key>> keys_of_;  // may list keys taken since
+};
+
+}  // namespace stoker

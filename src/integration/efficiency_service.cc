@@ -364,21 +364,14 @@ EfficiencyService::GpuState* EfficiencyService::GpuAtLocked(const std::string& n
 
 void EfficiencyService::SetJobOnGpuLocked(const std::pair<std::string, uint32_t>& key,
                                           const std::string& job) {
-  job_on_gpu_[key] = job;
-  gpus_of_job_[job].push_back(key);
+  job_on_gpu_.Set(key, job);
   if (GpuState* g = GpuAtLocked(key.first, key.second)) g->job = job;
 }
 
 void EfficiencyService::ForgetJobGpusLocked(const std::string& job) {
-  auto held = gpus_of_job_.find(job);
-  if (held == gpus_of_job_.end()) return;
-  for (const auto& key : held->second) {
-    auto it = job_on_gpu_.find(key);
-    if (it == job_on_gpu_.end() || it->second != job) continue;  // gone, or another job's now
+  job_on_gpu_.Forget(job, [&](const std::pair<std::string, uint32_t>& key) {
     if (GpuState* g = GpuAtLocked(key.first, key.second)) g->job.clear();
-    job_on_gpu_.erase(it);
-  }
-  gpus_of_job_.erase(held);
+  });
 }
 
 const std::string* EfficiencyService::ModelOfLocked(
@@ -708,7 +701,7 @@ void EfficiencyService::Evaluate(WallTime now) {
       reclaimed_jobs.insert(r.job);
     }
     if (!reclaimed_jobs.empty()) {
-      for (const auto& [key, job] : job_on_gpu_) {
+      for (const auto& [key, job] : job_on_gpu_.by_key()) {
         if (reclaimed_jobs.contains(job)) reclaimed_gpus_.insert(key);
       }
     }

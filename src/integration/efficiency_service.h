@@ -42,6 +42,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/key_owners.h"
 #include "efficiency/alerts.h"
 #include "efficiency/config.h"
 #include "efficiency/idle_reclaim.h"
@@ -184,11 +185,7 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   AlertEngine alerts_;
   std::unique_ptr<IdleReclaimer> reclaimer_;
   std::unique_ptr<ComputeMarket> market_;
-  std::map<std::pair<std::string, uint32_t>, std::string> job_on_gpu_;  // (node, index) -> job
-  // job -> the keys it was set on in job_on_gpu_ (an entry since taken by another job stays
-  // here until the job is forgotten), so forgetting a job's GPUs costs what it holds, not a
-  // walk of every GPU (80,000 walks of 80,000 GPUs after a large scheduling pass).
-  std::unordered_map<std::string, std::vector<std::pair<std::string, uint32_t>>> gpus_of_job_;
+  KeyOwners<std::pair<std::string, uint32_t>, std::string> job_on_gpu_;  // (node, index) -> job
   // What the heartbeat path needs of each GPU, found by node and index (not by string per
   // sample).
   struct GpuState {

@@ -136,8 +136,8 @@ void History::RecordSecondsLocked(const std::string& node,
     r.key = node + "/" + std::to_string(index);
     r.ring = RingLocked(r.key);
     if (r.ring != nullptr) {
-      auto h = holder_.find({node, index});
-      r.job = h == holder_.end() ? 0 : h->second;
+      const int64_t* h = holder_.Find({node, index});
+      r.job = h == nullptr ? 0 : *h;
     }
     return r;
   };
@@ -169,8 +169,8 @@ void History::RecordSecondsLocked(const std::string& node,
           slice = &row.slices.emplace_back();
           slice->ring = RingLocked(row.key + "/" + id);
           slice->id = id;
-          auto mh = mig_holder_.find({node, m.uuid});
-          slice->job = mh == mig_holder_.end() ? 0 : mh->second;
+          const int64_t* mh = mig_holder_.Find({node, m.uuid});
+          slice->job = mh == nullptr ? 0 : *mh;
         } else if (slice->ring == nullptr) {
           ++dropped_gpus_;
         }
@@ -216,35 +216,16 @@ void History::OnJobChanged(const server::Job& job) {
   const bool holds = !where.empty() && (job.state == server::JobState::kRunning ||
                                         job.state == server::JobState::kAssigned ||
                                         job.state == server::JobState::kCancelling);
-  // Forget what it held before (a requeued job may come back elsewhere): the keys it was set on
-  // that no other job has taken since.
-  if (auto held = held_keys_.find(job.id); held != held_keys_.end()) {
-    for (const auto& key : held->second.gpus) {
-      if (auto it = holder_.find(key); it != holder_.end() && it->second == job.id) {
-        holder_.erase(it);
-      }
-    }
-    for (const auto& key : held->second.migs) {
-      if (auto it = mig_holder_.find(key); it != mig_holder_.end() && it->second == job.id) {
-        mig_holder_.erase(it);
-      }
-    }
-    held_keys_.erase(held);
-  }
+  // Forget what it held before (a requeued job may come back elsewhere).
+  holder_.Forget(job.id);
+  mig_holder_.Forget(job.id);
   JobInfo& info = jobs_[job.id];
   info.user = job.user;
   info.active = holds;
   if (holds) {
-    HeldKeys& keys = held_keys_[job.id];
     for (const server::Assignment* a : where) {
-      for (uint32_t g : a->gpu_indices) {
-        holder_[{a->node, g}] = job.id;
-        keys.gpus.emplace_back(a->node, g);
-      }
-      if (!a->mig_uuid.empty()) {
-        mig_holder_[{a->node, a->mig_uuid}] = job.id;
-        keys.migs.emplace_back(a->node, a->mig_uuid);
-      }
+      for (uint32_t g : a->gpu_indices) holder_.Set({a->node, g}, job.id);
+      if (!a->mig_uuid.empty()) mig_holder_.Set({a->node, a->mig_uuid}, job.id);
     }
   }
   // Jobs no longer seen are pruned when the table has grown past its bound, and then only once

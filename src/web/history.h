@@ -25,10 +25,10 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "core/clock.h"
+#include "core/key_owners.h"
 #include "server/api.h"
 #include "server/server.h"
 
@@ -119,16 +119,8 @@ class History final : public server::ServerObserver, public server::ApiExtension
   std::map<std::string, Ring> rings_;  // "node/index", guarded by mu_
   int64_t dropped_gpus_ = 0;           // samples of GPUs beyond max_gpus, guarded by mu_
   // (node, gpu index) -> job holding it now; job -> (user, last bucket it was seen active).
-  std::map<std::pair<std::string, uint32_t>, int64_t> holder_;         // guarded by mu_
-  std::map<std::pair<std::string, std::string>, int64_t> mig_holder_;  // (node, MIG UUID), mu_
-  // job -> the keys it was set on in holder_ and mig_holder_ (an entry since taken by another
-  // job stays here until the job changes again): a job's change costs what it holds, not a walk
-  // of every GPU. Guarded by mu_.
-  struct HeldKeys {
-    std::vector<std::pair<std::string, uint32_t>> gpus;
-    std::vector<std::pair<std::string, std::string>> migs;
-  };
-  std::unordered_map<int64_t, HeldKeys> held_keys_;
+  KeyOwners<std::pair<std::string, uint32_t>, int64_t> holder_;         // guarded by mu_
+  KeyOwners<std::pair<std::string, std::string>, int64_t> mig_holder_;  // (node, MIG UUID), mu_
   size_t prune_at_ = 0;  // jobs_'s size past which the next change prunes it; mu_
   struct JobInfo {
     std::string user;

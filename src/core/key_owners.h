@@ -19,7 +19,7 @@ class KeyOwners {
   }
 
   // Drops every key `owner` still holds, calling `dropped(key)` after each (in the order they
-  // were set).
+  // were set); `dropped` must not change this KeyOwners.
   template <typename Dropped>
   void Forget(const Owner& owner, Dropped&& dropped) {
     auto held = keys_of_.find(owner);

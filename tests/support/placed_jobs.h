@@ -2,7 +2,8 @@
 // Jobs as a large scheduling pass leaves them, for the benchmarks of what observes a server (the
 // efficiency engine, the dashboard's history): `n` one-GPU jobs of user "alice", assigned in
 // order to nodes of `gpus_per_node` GPUs named "node-<k>" (job i + 1 on node i / gpus_per_node,
-// GPU i % gpus_per_node), submitted at `submit_ms`.
+// GPU i % gpus_per_node), submitted at `submit_ms`. Header only, on the protocol's types: its
+// users link stoker::protocol themselves (the benchmarks of the server's observers do).
 
 #include <cstdint>
 #include <string>

@@ -4,11 +4,26 @@
 // pass changes 80,000 jobs at once, each forgetting its GPUs. A key set by another owner is that
 // owner's from then on; the first owner forgetting its keys later leaves it alone.
 
-#include <map>
+#include <cstddef>
+#include <functional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace stoker {
+
+// The hash of a key: std::hash, or a pair's two hashes combined (a GPU: node and index).
+struct KeyOwnersHash {
+  template <typename K>
+  size_t operator()(const K& k) const {
+    return std::hash<K>{}(k);
+  }
+  template <typename A, typename B>
+  size_t operator()(const std::pair<A, B>& k) const {
+    const size_t h = std::hash<A>{}(k.first);
+    return h ^ (std::hash<B>{}(k.second) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+  }
+};
 
 template <typename Key, typename Owner>
 class KeyOwners {
@@ -41,12 +56,21 @@ class KeyOwners {
     auto it = owner_of_.find(key);
     return it == owner_of_.end() ? nullptr : &it->second;
   }
-  // Every key held, in key order, with its owner.
-  const std::map<Key, Owner>& by_key() const { return owner_of_; }
+  // Calls `each(key)` for every key `owner` holds, in the order they were set.
+  template <typename Each>
+  void ForEachKeyOf(const Owner& owner, Each&& each) const {
+    auto held = keys_of_.find(owner);
+    if (held == keys_of_.end()) return;
+    for (const Key& key : held->second) {
+      const Owner* now = Find(key);
+      if (now != nullptr && *now == owner) each(key);
+    }
+  }
+  size_t size() const { return owner_of_.size(); }  // keys held
 
  private:
-  std::map<Key, Owner> owner_of_;
-  std::unordered_map<Owner, std::vector<Key>> keys_of_;  // may list keys taken since
+  std::unordered_map<Key, Owner, KeyOwnersHash> owner_of_;
+  std::unordered_map<Owner, std::vector<Key>, KeyOwnersHash> keys_of_;  // may list keys taken since
 };
 
 }  // namespace stoker

@@ -103,6 +103,7 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   // rules over the report's seconds in one pass per GPU, with the same 1 s resolution).
   void OnReport(const std::string& node, std::span<const server::SampleTick> ticks) override;
   void OnJobChanged(const server::Job& job) override;
+  void OnJobsChanged(std::span<const server::Job> jobs) override;  // one lock for them all
   void OnFragmentation(const server::Fragmentation& f, WallTime at) override;
   // A job of another engine started, changed what it holds, stopped holding GPUs (`gpus`
   // empty: its usage so far is charged) or ended (`end` set).
@@ -150,6 +151,7 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
     bool reclaimed = false;
   };
   void ChargeLocked(const std::string& job, WallTime until);
+  void OnJobChangedLocked(const server::Job& job);
   // Silver and bronze one-GPU jobs (those `visible` says) as the consolidation plan's input.
   std::vector<JobLoad> LoadsLocked(const std::function<bool(const std::string&)>& visible) const;
   // Hands the plan's new groups to the server: each job runs as a share from its next start;

@@ -212,11 +212,9 @@ void Server::Event(store::WriteBatch* b, const Job& j, const std::string& kind,
   b->AddEvent(store::EventRow{j.id, NowMs(), kind, msg});
 }
 
-void Server::Notify(const std::vector<Job>& changed) {
+void Server::Notify(std::span<const Job> changed) {
   if (changed.empty()) return;
-  for (ServerObserver* o : *Observers()) {
-    for (const Job& j : changed) o->OnJobChanged(j);
-  }
+  for (ServerObserver* o : *Observers()) o->OnJobsChanged(changed);
 }
 
 void Server::AddObserver(ServerObserver* o) {
@@ -266,12 +264,14 @@ Result<Job> Server::Submit(const Principal& who, JobSpec spec) {
   // Durable before it is visible or acknowledged; no lock held, so concurrent submissions
   // share one group commit.
   STOKER_RETURN_IF_ERROR(store_->Apply(std::move(b)));
+  OrderedDelivery::Ticket told;
   {
     std::lock_guard lock(mu_);
     jobs_[job.id] = job;
     queued_.insert(job.id);
+    told = told_.Take();
   }
-  Notify({job});
+  told.Deliver([this, job] { Notify(std::span<const Job>(&job, 1)); });
   Kick();
   return job;
 }
@@ -474,6 +474,7 @@ Result<Job> Server::ChangeUnendedJob(
     const std::function<Status(Job&, store::WriteBatch&)>& change) {
   std::shared_future<Status> done;
   Job copy;
+  OrderedDelivery::Ticket told;
   {
     std::lock_guard lock(mu_);
     auto it = jobs_.find(id);
@@ -490,10 +491,11 @@ Result<Job> Server::ChangeUnendedJob(
     if (b.empty()) return j;  // nothing changed
     b.UpdateJob(StatusRow(j));
     copy = j;
+    told = told_.Take();
     done = store_->ApplyAsync(std::move(b));
   }
   STOKER_RETURN_IF_ERROR(Wait(done));
-  Notify({copy});
+  told.Deliver([this, copy] { Notify(std::span<const Job>(&copy, 1)); });
   Kick();
   return copy;
 }
@@ -798,6 +800,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
   std::vector<Job> changed;
   std::shared_future<Status> done;
   bool persist = false;
+  OrderedDelivery::Ticket told;  // the observers are told of `changed` in its turn
   std::shared_ptr<const std::string> samples;
   std::shared_ptr<const std::vector<GpuSample>> latest;
   if (!hb.compact) {
@@ -945,6 +948,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
         changed.push_back(j);
       }
     }
+    if (!changed.empty()) told = told_.Take();
     persist = !b.empty();
     if (persist) done = store_->ApplyAsync(std::move(b));
   }
@@ -958,8 +962,10 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
     activity_.Record(node, t.gpus, t.at);
   }
   for (ServerObserver* o : *observers) o->OnReport(node, hb.ticks);
-  Notify(changed);
-  if (!changed.empty()) Kick();
+  if (!changed.empty()) {
+    told.Deliver([this, changed = std::move(changed)] { Notify(changed); });
+    Kick();
+  }
   return reply;
 }
 
@@ -1291,6 +1297,66 @@ pass::JobView PassView(const Job& j) {
 // RunSchedulingPass).
 constexpr size_t kPassChunk = 4096;
 
+// Tells the observers of a large pass of its changes part by part while the pass is still
+// applying and writing them: one thread per observer, each told every part in order
+// (OnJobsChanged), as soon as the part is handed over. Each observer keeps its own state under its
+// own lock, so they are told side by side; none takes the server's lock to be told. Finish()
+// returns once every observer has been told everything, and the destructor finishes too (a pass
+// that throws still joins its threads).
+class ObserverFeed {
+ public:
+  // Each observer is told in `turn` (after every change ordered before the pass).
+  ObserverFeed(const std::vector<ServerObserver*>& observers, const OrderedDelivery::Ticket* turn)
+      : turn_(turn) {
+    threads_.reserve(observers.size());
+    for (ServerObserver* o : observers) threads_.emplace_back([this, o] { Tell(o); });
+  }
+  ObserverFeed(const ObserverFeed&) = delete;
+  ObserverFeed& operator=(const ObserverFeed&) = delete;
+  ~ObserverFeed() { Finish(); }
+
+  void Add(std::shared_ptr<const std::vector<Job>> part) {
+    {
+      std::lock_guard lock(mu_);
+      parts_.push_back(std::move(part));
+    }
+    cv_.notify_all();
+  }
+  void Finish() {
+    {
+      std::lock_guard lock(mu_);
+      last_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+ private:
+  void Tell(ServerObserver* o) {
+    turn_->WaitTurn();
+    size_t next = 0;
+    for (;;) {
+      std::shared_ptr<const std::vector<Job>> part;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return next < parts_.size() || last_; });
+        if (next == parts_.size()) return;
+        part = parts_[next++];
+      }
+      o->OnJobsChanged(*part);
+    }
+  }
+
+  const OrderedDelivery::Ticket* turn_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::shared_ptr<const std::vector<Job>>> parts_;
+  bool last_ = false;
+  std::vector<std::thread> threads_;  // last: started once the rest is built
+};
+
 // The "assigned" event's message of a one-node job placed by a pass.
 std::string AssignedMessage(const Job& j, bool oversubscribed, const std::string& basis) {
   const Assignment& a = *j.assignment;
@@ -1453,6 +1519,11 @@ PassStats Server::RunSchedulingPass() {
     ~EndParts() { Finish(); }
   } end_parts{parts.get()};
   std::vector<std::shared_ptr<Chunk>> chunks;  // every chunk handed over, for the observers
+  // The observers are told of the pass's changes in its turn among the server's changes (taken
+  // under the lock, as it applies). A large pass tells them while it applies and writes
+  // (ObserverFeed); a small one after its durable commit.
+  OrderedDelivery::Ticket told;
+  std::optional<ObserverFeed> feed;
   const size_t chunk_size = std::min(d.actions.size(), kPassChunk);
   auto chunk = std::make_shared<Chunk>();
   chunk->changed.reserve(chunk_size);
@@ -1496,6 +1567,7 @@ PassStats Server::RunSchedulingPass() {
       parts->ready.push_back(chunk);
     }
     parts->cv.notify_all();
+    if (feed) feed->Add(std::shared_ptr<const std::vector<Job>>(chunk, &chunk->changed));
     chunks.push_back(std::move(chunk));
     chunk = std::make_shared<Chunk>();
     chunk->changed.reserve(chunk_size);
@@ -1509,6 +1581,13 @@ PassStats Server::RunSchedulingPass() {
   {
     std::lock_guard lock(mu_);
     phase_done(&phases.apply_lock_wait);
+    if (!d.actions.empty()) {
+      told = told_.Take();
+      if (d.actions.size() >= kFeedObserversFrom) {
+        const auto observers = Observers();
+        if (!observers->empty()) feed.emplace(*observers, &told);
+      }
+    }
     // A decision about job `id` stands only if the job is as the pass saw it: same state, same
     // attempt, same resize, not being stopped; and a placement only on a node that is still
     // schedulable with the inventory of the view.
@@ -1639,7 +1718,14 @@ PassStats Server::RunSchedulingPass() {
     spdlog::info("scheduling pass: {} decision(s) overtaken by changes; deciding again", dropped);
     Kick();
   }
-  for (const auto& c : chunks) Notify(c->changed);
+  if (feed) {
+    feed->Finish();
+    told.Deliver({});
+  } else if (!chunks.empty()) {
+    told.Deliver([this, chunks = std::move(chunks)] {
+      for (const auto& c : chunks) Notify(c->changed);
+    });
+  }
   if (stats.fragmentation) {
     const WallTime at = clock_->WallNow();
     for (ServerObserver* o : *Observers()) o->OnFragmentation(*stats.fragmentation, at);
@@ -1658,6 +1744,7 @@ int Server::CheckNodeTimeouts() {
   std::vector<Job> changed;
   std::shared_future<Status> done;
   bool persist = false;
+  OrderedDelivery::Ticket told;  // the observers are told of `changed` in its turn
   int lost = 0;
   {
     std::lock_guard lock(mu_);
@@ -1697,6 +1784,7 @@ int Server::CheckNodeTimeouts() {
         changed.push_back(j);
       }
     }
+    if (!changed.empty()) told = told_.Take();
     persist = !b.empty();
     if (persist) done = store_->ApplyAsync(std::move(b));
   }
@@ -1704,8 +1792,10 @@ int Server::CheckNodeTimeouts() {
     Status s = Wait(done);
     if (!s.ok()) spdlog::error("node liveness: cannot persist: {}", s.ToString());
   }
-  Notify(changed);
-  if (!changed.empty()) Kick();
+  if (!changed.empty()) {
+    told.Deliver([this, changed = std::move(changed)] { Notify(changed); });
+    Kick();
+  }
   return lost;
 }
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/ordered_delivery.h"
 #include "core/status.h"
 #include "protocol/model.h"
 #include "scheduler/pass/pass.h"
@@ -150,6 +151,12 @@ class ServerObserver {
     for (const SampleTick& t : ticks) OnHeartbeat(node, t.gpus, t.at);
   }
   virtual void OnJobChanged(const Job& /*job*/) {}
+  // Every job one change of the server touched, in the order they changed (a scheduling pass:
+  // every job it placed or stopped, up to 100,000). By default one OnJobChanged call each; an
+  // observer overrides it to take its lock once for them all.
+  virtual void OnJobsChanged(std::span<const Job> jobs) {
+    for (const Job& j : jobs) OnJobChanged(j);
+  }
   // A fragmentation sample (at most one a minute, from the scheduling loop).
   virtual void OnFragmentation(const Fragmentation& /*f*/, WallTime /*at*/) {}
 };
@@ -292,6 +299,9 @@ class Server final : public JobActions {
                    std::optional<bool> backfill);
   PolicySettings Policy() const;
 
+  // From this many decisions on, a pass tells its observers of each part of its changes as it is
+  // handed to the store, one thread each, while the rest is applied and written (ObserverFeed).
+  static constexpr size_t kFeedObserversFrom = 4096;
   // One scheduling pass / one liveness check (the loops call these).
   PassStats RunSchedulingPass();
   int CheckNodeTimeouts();
@@ -333,7 +343,7 @@ class Server final : public JobActions {
   static bool CurrentRun(const Job& j, const std::string& node, const RunReport& r);
   // Waits for a write handed to the store under mu_.
   static Status Wait(std::shared_future<Status>& f) { return f.get(); }
-  void Notify(const std::vector<Job>& changed);
+  void Notify(std::span<const Job> changed);
   bool CanSee(const Principal& who, const Job& j) const;
   // A job's log file; a gang's part `rank` > 0 has its own.
   std::string LogPath(int64_t id, const std::string& stream, int32_t rank = 0) const;
@@ -452,6 +462,11 @@ class Server final : public JobActions {
   std::shared_ptr<const std::vector<ServerObserver*>> observers_ =
       std::make_shared<const std::vector<ServerObserver*>>();
   std::shared_ptr<const std::vector<ServerObserver*>> Observers() const;
+  // The order the observers are told of job changes in: a ticket is taken under mu_ where the
+  // jobs change, and the change is told in its turn (after the lock, and the durable write, are
+  // let go). So a job that a heartbeat ends right after a long pass placed it reaches the
+  // observers ended, not placed again by the pass's late news.
+  OrderedDelivery told_;
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;

@@ -212,6 +212,15 @@ void History::RecordSecondsLocked(const std::string& node,
 
 void History::OnJobChanged(const server::Job& job) {
   std::lock_guard lock(mu_);
+  OnJobChangedLocked(job);
+}
+
+void History::OnJobsChanged(std::span<const server::Job> jobs) {
+  std::lock_guard lock(mu_);
+  for (const server::Job& job : jobs) OnJobChangedLocked(job);
+}
+
+void History::OnJobChangedLocked(const server::Job& job) {
   const auto where = protocol::Assignments(job);  // a gang: every part
   const bool holds = !where.empty() && (job.state == server::JobState::kRunning ||
                                         job.state == server::JobState::kAssigned ||

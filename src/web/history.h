@@ -55,6 +55,7 @@ class History final : public server::ServerObserver, public server::ApiExtension
   // leaves); every second is still recorded at its own time.
   void OnReport(const std::string& node, std::span<const server::SampleTick> ticks) override;
   void OnJobChanged(const server::Job& job) override;
+  void OnJobsChanged(std::span<const server::Job> jobs) override;  // one lock for them all
   void OnFragmentation(const server::Fragmentation& f, WallTime at) override;
 
   // ApiExtension.
@@ -100,6 +101,7 @@ class History final : public server::ServerObserver, public server::ApiExtension
 
   int64_t BucketOf(WallTime t) const;
   void PruneJobsLocked(int64_t oldest_bucket);
+  void OnJobChangedLocked(const server::Job& job);
   // How many jobs the table keeps before it first prunes those no longer seen.
   size_t JobsBound() const { return 4 * opt_.max_gpus + 1024; }
   // The ring for `key`, made on first use; nullptr (and counted) beyond max_gpus.

@@ -1,0 +1,148 @@
+// The observers (the efficiency engine, the dashboard's history) are told of job changes in the
+// order the jobs changed: a heartbeat that starts and ends a job while a scheduling pass is still
+// telling the observers that it placed that job is told after the pass, not before it (the
+// observers would otherwise keep an ended job as placed, holding its GPU, for good). A pass large
+// enough to tell its observers while it applies (Server::kFeedObserversFrom decisions) has told
+// every one of them every change when it returns.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/server.h"
+#include "test_util.h"
+
+namespace stoker::server {
+namespace {
+using testing::Fixture;
+using testing::Spec;
+
+// Records what it is told: (job, state) in order.
+class Log : public ServerObserver {
+ public:
+  void OnJobChanged(const Job& j) override {
+    std::lock_guard lock(mu_);
+    seen_.emplace_back(j.id, JobStateName(j.state));
+  }
+  std::vector<std::pair<int64_t, std::string>> Seen() const {
+    std::lock_guard lock(mu_);
+    return seen_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::pair<int64_t, std::string>> seen_;
+};
+
+// Holds the first news of a placed job until released (a slow observer, or a pass over a deep
+// queue that takes long to tell).
+class Gate : public ServerObserver {
+ public:
+  void OnJobChanged(const Job& j) override {
+    if (j.state != JobState::kAssigned) return;
+    std::unique_lock lock(mu_);
+    if (used_) return;
+    used_ = true;
+    entered_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return released_; });
+  }
+  void WaitEntered() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return entered_; });
+  }
+  void Release() {
+    {
+      std::lock_guard lock(mu_);
+      released_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool used_ = false, entered_ = false, released_ = false;
+};
+
+RunReport Report(const Job& j, protocol::RunPhase phase) {
+  RunReport r;
+  r.id = j.id;
+  r.attempt = j.attempt();
+  r.phase = phase;
+  if (phase == protocol::RunPhase::kExited) {
+    r.exit_code = 0;
+    r.logs_complete = true;
+  }
+  return r;
+}
+
+TEST(ObserverOrder, AJobEndedWhileThePassStillTellsOfItsPlacementReachesObserversEnded) {
+  Fixture f("observer_order");
+  ASSERT_TRUE(f.server->RegisterNode(f.agent, f.Node("n1", 1)).ok());
+  Gate gate;
+  Log log;
+  f.server->AddObserver(&gate);
+  f.server->AddObserver(&log);
+  auto job = f.server->Submit(f.alice, Spec({"train"}, 1));
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+
+  std::thread pass([&] { EXPECT_EQ(f.server->RunSchedulingPass().placed, 1); });
+  gate.WaitEntered();  // the pass has placed the job and is telling the observers
+  const Job placed = f.server->GetJob(f.admin, job->id).value();
+  ASSERT_EQ(placed.state, JobState::kAssigned);
+  // The node starts the job and it exits at once (a command that fails to start, say): both
+  // heartbeats are answered without waiting for the pass's observers.
+  Heartbeat hb;
+  hb.jobs = {Report(placed, protocol::RunPhase::kRunning)};
+  ASSERT_TRUE(f.server->Heartbeat(f.agent, "n1", hb).ok());
+  hb.jobs = {Report(placed, protocol::RunPhase::kExited)};
+  ASSERT_TRUE(f.server->Heartbeat(f.agent, "n1", hb).ok());
+  EXPECT_EQ(f.server->GetJob(f.admin, job->id)->state, JobState::kSucceeded);
+  gate.Release();
+  pass.join();
+
+  const std::vector<std::pair<int64_t, std::string>> want = {
+      {job->id, "queued"}, {job->id, "assigned"}, {job->id, "running"}, {job->id, "succeeded"}};
+  EXPECT_EQ(log.Seen(), want);
+}
+
+TEST(ObserverOrder, ALargePassHasToldEveryObserverOfEveryChangeWhenItReturns) {
+  Fixture f("observer_order_large");
+  const int jobs = static_cast<int>(Server::kFeedObserversFrom) + 100;
+  const int nodes = (jobs + 7) / 8;
+  for (int n = 0; n < nodes; ++n) {
+    ASSERT_TRUE(f.server->RegisterNode(f.admin, f.Node("n" + std::to_string(n), 8)).ok());
+  }
+  Log first, second;
+  f.server->AddObserver(&first);
+  f.server->AddObserver(&second);
+  std::set<int64_t> submitted;
+  for (int i = 0; i < jobs; ++i) {
+    auto j = f.server->Submit(f.alice, Spec({"train"}, 1));
+    ASSERT_TRUE(j.ok()) << j.status().ToString();
+    submitted.insert(j->id);
+  }
+  const PassStats st = f.server->RunSchedulingPass();
+  ASSERT_EQ(st.placed, jobs);
+  for (const Log* log : {&first, &second}) {
+    const auto seen = log->Seen();
+    ASSERT_EQ(seen.size(), 2 * submitted.size());
+    // Every submission first, then every placement, each job once.
+    std::set<int64_t> queued, assigned;
+    for (size_t k = 0; k < seen.size(); ++k) {
+      const bool in_pass = k >= submitted.size();
+      EXPECT_EQ(seen[k].second, in_pass ? "assigned" : "queued") << k;
+      (in_pass ? assigned : queued).insert(seen[k].first);
+    }
+    EXPECT_EQ(queued, submitted);
+    EXPECT_EQ(assigned, submitted);
+  }
+}
+
+}  // namespace
+}  // namespace stoker::server

@@ -248,15 +248,15 @@ Status StartEfficiency(RunningServer& rs, const ServerFlags& f,
         *rs.poster, f.alertmanager, cfg->alerting.repeat_interval + std::chrono::minutes(15));
     rs.efficiency->AddNotifier(rs.alertmanager.get());
   }
-  // Jobs already running (a restart) join the engine's directory.
+  // Jobs already running or queued (a restart) join the engine's directory: all of them, read a
+  // page at a time (a deep queue holds more than a page).
   server::JobFilter active;
   active.states = {server::JobState::kAssigned, server::JobState::kRunning,
                    server::JobState::kCancelling, server::JobState::kQueued};
   active.limit = 100000;
-  auto jobs = rs.core->ListJobs(server::Principal{"efficiency", server::Role::kAdmin}, active);
-  if (jobs.ok()) {
-    for (const server::Job& j : *jobs) rs.efficiency->OnJobChanged(j);
-  }
+  auto jobs = rs.core->ListAllJobs(server::Principal{"efficiency", server::Role::kAdmin}, active);
+  if (!jobs.ok()) return jobs.status().WithContext("the efficiency engine's jobs");
+  rs.efficiency->OnJobsChanged(*jobs);
   rs.core->AddObserver(rs.efficiency.get());
   rs.api->AddExtension(rs.efficiency.get());
   return Status::Ok();
@@ -297,10 +297,9 @@ Status StartDashboard(RunningServer& rs, const ServerFlags& f) {
   active.states = {server::JobState::kAssigned, server::JobState::kRunning,
                    server::JobState::kCancelling};
   active.limit = 100000;
-  auto jobs = rs.core->ListJobs(server::Principal{"dashboard", server::Role::kAdmin}, active);
-  if (jobs.ok()) {
-    for (const server::Job& j : *jobs) rs.history->OnJobChanged(j);
-  }
+  auto jobs = rs.core->ListAllJobs(server::Principal{"dashboard", server::Role::kAdmin}, active);
+  if (!jobs.ok()) return jobs.status().WithContext("the dashboard's jobs");
+  rs.history->OnJobsChanged(*jobs);
   rs.core->AddObserver(rs.history.get());
   rs.api->AddExtension(rs.history.get());
   rs.site = std::make_unique<web::Site>(rs.api.get(), web::EmbeddedAssets());

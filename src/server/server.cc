@@ -9,6 +9,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <system_error>
 #include <utility>
@@ -274,6 +275,27 @@ Result<Job> Server::Submit(const Principal& who, JobSpec spec) {
   told.Deliver([this, job] { Notify(std::span<const Job>(&job, 1)); });
   Kick();
   return job;
+}
+
+Result<std::vector<Job>> Server::ListAllJobs(const Principal& who, JobFilter filter) const {
+  if (filter.limit == 0) return InvalidArgument("limit: must be at least 1");
+  filter.before_id = 0;
+  std::vector<std::vector<Job>> pages;  // newest first
+  size_t total = 0;
+  while (true) {
+    STOKER_ASSIGN_OR_RETURN(std::vector<Job> page, ListJobs(who, filter));
+    const bool last = page.size() < filter.limit;
+    if (!page.empty()) filter.before_id = page.front().id;
+    total += page.size();
+    pages.push_back(std::move(page));
+    if (last) break;
+  }
+  std::vector<Job> out;
+  out.reserve(total);
+  for (auto it = pages.rbegin(); it != pages.rend(); ++it) {
+    std::move(it->begin(), it->end(), std::back_inserter(out));
+  }
+  return out;
 }
 
 Result<std::vector<Job>> Server::ListJobs(const Principal& who, const JobFilter& f) const {

@@ -150,6 +150,11 @@ class ServerObserver {
   virtual void OnReport(const std::string& node, std::span<const SampleTick> ticks) {
     for (const SampleTick& t : ticks) OnHeartbeat(node, t.gpus, t.at);
   }
+  // Job changes come in the order the jobs changed, one change at a time (never two at once to
+  // one observer). The call that made a change may return before it is told: while an earlier
+  // change is still being told, a later one is told after it, on the thread telling it. A pass
+  // of Server::kFeedObserversFrom decisions or more tells each observer on a thread of its own,
+  // its parts in order, and returns once all are told.
   virtual void OnJobChanged(const Job& /*job*/) {}
   // Every job one change of the server touched, in the order they changed (a scheduling pass:
   // every job it placed or stopped, up to 100,000). By default one OnJobChanged call each; an
@@ -254,6 +259,9 @@ class Server final : public JobActions {
   // Jobs.
   Result<Job> Submit(const Principal& who, JobSpec spec);
   Result<std::vector<Job>> ListJobs(const Principal& who, const JobFilter& filter) const;
+  // Every match of `filter`, oldest first, read `filter.limit` at a time (its before_id is
+  // ignored): what an observer joining a running server is told of, however many jobs match.
+  Result<std::vector<Job>> ListAllJobs(const Principal& who, JobFilter filter) const;
   Result<Job> GetJob(const Principal& who, int64_t id) const;
   Result<Job> Cancel(const Principal& who, int64_t id);
   // `part`: the rank of a gang's part (each part has its own logs); 0 for other jobs.

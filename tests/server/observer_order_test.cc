@@ -144,5 +144,34 @@ TEST(ObserverOrder, ALargePassHasToldEveryObserverOfEveryChangeWhenItReturns) {
   }
 }
 
+// An observer joining a running server (the engine and the dashboard at `stoker server`'s start)
+// is told of every active or queued job, however many: read a page at a time, oldest first.
+TEST(ObserverOrder, ListAllJobsReadsEveryMatchOldestFirstAPageAtATime) {
+  Fixture f("observer_order_all");
+  std::vector<int64_t> queued;
+  for (int i = 0; i < 10; ++i) {
+    auto j = f.server->Submit(f.alice, Spec({"train"}, 1));
+    ASSERT_TRUE(j.ok()) << j.status().ToString();
+    if (i == 2 || i == 7) {
+      ASSERT_TRUE(f.server->Cancel(f.alice, j->id).ok());
+    } else {
+      queued.push_back(j->id);
+    }
+  }
+  JobFilter filter;
+  filter.states = {JobState::kQueued};
+  for (size_t page : {1u, 3u, 4u, 8u, 100u}) {
+    filter.limit = page;
+    filter.before_id = 5;  // ignored: every match
+    auto all = f.server->ListAllJobs(f.admin, filter);
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    std::vector<int64_t> ids;
+    for (const Job& j : *all) ids.push_back(j.id);
+    EXPECT_EQ(ids, queued) << "page of " << page;
+  }
+  filter.limit = 0;
+  EXPECT_FALSE(f.server->ListAllJobs(f.admin, filter).ok());
+}
+
 }  // namespace
 }  // namespace stoker::server

@@ -51,7 +51,6 @@ class OrderedDelivery {
     void WaitTurn() const {
       if (owner_ != nullptr) owner_->WaitTurn(n_);
     }
-    uint64_t number() const { return n_; }
 
    private:
     friend class OrderedDelivery;

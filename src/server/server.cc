@@ -218,6 +218,10 @@ void Server::Notify(std::span<const Job> changed) {
   for (ServerObserver* o : *Observers()) o->OnJobsChanged(changed);
 }
 
+void Server::NotifyInTurn(OrderedDelivery::Ticket& turn, std::vector<Job> changed) {
+  turn.Deliver([this, changed = std::move(changed)] { Notify(changed); });
+}
+
 void Server::AddObserver(ServerObserver* o) {
   std::lock_guard lock(observers_mu_);
   auto next = std::make_shared<std::vector<ServerObserver*>>(*observers_);
@@ -272,7 +276,7 @@ Result<Job> Server::Submit(const Principal& who, JobSpec spec) {
     queued_.insert(job.id);
     told = told_.Take();
   }
-  told.Deliver([this, job] { Notify(std::span<const Job>(&job, 1)); });
+  NotifyInTurn(told, {job});
   Kick();
   return job;
 }
@@ -517,7 +521,7 @@ Result<Job> Server::ChangeUnendedJob(
     done = store_->ApplyAsync(std::move(b));
   }
   STOKER_RETURN_IF_ERROR(Wait(done));
-  told.Deliver([this, copy] { Notify(std::span<const Job>(&copy, 1)); });
+  NotifyInTurn(told, {copy});
   Kick();
   return copy;
 }
@@ -985,7 +989,7 @@ Result<HeartbeatReply> Server::Heartbeat(const Principal& who, const std::string
   }
   for (ServerObserver* o : *observers) o->OnReport(node, hb.ticks);
   if (!changed.empty()) {
-    told.Deliver([this, changed = std::move(changed)] { Notify(changed); });
+    NotifyInTurn(told, std::move(changed));
     Kick();
   }
   return reply;
@@ -1318,6 +1322,9 @@ pass::JobView PassView(const Job& j) {
 // A scheduling pass hands the jobs it changed to the store in chunks of this many (see
 // RunSchedulingPass).
 constexpr size_t kPassChunk = 4096;
+// Below one chunk's worth of decisions a pass hands over a single part, at the end of its apply:
+// telling the observers as parts come would overlap nothing.
+static_assert(Server::kFeedObserversFrom >= kPassChunk);
 
 // Tells the observers of a large pass of its changes part by part while the pass is still
 // applying and writing them: one thread per observer, each told every part in order
@@ -1815,7 +1822,7 @@ int Server::CheckNodeTimeouts() {
     if (!s.ok()) spdlog::error("node liveness: cannot persist: {}", s.ToString());
   }
   if (!changed.empty()) {
-    told.Deliver([this, changed = std::move(changed)] { Notify(changed); });
+    NotifyInTurn(told, std::move(changed));
     Kick();
   }
   return lost;

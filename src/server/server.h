@@ -352,6 +352,9 @@ class Server final : public JobActions {
   // Waits for a write handed to the store under mu_.
   static Status Wait(std::shared_future<Status>& f) { return f.get(); }
   void Notify(std::span<const Job> changed);
+  // Tells the observers of `changed` in the turn of `turn` (taken under mu_ where the jobs
+  // changed; see told_).
+  void NotifyInTurn(OrderedDelivery::Ticket& turn, std::vector<Job> changed);
   bool CanSee(const Principal& who, const Job& j) const;
   // A job's log file; a gang's part `rank` > 0 has its own.
   std::string LogPath(int64_t id, const std::string& stream, int32_t rank = 0) const;

@@ -253,7 +253,8 @@ void EfficiencyService::OnJobChangedLocked(const server::Job& job) {
   } else {
     queued_.erase(job.id);
   }
-  JobRecord& rec = job_records_[id];
+  KnownJob& known = job_records_[id];
+  JobRecord& rec = known.record;
   rec.info.id = id;
   rec.info.user = job.user;
   rec.info.team = cfg_.market.TeamOf(job.user);
@@ -270,7 +271,7 @@ void EfficiencyService::OnJobChangedLocked(const server::Job& job) {
   if (job.end_ms > 0) rec.end = FromMs(job.end_ms);
 
   // Forget the job's old GPUs, then record the current ones while it holds resources.
-  ForgetJobGpusLocked(id);
+  ForgetJobGpusLocked(id, known);
   // Where it runs: its assignment, or every part of a gang (one job on several nodes).
   const std::vector<const server::Assignment*> where = protocol::Assignments(job);
   if (!server::IsActive(job.state) || where.empty()) {
@@ -296,7 +297,7 @@ void EfficiencyService::OnJobChangedLocked(const server::Job& job) {
     held_milli += HeldMilli(*a);
     for (uint32_t idx : a->gpu_indices) {
       const std::pair<std::string, uint32_t> key{a->node, idx};
-      SetJobOnGpuLocked(key, id);
+      SetJobOnGpuLocked(key, id, known);
       info.gpus.push_back(a->node + "/" + std::to_string(idx));
       on_reclaimed |= reclaimed_gpus_.count(key) > 0;
       // Guaranteed work takes the GPU back from the preemptible tier.
@@ -323,7 +324,8 @@ void EfficiencyService::OnJobChangedLocked(const server::Job& job) {
 
 void EfficiencyService::OnExternalJob(const ExternalJob& job, WallTime now) {
   EngineLock lock(this);
-  JobRecord& rec = job_records_[job.id];
+  KnownJob& known = job_records_[job.id];
+  JobRecord& rec = known.record;
   rec.info.id = job.id;
   rec.info.user = job.user;
   rec.info.team = cfg_.market.TeamOf(job.user);
@@ -332,7 +334,7 @@ void EfficiencyService::OnExternalJob(const ExternalJob& job, WallTime now) {
   rec.submit = job.submit;
   if (job.start != WallTime{}) rec.info.start = job.start;
   if (job.end != WallTime{}) rec.end = job.end;
-  ForgetJobGpusLocked(job.id);
+  ForgetJobGpusLocked(job.id, known);
   if (job.end != WallTime{} || job.gpus.empty()) {
     if (usage_.count(job.id)) {
       ChargeLocked(job.id, job.end != WallTime{} ? job.end : now);
@@ -345,7 +347,7 @@ void EfficiencyService::OnExternalJob(const ExternalJob& job, WallTime now) {
   rec.info.gpus.clear();
   std::string model;
   for (const auto& key : job.gpus) {
-    SetJobOnGpuLocked(key, job.id);
+    SetJobOnGpuLocked(key, job.id, known);
     rec.info.gpus.push_back(key.first + "/" + std::to_string(key.second));
     if (const std::string* m = ModelOfLocked(key); m != nullptr && model.empty()) model = *m;
   }
@@ -371,16 +373,27 @@ EfficiencyService::GpuState* EfficiencyService::GpuAtLocked(const std::string& n
   return &g;
 }
 
-void EfficiencyService::SetJobOnGpuLocked(const std::pair<std::string, uint32_t>& key,
-                                          const std::string& job) {
-  job_on_gpu_.Set(key, job);
-  if (GpuState* g = GpuAtLocked(key.first, key.second)) g->job = job;
+EfficiencyService::GpuState* EfficiencyService::FindGpuLocked(const std::string& node,
+                                                              uint32_t index) {
+  auto n = nodes_.find(node);
+  if (n == nodes_.end() || index >= n->second.gpus.size()) return nullptr;
+  return &n->second.gpus[index];
 }
 
-void EfficiencyService::ForgetJobGpusLocked(const std::string& job) {
-  job_on_gpu_.Forget(job, [&](const std::pair<std::string, uint32_t>& key) {
-    if (GpuState* g = GpuAtLocked(key.first, key.second)) g->job.clear();
-  });
+void EfficiencyService::SetJobOnGpuLocked(const std::pair<std::string, uint32_t>& key,
+                                          const std::string& job, KnownJob& known) {
+  GpuState* g = GpuAtLocked(key.first, key.second);
+  if (g == nullptr) return;  // past the GPU index limit: no GPU the engine keeps
+  g->job = job;
+  known.gpus.push_back(key);
+}
+
+void EfficiencyService::ForgetJobGpusLocked(const std::string& job, KnownJob& known) {
+  for (const auto& [node, index] : known.gpus) {
+    GpuState* g = FindGpuLocked(node, index);
+    if (g != nullptr && g->job == job) g->job.clear();  // not taken since by another job
+  }
+  known.gpus.clear();
 }
 
 const std::string* EfficiencyService::ModelOfLocked(
@@ -710,8 +723,12 @@ void EfficiencyService::Evaluate(WallTime now) {
       reclaimed_jobs.insert(r.job);
     }
     for (const std::string& job : reclaimed_jobs) {
-      job_on_gpu_.ForEachKeyOf(
-          job, [&](const std::pair<std::string, uint32_t>& key) { reclaimed_gpus_.insert(key); });
+      auto known = job_records_.find(job);
+      if (known == job_records_.end()) continue;
+      for (const auto& [node, index] : known->second.gpus) {
+        const GpuState* g = FindGpuLocked(node, index);
+        if (g != nullptr && g->job == job) reclaimed_gpus_.insert({node, index});
+      }
     }
     for (auto& [job, u] : usage_) {
       if (now - u.since >= cfg_.market.charge_interval) ChargeLocked(job, now);
@@ -804,7 +821,8 @@ RecordSet EfficiencyService::Records(const std::string& only_user,
   {
     EngineLock lock(this);
     std::set<std::string> mine;
-    for (const auto& [id, j] : job_records_) {
+    for (const auto& [id, known] : job_records_) {
+      const JobRecord& j = known.record;
       if (!only_user.empty() && j.info.user != only_user) continue;
       if (j.info.start == WallTime{}) continue;  // never ran
       rec.jobs.push_back(j);
@@ -881,7 +899,7 @@ void EfficiencyService::AddRoutes(http::Router* router) {
     return [this, &who](const std::string& job) {
       if (who.role == Role::kAdmin) return true;
       auto it = job_records_.find(job);
-      return it != job_records_.end() && it->second.info.user == who.name;
+      return it != job_records_.end() && it->second.record.info.user == who.name;
     };
   };
   router->Add({"GET",

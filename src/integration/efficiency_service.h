@@ -42,7 +42,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/key_owners.h"
 #include "efficiency/alerts.h"
 #include "efficiency/config.h"
 #include "efficiency/idle_reclaim.h"
@@ -187,13 +186,12 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   AlertEngine alerts_;
   std::unique_ptr<IdleReclaimer> reclaimer_;
   std::unique_ptr<ComputeMarket> market_;
-  KeyOwners<std::pair<std::string, uint32_t>, std::string> job_on_gpu_;  // (node, index) -> job
   // What the heartbeat path needs of each GPU, found by node and index (not by string per
   // sample).
   struct GpuState {
     bool seen = false;        // a sample of it arrived
     bool busy = false;        // a job held it at its latest sample
-    std::string job;          // job_on_gpu_'s entry for it ("" when none)
+    std::string job;          // the job holding it ("" when none; see KnownJob)
     std::string model;        // the latest non-empty model name its samples gave
     std::string key;          // GpuKey of its latest sample
     std::string reclaim_key;  // "node/index" (the reclaimer's name of it)
@@ -214,9 +212,21 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   };
   // The GPU's state (created); null for an index past protocol::limits::kGpuIndexMax.
   GpuState* GpuAtLocked(const std::string& node, uint32_t index);
-  // job_on_gpu_ and the GPUs' `job` together.
-  void SetJobOnGpuLocked(const std::pair<std::string, uint32_t>& key, const std::string& job);
-  void ForgetJobGpusLocked(const std::string& job);
+  // The GPU's state if it has one (nothing created).
+  GpuState* FindGpuLocked(const std::string& node, uint32_t index);
+  // Each job the engine was told of: its record, and the GPUs it was set on. A GPU's `job` is
+  // the job holding it: a GPU set on by a later job is that job's, and the first one forgetting
+  // its GPUs later leaves it alone. Forgetting a job's GPUs costs what it held, not a walk of
+  // every GPU (a large scheduling pass changes 80,000 jobs at once), and holding one costs no
+  // table of its own (this is the engine's work on every job a pass places).
+  struct KnownJob {
+    JobRecord record;
+    std::vector<std::pair<std::string, uint32_t>> gpus;  // (node, index), in the order set
+  };
+  // The GPU's `job` and the job's `gpus` together.
+  void SetJobOnGpuLocked(const std::pair<std::string, uint32_t>& key, const std::string& job,
+                         KnownJob& known);
+  void ForgetJobGpusLocked(const std::string& job, KnownJob& known);
   const std::string* ModelOfLocked(const std::pair<std::string, uint32_t>& key) const;
   std::unordered_map<std::string, NodeState> nodes_;
   // One second of a report: its time and samples.
@@ -241,7 +251,7 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   std::vector<RecordedSample> samples_;
   size_t samples_head_ = 0;
   std::deque<FragmentationSample> fragmentation_;  // one a minute, bounded like samples_
-  std::map<std::string, JobRecord> job_records_;
+  std::map<std::string, KnownJob> job_records_;
   // Jobs that already run as a share or were handed a consolidation: not planned again.
   std::set<std::string> consolidated_;
   WallTime last_seen_{};

@@ -421,6 +421,34 @@ TEST(EfficiencyServiceTest, RecordedSamplesAreTheLatestKeptOnesInOrder) {
   EXPECT_EQ(r.samples.back().gpu, "GPU-3");
 }
 
+// A GPU's samples belong to the job that was set on it last: a job set on it earlier that ends
+// afterwards leaves it to the later one, and once that one ends too they belong to no job.
+TEST(EfficiencyServiceTest, AJobEndingLeavesItsGpuToAJobSetOnItSince) {
+  EfficiencyService svc(EfficiencyConfig{}, nullptr);
+  const double t0 = 1'767'225'600;
+  auto sample_at = [&](int s) {
+    svc.OnHeartbeat("n1", Readings(Snapshot(t0 + s, 40, false)),
+                    WallTime(std::chrono::seconds(static_cast<int64_t>(t0) + s)));
+    const RecordSet r = svc.Records();
+    return r.samples.empty() ? std::string("(none)") : r.samples.back().job;
+  };
+  server::Job first = RunningJob();
+  server::Job second = RunningJob();
+  second.id = 13;
+  svc.OnJobChanged(first);
+  EXPECT_EQ(sample_at(0), "12");
+  svc.OnJobChanged(second);  // set on GPU 0 of n1 after job 12
+  EXPECT_EQ(sample_at(1), "13");
+  first.state = server::JobState::kSucceeded;
+  first.end_ms = first.start_ms + 2000;
+  svc.OnJobChanged(first);
+  EXPECT_EQ(sample_at(2), "13");
+  second.state = server::JobState::kSucceeded;
+  second.end_ms = second.start_ms + 3000;
+  svc.OnJobChanged(second);
+  EXPECT_EQ(sample_at(3), "");
+}
+
 // The backlog gauge the ClusterBacklog rule (deploy/prometheus/stoker-rules.yml) reads is in the
 // server's /metrics from the first evaluation on: a job queued for 10 minutes while idle GPUs
 // could run it.

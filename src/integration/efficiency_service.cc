@@ -45,19 +45,27 @@ Result<std::vector<LedgerEntry>> StoreLedgerStore::LoadAll() {
 
 // ---- the service ----------------------------------------------------------------------------
 
+// The jobs holding GPUs, as the reclaimer reads them: each one's record (KnownJob), with the
+// time it has held them since.
 class EfficiencyService::Directory final : public JobDirectory {
  public:
   std::optional<JobInfo> Find(const std::string& id) const override {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return std::nullopt;
-    return it->second;
+    return Info(*it->second);
   }
   std::vector<JobInfo> Running() const override {
     std::vector<JobInfo> out;
-    for (const auto& [k, v] : jobs_) out.push_back(v);
+    out.reserve(jobs_.size());
+    for (const auto& [k, v] : jobs_) out.push_back(Info(*v));
     return out;
   }
-  std::map<std::string, JobInfo> jobs_;
+  static JobInfo Info(const KnownJob& k) {
+    JobInfo info = k.record.info;
+    info.start = k.active_since;
+    return info;
+  }
+  std::map<std::string, const KnownJob*> jobs_;  // into job_records_ (never erased)
 };
 
 class EfficiencyService::Actions final : public ReclaimActions {
@@ -273,8 +281,7 @@ void EfficiencyService::OnJobChangedLocked(const server::Job& job) {
   // Forget the job's old GPUs, then record the current ones while it holds resources.
   ForgetJobGpusLocked(id, known);
   // Where it runs: its assignment, or every part of a gang (one job on several nodes).
-  const std::vector<const server::Assignment*> where = protocol::Assignments(job);
-  if (!server::IsActive(job.state) || where.empty()) {
+  if (!server::IsActive(job.state) || (!job.assignment && job.parts.empty())) {
     if (usage_.count(id)) {
       ChargeLocked(id, job.end_ms > 0 ? FromMs(job.end_ms) : last_seen_);
       usage_.erase(id);
@@ -287,39 +294,38 @@ void EfficiencyService::OnJobChangedLocked(const server::Job& job) {
     zones_.ForgetJob(id);
     return;
   }
-  JobInfo info = rec.info;
-  info.start = job.start_ms > 0 ? FromMs(job.start_ms) : last_seen_;
-  info.gpus.clear();
+  known.active_since = job.start_ms > 0 ? FromMs(job.start_ms) : last_seen_;
+  rec.info.gpus.clear();
   bool on_reclaimed = false;
   std::string model;
   int64_t held_milli = 0;
-  for (const server::Assignment* a : where) {
-    held_milli += HeldMilli(*a);
-    for (uint32_t idx : a->gpu_indices) {
-      const std::pair<std::string, uint32_t> key{a->node, idx};
+  auto hold = [&](const server::Assignment& a) {
+    held_milli += HeldMilli(a);
+    for (uint32_t idx : a.gpu_indices) {
+      const std::pair<std::string, uint32_t> key{a.node, idx};
       SetJobOnGpuLocked(key, id, known);
-      info.gpus.push_back(a->node + "/" + std::to_string(idx));
+      rec.info.gpus.push_back(a.node + "/" + std::to_string(idx));
       on_reclaimed |= reclaimed_gpus_.count(key) > 0;
       // Guaranteed work takes the GPU back from the preemptible tier.
       if (!job.spec.preemptible) reclaimed_gpus_.erase(key);
       if (const std::string* m = ModelOfLocked(key); m != nullptr && model.empty()) model = *m;
     }
-  }
-  info.gpu_model = model;
-  rec.info.gpus = info.gpus;
+  };
+  if (job.assignment) hold(*job.assignment);
+  for (const server::GangPart& part : job.parts) hold(part.assignment);
   rec.info.gpu_model = model;
   auto [it, fresh] = usage_.try_emplace(id);
   Usage& u = it->second;
   if (fresh) {
-    u.team = info.team;
+    u.team = rec.info.team;
     u.tier = job.spec.preemptible ? Tier::kPreemptible : Tier::kGuaranteed;
-    u.since = info.start;
+    u.since = known.active_since;
     u.reclaimed = job.spec.preemptible && on_reclaimed;
   }
   u.milli = held_milli;
   if (!model.empty()) u.model = std::move(model);
   if (job.start_ms > 0 && u.busy_beats == 0 && u.idle_beats == 0) u.since = FromMs(job.start_ms);
-  directory_->jobs_.insert_or_assign(id, std::move(info));
+  directory_->jobs_.insert_or_assign(id, &known);
 }
 
 void EfficiencyService::OnExternalJob(const ExternalJob& job, WallTime now) {

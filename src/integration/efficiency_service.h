@@ -222,6 +222,9 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   struct KnownJob {
     JobRecord record;
     std::vector<std::pair<std::string, uint32_t>> gpus;  // (node, index), in the order set
+    // A job of this server holding GPUs (listed in the directory): since when, as the
+    // reclaimer reads it (its start, or when it was placed if it has not started).
+    WallTime active_since{};
   };
   // The GPU's `job` and the job's `gpus` together.
   void SetJobOnGpuLocked(const std::pair<std::string, uint32_t>& key, const std::string& job,

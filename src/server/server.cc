@@ -1482,7 +1482,9 @@ PassStats Server::RunSchedulingPass() {
     in.nodes = std::move(view_nodes_);
     view_version_.reset();
     // Active placed jobs from the index (every job ever submitted would make each pass grow
-    // with the server's history).
+    // with the server's history). The views go into the storage of the last pass's.
+    in.active = std::move(view_active_);
+    in.queued = std::move(view_queued_);
     in.active.reserve(job_nodes_.size());
     for (const auto& [id, node_names] : job_nodes_) {
       const Job& j = jobs_.at(id);
@@ -1766,6 +1768,10 @@ PassStats Server::RunSchedulingPass() {
     totals_.last_pass_seconds = stats.seconds;
     totals_.last_pass_phases = phases;
   }
+  in.active.clear();
+  in.queued.clear();
+  view_active_ = std::move(in.active);
+  view_queued_ = std::move(in.queued);
   return stats;
 }
 

@@ -1772,6 +1772,7 @@ PassStats Server::RunSchedulingPass() {
   in.queued.clear();
   view_active_ = std::move(in.active);
   view_queued_ = std::move(in.queued);
+  pass_->Recycle(std::move(d));
   return stats;
 }
 

@@ -289,5 +289,71 @@ TEST_F(PassTest, SameViewSameDecision) {
   EXPECT_EQ(in.queued.size(), copy.queued.size());
 }
 
+// The queue policy orders the queued jobs, whatever order the caller lists them in (FIFO: by
+// submission).
+TEST_F(PassTest, QueuedJobsListedOutOfOrderAreWalkedInTheQueuePolicysOrder) {
+  PassInput in;
+  in.nodes = {Node("a", 2)};
+  in.queued = {Queued(3, 1), Queued(1, 1), Queued(2, 1)};
+  const Decision d = Run(in, "bestfit", 1000, /*backfill=*/false);
+  ASSERT_EQ(d.actions.size(), 2u);
+  EXPECT_EQ(d.actions[0].job, 1);
+  EXPECT_EQ(d.actions[1].job, 2);
+  EXPECT_EQ(d.reasons.count(3), 1u);
+}
+
+// A job listed twice in the queue is one job, as its first view describes it: one decision at
+// most, for the shape the first view asks for, in the place its first view's key gives it.
+TEST_F(PassTest, AJobQueuedTwiceCountsOnceWithItsFirstView) {
+  PassInput in;
+  in.nodes = {Node("a", 2)};
+  JobView earlier = Queued(5, 8);
+  earlier.submit_ms = 0;  // would come first in FIFO order
+  in.queued = {Queued(5, 1), Queued(4, 1), earlier};
+  Decision d = Run(in);
+  ASSERT_EQ(d.actions.size(), 2u);
+  EXPECT_EQ(d.actions[0].job, 4);
+  EXPECT_EQ(d.actions[1].job, 5);
+  EXPECT_EQ(d.actions[1].assignment.gpu_indices.size(), 1u);
+  in.queued = {Queued(5, 8), Queued(4, 1), Queued(5, 1)};
+  d = Run(in);
+  ASSERT_EQ(d.actions.size(), 1u);
+  EXPECT_EQ(d.actions[0].job, 4);
+  EXPECT_EQ(d.reasons.count(5), 1u);
+}
+
+// A pass given back the storage of an earlier decision (Recycle) decides as a fresh one.
+TEST_F(PassTest, APassIntoARecycledDecisionDecidesAsAFreshOne) {
+  PassInput in;
+  for (int i = 0; i < 12; ++i) in.nodes.push_back(Node("n" + std::to_string(i), 1 + i % 8));
+  for (int i = 0; i < 40; ++i) {
+    in.queued.push_back((i % 3 == 0) ? Share(i + 1, 100 * (1 + i % 9), i % 2 == 0)
+                                     : Queued(i + 1, 1 + i % 4, i % 2 == 0, i % 3));
+  }
+  const std::string policy(scheduler::kDefaultPolicyName);
+  auto fifo = queue::CreateQueuePolicy("fifo");
+  ASSERT_TRUE(fifo.ok());
+  auto fresh_pass = [&] {
+    return SchedulingPass(scheduler::CreatePlacementPolicy(policy, {}).value());
+  };
+  SchedulingPass recycling = fresh_pass();
+  PassInput crowded = in;  // a first pass over more jobs leaves more storage behind
+  for (int i = 40; i < 200; ++i) crowded.queued.push_back(Queued(i + 1, 1));
+  recycling.Recycle(recycling.Run(crowded, **fifo, PassOptions{policy, true, 1500}));
+  recycling.KeepCluster(false);  // the same cluster as a fresh pass's, from the input
+  const Decision a = recycling.Run(in, **fifo, PassOptions{policy, true, 1500});
+  SchedulingPass other = fresh_pass();
+  const Decision b = other.Run(in, **fifo, PassOptions{policy, true, 1500});
+  ASSERT_GT(b.actions.size(), 0u);
+  ASSERT_EQ(a.actions.size(), b.actions.size());
+  for (size_t i = 0; i < a.actions.size(); ++i) {
+    EXPECT_EQ(a.actions[i].job, b.actions[i].job);
+    EXPECT_EQ(a.actions[i].assignment.placement.node, b.actions[i].assignment.placement.node);
+    EXPECT_EQ(a.actions[i].assignment.gpu_indices, b.actions[i].assignment.gpu_indices);
+    EXPECT_EQ(a.actions[i].assignment.basis, b.actions[i].assignment.basis);
+  }
+  EXPECT_EQ(a.reasons, b.reasons);
+}
+
 }  // namespace
 }  // namespace stoker::pass

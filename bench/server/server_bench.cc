@@ -6,7 +6,6 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -96,11 +95,12 @@ void SchedulingPassOverQueue(benchmark::State& state, int nodes, int jobs, bool 
       }
       (void)w->server->RegisterNode(admin, inv);
     }
-    auto submit_queue = [&] {
+    // `count` jobs of the mix, from 8 threads.
+    auto submit_queue = [&](int count) {
       std::vector<std::thread> submitters;
       for (int t = 0; t < 8; ++t) {
         submitters.emplace_back([&, t] {
-          for (int i = t; i < jobs; i += 8) {
+          for (int i = t; i < count; i += 8) {
             JobSpec s;
             s.command = {"train"};
             s.cpu_milli = 4000;
@@ -137,11 +137,11 @@ void SchedulingPassOverQueue(benchmark::State& state, int nodes, int jobs, bool 
     };
     // A server with observers has its agents reporting before jobs come.
     if (observed) report_once();
-    submit_queue();
+    submit_queue(jobs);
     if (warm) {
       report_once();
       (void)w->server->RunSchedulingPass();
-      submit_queue();
+      submit_queue(jobs);
     }
     if (later) {
       (void)w->server->RunSchedulingPass();
@@ -173,24 +173,7 @@ void SchedulingPassOverQueue(benchmark::State& state, int nodes, int jobs, bool 
         }
       }
       const int ended = static_cast<int>(placed.value().size());
-      std::atomic<int> left{ended};
-      std::vector<std::thread> submitters;
-      for (int t = 0; t < 8; ++t) {
-        submitters.emplace_back([&, t] {
-          for (int i = t; left.fetch_sub(1) > 0; i += 8) {
-            JobSpec s;
-            s.command = {"train"};
-            s.cpu_milli = 4000;
-            s.memory_mib = 16384;
-            if (i % 10 < 6)
-              s.gpus = 1 + i % 2;
-            else if (i % 10 < 9)
-              s.gpu_milli = 250 + 50 * (i % 5);
-            (void)w->server->Submit(admin, s);
-          }
-        });
-      }
-      for (auto& th : submitters) th.join();
+      submit_queue(ended);
       state.counters["ended_before"] = ended;
     }
     state.ResumeTiming();

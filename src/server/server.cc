@@ -1336,7 +1336,7 @@ class ObserverFeed {
  public:
   // Each observer is told in `turn` (after every change ordered before the pass).
   ObserverFeed(const std::vector<ServerObserver*>& observers, const OrderedDelivery::Ticket* turn)
-      : turn_(turn) {
+      : turn_(turn), observers_(observers.size()) {
     threads_.reserve(observers.size());
     for (ServerObserver* o : observers) threads_.emplace_back([this, o] { Tell(o); });
   }
@@ -1348,6 +1348,7 @@ class ObserverFeed {
     {
       std::lock_guard lock(mu_);
       parts_.push_back(std::move(part));
+      taken_.push_back(0);
     }
     cv_.notify_all();
   }
@@ -1372,16 +1373,21 @@ class ObserverFeed {
         std::unique_lock lock(mu_);
         cv_.wait(lock, [&] { return next < parts_.size() || last_; });
         if (next == parts_.size()) return;
-        part = parts_[next++];
+        // The last observer to take a part takes the feed's reference too: whoever is done with
+        // it last (this thread, or the store's writer) frees it, not the pass's thread.
+        part = ++taken_[next] == observers_ ? std::move(parts_[next]) : parts_[next];
+        ++next;
       }
       o->OnJobsChanged(*part);
     }
   }
 
   const OrderedDelivery::Ticket* turn_;
+  const size_t observers_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::shared_ptr<const std::vector<Job>>> parts_;
+  std::vector<size_t> taken_;  // by part: how many observers have taken it
   bool last_ = false;
   std::vector<std::thread> threads_;  // last: started once the rest is built
 };
@@ -1550,6 +1556,7 @@ PassStats Server::RunSchedulingPass() {
     ~EndParts() { Finish(); }
   } end_parts{parts.get()};
   std::vector<std::shared_ptr<Chunk>> chunks;  // every chunk handed over, for the observers
+                                               // of a pass without a feed
   // The observers are told of the pass's changes in its turn among the server's changes (taken
   // under the lock, as it applies). A large pass tells them while it applies and writes
   // (ObserverFeed); a small one after its durable commit.
@@ -1598,8 +1605,14 @@ PassStats Server::RunSchedulingPass() {
       parts->ready.push_back(chunk);
     }
     parts->cv.notify_all();
-    if (feed) feed->Add(std::shared_ptr<const std::vector<Job>>(chunk, &chunk->changed));
-    chunks.push_back(std::move(chunk));
+    // The feed's observers are told from the feed; a small pass keeps its chunks to tell them
+    // after its commit.
+    if (feed) {
+      const std::vector<Job>* changed = &chunk->changed;
+      feed->Add(std::shared_ptr<const std::vector<Job>>(std::move(chunk), changed));
+    } else {
+      chunks.push_back(std::move(chunk));
+    }
     chunk = std::make_shared<Chunk>();
     chunk->changed.reserve(chunk_size);
     chunk->placed.reserve(chunk_size);

@@ -56,16 +56,6 @@ class KeyOwners {
     auto it = owner_of_.find(key);
     return it == owner_of_.end() ? nullptr : &it->second;
   }
-  // Calls `each(key)` for every key `owner` holds, in the order they were set.
-  template <typename Each>
-  void ForEachKeyOf(const Owner& owner, Each&& each) const {
-    auto held = keys_of_.find(owner);
-    if (held == keys_of_.end()) return;
-    for (const Key& key : held->second) {
-      const Owner* now = Find(key);
-      if (now != nullptr && *now == owner) each(key);
-    }
-  }
   size_t size() const { return owner_of_.size(); }  // keys held
 
  private:

@@ -37,10 +37,10 @@ TEST(KeyOwners, ForgettingAnOwnerDropsOnlyTheKeysItStillHolds) {
   EXPECT_EQ(owners.Find({"a", 1}), nullptr);
   EXPECT_EQ(owners.size(), 1u);
   std::vector<Gpu> held;
-  owners.ForEachKeyOf(8, [&](const Gpu& g) { held.push_back(g); });
+  owners.Forget(9, [&](const Gpu& g) { held.push_back(g); });  // forgotten: nothing
+  EXPECT_TRUE(held.empty());
+  owners.Forget(8, [&](const Gpu& g) { held.push_back(g); });
   EXPECT_EQ(held, (std::vector<Gpu>{{"b", 0}}));
-  owners.ForEachKeyOf(9, [&](const Gpu& g) { held.push_back(g); });  // forgotten: nothing
-  EXPECT_EQ(held.size(), 1u);
 }
 
 TEST(KeyOwners, AnOwnerSetAgainAfterForgettingHoldsItsNewKeys) {
@@ -58,17 +58,18 @@ TEST(KeyOwners, AnOwnerSetAgainAfterForgettingHoldsItsNewKeys) {
   EXPECT_EQ(owners.size(), 0u);
 }
 
-TEST(KeyOwners, AnOwnersKeysAreListedInTheOrderSetWithoutThoseTakenSince) {
+TEST(KeyOwners, AnOwnersKeysAreDroppedInTheOrderSetWithoutThoseTakenSince) {
   KeyOwners<Gpu, std::string> owners;
   owners.Set({"b", 1}, "job-1");
   owners.Set({"a", 0}, "job-1");
   owners.Set({"c", 2}, "job-1");
   owners.Set({"a", 0}, "job-2");  // taken since
   std::vector<Gpu> held;
-  owners.ForEachKeyOf("job-1", [&](const Gpu& g) { held.push_back(g); });
+  owners.Forget("job-1", [&](const Gpu& g) { held.push_back(g); });
   EXPECT_EQ(held, (std::vector<Gpu>{{"b", 1}, {"c", 2}}));
+  EXPECT_EQ(*owners.Find({"a", 0}), "job-2");
   held.clear();
-  owners.ForEachKeyOf("job-3", [&](const Gpu& g) { held.push_back(g); });
+  owners.Forget("job-3", [&](const Gpu& g) { held.push_back(g); });
   EXPECT_TRUE(held.empty());
 }
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
+#include <vector>
 
 #include "scheduler/queue/job_queue.h"
 
@@ -101,6 +103,44 @@ TEST(JobQueue, PushRemoveContains) {
   EXPECT_TRUE(q.Remove(7));
   EXPECT_FALSE(q.Remove(7));
   EXPECT_TRUE(q.empty());
+}
+
+// KeyOrder gives what a JobQueue gives when every job is pushed in turn and the queue walked:
+// for every policy, jobs listed in id order or not, some listed twice with another view.
+TEST(JobQueue, KeyOrderIsTheOrderOfAQueueTheJobsWerePushedInto) {
+  std::mt19937 rng(7);
+  for (const char* name : {"fifo", "sjf", "srtf", "las", "priority"}) {
+    auto policy = CreateQueuePolicy(name);
+    ASSERT_TRUE(policy.ok());
+    for (int round = 0; round < 20; ++round) {
+      std::vector<JobView> jobs;
+      for (JobId id = 1; id <= 200; ++id) {
+        JobView j;
+        j.id = id;
+        j.submit_ms = static_cast<TimeMs>(rng() % 50);  // ties broken by id
+        j.duration_ms = j.remaining_ms = static_cast<TimeMs>(1 + rng() % 1000);
+        j.attained_gpu_ms = static_cast<int64_t>(rng() % 5000);
+        j.gpus = j.min_gpus = static_cast<int>(1 + rng() % 8);
+        j.priority = static_cast<int>(rng() % 3);
+        jobs.push_back(j);
+      }
+      if (round % 2 == 1) {  // out of id order, a tenth of the jobs listed again
+        for (int k = 0; k < 20; ++k) {
+          JobView again = jobs[rng() % jobs.size()];
+          again.submit_ms = static_cast<TimeMs>(rng() % 50);
+          again.priority = static_cast<int>(rng() % 3);
+          jobs.push_back(again);
+        }
+        std::shuffle(jobs.begin(), jobs.end(), rng);
+      }
+      JobQueue q(**policy);
+      for (const JobView& j : jobs) q.Push(j);
+      std::vector<JobId> walked;
+      for (const auto& e : q) walked.push_back(e.key.id);
+      EXPECT_EQ(KeyOrder(**policy, jobs), walked) << name << ", round " << round;
+      EXPECT_EQ(walked.size(), 200u);
+    }
+  }
 }
 
 TEST(PlanPreemption, ShorterWaitingJobDisplacesLongestRunning) {

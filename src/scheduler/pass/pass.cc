@@ -108,45 +108,6 @@ class JobTable {
   std::unordered_map<int64_t, size_t> index_;
 };
 
-// The queued jobs' ids in the queue policy's order (its keys, ascending, as a queue::JobQueue
-// walks them); a job queued twice counts once, with its first view (as JobQueue::Push keeps it).
-// A sorted vector, not a JobQueue: at 100,000 queued jobs the queue's ordered set and index cost
-// a node each to build and to free, in every pass.
-std::vector<int64_t> QueueOrder(const std::vector<JobView>& queued,
-                                const queue::QueuePolicy& policy) {
-  std::vector<bool> repeated(queued.size(), false);
-  const bool ascending =
-      std::adjacent_find(queued.begin(), queued.end(), [](const JobView& a, const JobView& b) {
-        return a.id >= b.id;
-      }) == queued.end();
-  if (!ascending) {  // the server's queue is in id order; another caller's may repeat a job
-    std::vector<std::pair<int64_t, size_t>> ids;  // (id, position)
-    ids.reserve(queued.size());
-    for (size_t i = 0; i < queued.size(); ++i) ids.emplace_back(queued[i].id, i);
-    std::sort(ids.begin(), ids.end());
-    for (size_t i = 1; i < ids.size(); ++i) {
-      if (ids[i].first == ids[i - 1].first) repeated[ids[i].second] = true;
-    }
-  }
-  std::vector<queue::QueueKey> keys;
-  keys.reserve(queued.size());
-  for (size_t i = 0; i < queued.size(); ++i) {
-    if (repeated[i]) continue;
-    const JobView& j = queued[i];
-    keys.push_back(
-        policy.Key(queue::JobView{.id = static_cast<queue::JobId>(j.id),
-                                  .submit_ms = j.submit_ms,
-                                  .gpus = static_cast<int32_t>(std::max<int64_t>(TotalGpus(j), 1)),
-                                  .min_gpus = j.min_gpus,
-                                  .priority = j.priority}));
-  }
-  std::sort(keys.begin(), keys.end());
-  std::vector<int64_t> order;
-  order.reserve(keys.size());
-  for (const queue::QueueKey& k : keys) order.push_back(static_cast<int64_t>(k.id));
-  return order;
-}
-
 Fragmentation Measure(const scheduler::ClusterState& cluster, const std::vector<int64_t>& active,
                       const std::vector<JobView>& queued, const JobTable& jobs) {
   // The workload's typical shapes, FGD's way, from the jobs running and waiting now: the
@@ -382,8 +343,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
   if (in.queued.empty() && !in.sample_fragmentation) return decision;
   // At most one action per queued job, plus the preemptions (rare): no reallocation midway,
   // which would move every action taken so far.
-  decision.actions = std::move(spare_actions_);
-  decision.actions.clear();
+  decision.actions = std::move(spare_actions_);  // empty (Recycle), with its storage
   decision.actions.reserve(in.queued.size());
 
   // The jobs as the pass changes them (a victim stopping, a job placed), by id.
@@ -593,7 +553,23 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
   // preemption frees go to the guaranteed job that asked for them, not back to a best-effort
   // job that sorts earlier. Only guaranteed jobs preempt, so no job placed in this pass is
   // stopped in it: a placement leaves the job's view as it came (JobTable copies only victims).
-  std::vector<int64_t> order = QueueOrder(in.queued, queue_policy);
+  std::vector<int64_t> order;
+  order.reserve(in.queued.size());
+  {
+    std::vector<queue::JobView> queued;
+    queued.reserve(in.queued.size());
+    for (const JobView& j : in.queued) {
+      queued.push_back(
+          queue::JobView{.id = static_cast<queue::JobId>(j.id),
+                         .submit_ms = j.submit_ms,
+                         .gpus = static_cast<int32_t>(std::max<int64_t>(TotalGpus(j), 1)),
+                         .min_gpus = j.min_gpus,
+                         .priority = j.priority});
+    }
+    for (queue::JobId id : queue::KeyOrder(queue_policy, queued)) {
+      order.push_back(static_cast<int64_t>(id));
+    }
+  }
   std::stable_partition(order.begin(), order.end(),
                         [&](int64_t id) { return !jobs.at(id).preemptible; });
   // Preemption victims: active preemptible jobs, lowest priority first, then latest started.

@@ -1,6 +1,7 @@
 #include "scheduler/queue/job_queue.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace stoker::queue {
 
@@ -10,6 +11,34 @@ bool JobQueue::Push(const JobView& job) {
   entries_.insert(Entry{key, job.gpus});
   index_.emplace(job.id, key);
   return true;
+}
+
+std::vector<JobId> KeyOrder(const QueuePolicy& policy, const std::vector<JobView>& jobs) {
+  // Listed in strictly ascending ids (the server's queue), no job can be listed twice.
+  std::vector<bool> repeated(jobs.size(), false);
+  const bool ascending =
+      std::adjacent_find(jobs.begin(), jobs.end(), [](const JobView& a, const JobView& b) {
+        return a.id >= b.id;
+      }) == jobs.end();
+  if (!ascending) {
+    std::vector<std::pair<JobId, size_t>> ids;  // (id, position)
+    ids.reserve(jobs.size());
+    for (size_t i = 0; i < jobs.size(); ++i) ids.emplace_back(jobs[i].id, i);
+    std::sort(ids.begin(), ids.end());
+    for (size_t i = 1; i < ids.size(); ++i) {
+      if (ids[i].first == ids[i - 1].first) repeated[ids[i].second] = true;
+    }
+  }
+  std::vector<QueueKey> keys;
+  keys.reserve(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!repeated[i]) keys.push_back(policy.Key(jobs[i]));
+  }
+  std::sort(keys.begin(), keys.end());
+  std::vector<JobId> order;
+  order.reserve(keys.size());
+  for (const QueueKey& k : keys) order.push_back(k.id);
+  return order;
 }
 
 bool JobQueue::Remove(JobId id) {

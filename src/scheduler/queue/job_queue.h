@@ -41,6 +41,12 @@ class JobQueue {
   std::unordered_map<JobId, QueueKey> index_;
 };
 
+// The ids of `jobs` in `policy`'s order, as pushing each into a JobQueue and walking it gives
+// them (a job listed twice counts once, with its first view), without the queue's set and index:
+// a scheduling pass orders its whole queue (100,000 jobs) every time, a node per job to build and
+// to free in a JobQueue.
+std::vector<JobId> KeyOrder(const QueuePolicy& policy, const std::vector<JobView>& jobs);
+
 struct RunningEntry {
   QueueKey key;  // the policy's key for the running job's current state
   JobId id = 0;

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <thread>
 
 #include "cli/cli.h"
@@ -232,9 +233,22 @@ Result<efficiency::EfficiencyConfig> LoadEfficiencyConfig(const ServerFlags& f) 
   return cfg;
 }
 
-// Plugs the efficiency engine into the server, its API and /metrics.
+// The jobs a restart finds queued or holding resources, read once for every observer joining at
+// start: all of them, a page at a time (a deep queue holds more than a page).
+Result<std::vector<server::Job>> UnendedJobs(const RunningServer& rs) {
+  server::JobFilter unended;
+  unended.states = {server::JobState::kAssigned, server::JobState::kRunning,
+                    server::JobState::kCancelling, server::JobState::kQueued};
+  unended.limit = 100000;
+  auto jobs = rs.core->ListAllJobs(server::Principal{"observers", server::Role::kAdmin}, unended);
+  if (!jobs.ok()) return jobs.status().WithContext("the jobs the observers join with");
+  return jobs;
+}
+
+// Plugs the efficiency engine into the server, its API and /metrics; `unended`: UnendedJobs.
 Status StartEfficiency(RunningServer& rs, const ServerFlags& f,
-                       const efficiency::EfficiencyConfig& cfg_value) {
+                       const efficiency::EfficiencyConfig& cfg_value,
+                       const std::vector<server::Job>& unended) {
   const efficiency::EfficiencyConfig* cfg = &cfg_value;
   rs.ledger = std::make_unique<efficiency::StoreLedgerStore>(rs.store.get());
   rs.efficiency =
@@ -248,15 +262,8 @@ Status StartEfficiency(RunningServer& rs, const ServerFlags& f,
         *rs.poster, f.alertmanager, cfg->alerting.repeat_interval + std::chrono::minutes(15));
     rs.efficiency->AddNotifier(rs.alertmanager.get());
   }
-  // Jobs already running or queued (a restart) join the engine's directory: all of them, read a
-  // page at a time (a deep queue holds more than a page).
-  server::JobFilter active;
-  active.states = {server::JobState::kAssigned, server::JobState::kRunning,
-                   server::JobState::kCancelling, server::JobState::kQueued};
-  active.limit = 100000;
-  auto jobs = rs.core->ListAllJobs(server::Principal{"efficiency", server::Role::kAdmin}, active);
-  if (!jobs.ok()) return jobs.status().WithContext("the efficiency engine's jobs");
-  rs.efficiency->OnJobsChanged(*jobs);
+  // Jobs already running or queued (a restart) join the engine's directory.
+  rs.efficiency->OnJobsChanged(unended);
   rs.core->AddObserver(rs.efficiency.get());
   rs.api->AddExtension(rs.efficiency.get());
   return Status::Ok();
@@ -281,8 +288,10 @@ Status StartSlurmEngine(RunningServer& rs, const ServerFlags& f) {
   return Status::Ok();
 }
 
-// The web dashboard's history (fed like the efficiency engine) and its files at /.
-Status StartDashboard(RunningServer& rs, const ServerFlags& f) {
+// The web dashboard's history (fed like the efficiency engine) and its files at /; `unended`:
+// UnendedJobs.
+Status StartDashboard(RunningServer& rs, const ServerFlags& f,
+                      const std::vector<server::Job>& unended) {
   auto bucket = ParseDuration(f.dashboard_bucket);
   if (!bucket.ok()) return bucket.status().WithContext("--dashboard-bucket");
   if (*bucket < std::chrono::seconds(1) || *bucket > std::chrono::minutes(10)) {
@@ -293,13 +302,11 @@ Status StartDashboard(RunningServer& rs, const ServerFlags& f) {
   // At most ~2,900 points per GPU whatever the bucket (24 h at 30 s), so memory stays bounded.
   ho.span = std::min<Duration>(std::chrono::hours(24), *bucket * 2880);
   rs.history = std::make_unique<web::History>(&rs.clock, ho);
-  server::JobFilter active;
-  active.states = {server::JobState::kAssigned, server::JobState::kRunning,
-                   server::JobState::kCancelling};
-  active.limit = 100000;
-  auto jobs = rs.core->ListAllJobs(server::Principal{"dashboard", server::Role::kAdmin}, active);
-  if (!jobs.ok()) return jobs.status().WithContext("the dashboard's jobs");
-  rs.history->OnJobsChanged(*jobs);
+  // Jobs holding GPUs (a restart): their GPUs' history is theirs. Queued ones hold nothing.
+  std::vector<server::Job> holding;
+  std::copy_if(unended.begin(), unended.end(), std::back_inserter(holding),
+               [](const server::Job& j) { return server::IsActive(j.state); });
+  rs.history->OnJobsChanged(holding);
   rs.core->AddObserver(rs.history.get());
   rs.api->AddExtension(rs.history.get());
   rs.site = std::make_unique<web::Site>(rs.api.get(), web::EmbeddedAssets());
@@ -347,7 +354,8 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   ho.tls_key = f.tls_key;
   ho.tls_client_ca = f.tls_client_ca;
   ho.threads = f.http_threads;
-  STOKER_RETURN_IF_ERROR(StartEfficiency(*rs, f, eff_cfg));
+  STOKER_ASSIGN_OR_RETURN(const std::vector<server::Job> unended, UnendedJobs(*rs));
+  STOKER_RETURN_IF_ERROR(StartEfficiency(*rs, f, eff_cfg, unended));
   STOKER_RETURN_IF_ERROR(StartSlurmEngine(*rs, f));
   // The scheduler extender: fed by heartbeats like the efficiency engine, zones as it sets them;
   // idle reclaim of pods with the engine's idle policy when --k8s-reclaim asks for it.
@@ -365,7 +373,7 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   rs->k8s = std::make_unique<integration::KubernetesExtender>(rs->core.get(), &rs->clock, ko);
   if (ko.enabled) rs->core->AddObserver(rs->k8s.get());
   rs->api->AddExtension(rs->k8s.get());
-  STOKER_RETURN_IF_ERROR(StartDashboard(*rs, f));
+  STOKER_RETURN_IF_ERROR(StartDashboard(*rs, f, unended));
   rs->http = std::make_unique<http::Listener>(rs->site.get(), ho);
   STOKER_RETURN_IF_ERROR(rs->http->Start());
   rs->core->Start();

@@ -146,7 +146,10 @@ void SchedulingPassOverQueue(benchmark::State& state, int nodes, int jobs, bool 
     if (later) {
       (void)w->server->RunSchedulingPass();
       auto placed = w->server->ListAllJobs(admin, JobFilter{.states = {JobState::kAssigned}});
-      if (!placed.ok()) state.SkipWithError("cannot list the placed jobs");
+      if (!placed.ok()) {
+        state.SkipWithError("cannot list the placed jobs");
+        break;
+      }
       std::map<std::string, std::vector<const Job*>> on_node;
       for (const Job& j : placed.value()) {
         if (j.assignment) on_node[j.assignment->node].push_back(&j);

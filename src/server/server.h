@@ -156,9 +156,10 @@ class ServerObserver {
   // of Server::kFeedObserversFrom decisions or more tells each observer on a thread of its own,
   // its parts in order, and returns once all are told.
   virtual void OnJobChanged(const Job& /*job*/) {}
-  // Every job one change of the server touched, in the order they changed (a scheduling pass:
-  // every job it placed or stopped, up to 100,000). By default one OnJobChanged call each; an
-  // observer overrides it to take its lock once for them all.
+  // Every job one change of the server touched, in the order they changed: a scheduling pass's
+  // placed and stopped jobs (part by part, as it hands them to the store, when it tells them
+  // from its feed); at stoker server's start, every unended job. By default one OnJobChanged
+  // call each; an observer overrides it to take its lock once for them all.
   virtual void OnJobsChanged(std::span<const Job> jobs) {
     for (const Job& j : jobs) OnJobChanged(j);
   }

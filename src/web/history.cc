@@ -5,6 +5,7 @@
 
 #include "efficiency/records.h"
 #include "efficiency/report.h"
+#include "protocol/limits.h"
 
 namespace stoker::web {
 namespace {
@@ -136,8 +137,7 @@ void History::RecordSecondsLocked(const std::string& node,
     r.key = node + "/" + std::to_string(index);
     r.ring = RingLocked(r.key);
     if (r.ring != nullptr) {
-      const int64_t* h = holder_.Find({node, index});
-      r.job = h == nullptr ? 0 : *h;
+      r.job = HolderLocked(node, index);
     }
     return r;
   };
@@ -225,15 +225,29 @@ void History::OnJobChangedLocked(const server::Job& job) {
   const bool holds = !where.empty() && (job.state == server::JobState::kRunning ||
                                         job.state == server::JobState::kAssigned ||
                                         job.state == server::JobState::kCancelling);
-  // Forget what it held before (a requeued job may come back elsewhere).
-  holder_.Forget(job.id);
-  mig_holder_.Forget(job.id);
   JobInfo& info = jobs_[job.id];
+  // Forget what it held before (a requeued job may come back elsewhere); a GPU another job was
+  // set on since is that job's.
+  for (const auto& [node, index] : info.gpus) {
+    auto n = holder_.find(node);
+    if (n != holder_.end() && index < n->second.size() && n->second[index] == job.id) {
+      n->second[index] = 0;
+    }
+  }
+  info.gpus.clear();
+  mig_holder_.Forget(job.id);
   info.user = job.user;
   info.active = holds;
   if (holds) {
     for (const server::Assignment* a : where) {
-      for (uint32_t g : a->gpu_indices) holder_.Set({a->node, g}, job.id);
+      std::vector<int64_t>* on_node = nullptr;
+      for (uint32_t g : a->gpu_indices) {
+        if (g > protocol::limits::kGpuIndexMax) continue;  // past what an inventory may list
+        if (on_node == nullptr) on_node = &holder_[a->node];
+        if (on_node->size() <= g) on_node->resize(g + 1, 0);
+        (*on_node)[g] = job.id;
+        info.gpus.emplace_back(a->node, g);
+      }
       if (!a->mig_uuid.empty()) mig_holder_.Set({a->node, a->mig_uuid}, job.id);
     }
   }
@@ -248,6 +262,11 @@ void History::OnJobChangedLocked(const server::Job& job) {
     PruneJobsLocked(newest - static_cast<int64_t>(capacity_));
     prune_at_ = std::max(JobsBound(), 2 * jobs_.size());
   }
+}
+
+int64_t History::HolderLocked(const std::string& node, uint32_t index) const {
+  auto n = holder_.find(node);
+  return n == holder_.end() || index >= n->second.size() ? 0 : n->second[index];
 }
 
 void History::PruneJobsLocked(int64_t oldest_bucket) {

@@ -25,6 +25,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/clock.h"
@@ -120,17 +122,23 @@ class History final : public server::ServerObserver, public server::ApiExtension
   mutable std::mutex mu_;
   std::map<std::string, Ring> rings_;  // "node/index", guarded by mu_
   int64_t dropped_gpus_ = 0;           // samples of GPUs beyond max_gpus, guarded by mu_
-  // (node, gpu index) -> job holding it now; job -> (user, last bucket it was seen active).
-  KeyOwners<std::pair<std::string, uint32_t>, int64_t> holder_;         // guarded by mu_
+  // The job holding each GPU now, by node and GPU index (0: none), beside the GPUs each job was
+  // set on (JobInfo::gpus): core/key_owners.h's rule, without a hash node per GPU and per job
+  // (a pass places 80,000 jobs at once). Guarded by mu_.
+  std::unordered_map<std::string, std::vector<int64_t>> holder_;
   KeyOwners<std::pair<std::string, std::string>, int64_t> mig_holder_;  // (node, MIG UUID), mu_
   size_t prune_at_ = 0;  // jobs_'s size past which the next change prunes it; mu_
   struct JobInfo {
     std::string user;
     int64_t last_bucket = 0;
     bool active = false;
+    // The GPUs it was set on (node, index); another job may have taken one since.
+    std::vector<std::pair<std::string, uint32_t>> gpus;
   };
-  std::map<int64_t, JobInfo> jobs_;  // guarded by mu_
-  std::vector<FragPoint> frag_;      // circular, guarded by mu_
+  // The job holding GPU `index` of `node`, or 0.
+  int64_t HolderLocked(const std::string& node, uint32_t index) const;
+  std::unordered_map<int64_t, JobInfo> jobs_;  // guarded by mu_
+  std::vector<FragPoint> frag_;                // circular, guarded by mu_
   size_t frag_head_ = 0;
 };
 

@@ -1618,10 +1618,6 @@ PassStats Server::RunSchedulingPass() {
     chunk->placed.reserve(chunk_size);
   };
   int dropped = 0;  // decisions that what changed meanwhile made stale
-  std::unordered_map<int64_t, const pass::JobView*> viewed;
-  viewed.reserve(in.active.size() + in.queued.size());
-  for (const pass::JobView& v : in.active) viewed.emplace(v.id, &v);
-  for (const pass::JobView& v : in.queued) viewed.emplace(v.id, &v);
   {
     std::lock_guard lock(mu_);
     phase_done(&phases.apply_lock_wait);
@@ -1632,14 +1628,14 @@ PassStats Server::RunSchedulingPass() {
         if (!observers->empty()) feed.emplace(*observers, &told);
       }
     }
-    // A decision about job `id` stands only if the job is as the pass saw it: same state, same
-    // attempt, same resize, not being stopped; and a placement only on a node that is still
-    // schedulable with the inventory of the view.
-    auto unchanged = [&](int64_t id) -> Job* {
-      auto vit = viewed.find(id);
-      auto it = jobs_.find(id);
-      if (vit == viewed.end() || it == jobs_.end()) return nullptr;
-      const pass::JobView& v = *vit->second;
+    // A decision about a job stands only if the job is as the pass saw it (the view the action
+    // names, in `in`): same state, same attempt, same resize, not being stopped; and a placement
+    // only on a node that is still schedulable with the inventory of the view.
+    auto unchanged = [&](const pass::Action& act) -> Job* {
+      if (act.view == nullptr || act.view->id != act.job) return nullptr;
+      auto it = jobs_.find(act.job);
+      if (it == jobs_.end()) return nullptr;
+      const pass::JobView& v = *act.view;
       Job& j = it->second;
       if (PhaseOf(j.state) != v.phase || j.attempt() != v.attempt ||
           j.preempted_by != v.preempted_by || j.consolidate_milli != v.consolidate_milli) {
@@ -1674,7 +1670,7 @@ PassStats Server::RunSchedulingPass() {
       if (chunk->changed.size() >= kPassChunk) hand_over();
     };
     for (pass::Action& act : d.actions) {
-      Job* jp = unchanged(act.job);
+      Job* jp = unchanged(act);
       if (act.kind == pass::Action::Kind::kStop) {
         if (jp == nullptr) {
           ++dropped;

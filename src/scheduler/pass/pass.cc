@@ -89,21 +89,24 @@ class JobTable {
     }
     own_.assign(views_.size(), nullptr);
   }
-  const JobView& at(int64_t id) const { return *views_[index_.at(id)]; }
+  const JobView& at(int64_t id) const {
+    const size_t i = index_.at(id);
+    return own_[i] != nullptr ? *own_[i] : *views_[i];
+  }
+  // The input's view of job `id` (its first, for a job listed twice), changed or not: what an
+  // action names (Action::view).
+  const JobView* input(int64_t id) const { return views_[index_.at(id)]; }
   // The view of job `id` to change. A reference taken from at() before the first change still
   // refers to the input's view.
   JobView& mut(int64_t id) {
     const size_t i = index_.at(id);
-    if (own_[i] == nullptr) {
-      own_[i] = &copies_.emplace_back(*views_[i]);
-      views_[i] = own_[i];
-    }
+    if (own_[i] == nullptr) own_[i] = &copies_.emplace_back(*views_[i]);
     return *own_[i];
   }
 
  private:
-  std::vector<const JobView*> views_;  // the input's view, or its copy once changed
-  std::vector<JobView*> own_;          // the copy, once changed
+  std::vector<const JobView*> views_;  // the input's view
+  std::vector<JobView*> own_;          // its copy, once changed
   std::deque<JobView> copies_;         // stable addresses
   std::unordered_map<int64_t, size_t> index_;
 };
@@ -203,6 +206,7 @@ Decision SchedulingPass::RunKept(const KeptCluster& k) {
     Action act;
     act.kind = Action::Kind::kAssign;
     act.job = j.id;
+    act.view = &j;
     act.placed = std::move(placed);
     act.gpus = g;
     decision.actions.push_back(std::move(act));
@@ -212,6 +216,7 @@ Decision SchedulingPass::RunKept(const KeptCluster& k) {
     Action act;
     act.kind = Action::Kind::kInfeasible;
     act.job = j.id;
+    act.view = &j;
     decision.actions.push_back(std::move(act));
     ++decision.stats.infeasible;
   };
@@ -611,6 +616,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
     Action act;
     act.kind = Action::Kind::kStop;
     act.job = victim.id;
+    act.view = jobs.input(victim.id);
     act.for_job = j.id;
     act.running = victim.phase == JobPhase::kRunning;
     if (act.running) {
@@ -1022,6 +1028,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
     Action act;
     act.kind = Action::Kind::kAssign;
     act.job = j.id;
+    act.view = jobs.input(j.id);
     for (size_t k = 0; k < gp->parts.size(); ++k) {
       const scheduler::Placement& p = gp->parts[k];
       Grant a = gang_part(p);
@@ -1182,6 +1189,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
     Action act;
     act.kind = Action::Kind::kAssign;
     act.job = j.id;
+    act.view = jobs.input(j.id);
     act.assignment = std::move(a);
     decision.actions.push_back(std::move(act));
     ++stats.placed;

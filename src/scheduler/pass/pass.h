@@ -224,6 +224,11 @@ struct Action {
   enum class Kind { kAssign, kStop, kInfeasible };
   Kind kind = Kind::kAssign;
   int64_t job = 0;
+  // The view of `job` the action was decided on: the input's (PassInput::active or queued; the
+  // first for a job listed twice; KeptCluster::jobs), as given, never the pass's changed copy.
+  // A caller checks against it that the job is still as the pass saw it; valid while the input
+  // lives.
+  const JobView* view = nullptr;
   Grant assignment;         // kAssign
   std::vector<Grant> gang;  // kAssign of a gang: every part in rank order (not assignment)
   // kStop: the preemptible job `job` makes room for `for_job`; `running`: its node stops it

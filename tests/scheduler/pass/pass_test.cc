@@ -322,6 +322,39 @@ TEST_F(PassTest, AJobQueuedTwiceCountsOnceWithItsFirstView) {
   EXPECT_EQ(d.reasons.count(5), 1u);
 }
 
+// Each action names the view it was decided on, as the caller gave it (the caller checks its job
+// against that view before applying it): a placement, a gang's, a stop whose victim the pass
+// marked stopping in its own copy, and a job listed twice by its first view.
+TEST_F(PassTest, EveryActionNamesTheInputViewItWasDecidedOn) {
+  PassInput in;
+  in.nodes = {Node("a", 3), Node("c", 2), Node("d", 2), Node("e", 1)};
+  in.active = {Running(Queued(1, 1, true, 5), "a", {0}, 1000, 10),
+               Running(Queued(2, 1, true, 0), "a", {1}, 1000, 20),
+               Running(Queued(3, 1, true, 0), "a", {2}, 1000, 30)};
+  JobView one = Queued(5, 1);
+  one.submit_ms = 1;
+  JobView gang = Queued(6, 2);
+  gang.nodes = 2;
+  gang.submit_ms = 2;
+  JobView guaranteed = Queued(4, 1);
+  guaranteed.submit_ms = 3;
+  JobView again = Queued(5, 2);
+  again.submit_ms = 4;
+  in.queued = {guaranteed, again, gang, one};
+  std::swap(in.queued[1], in.queued[3]);  // the first view of job 5 asks for one GPU
+  const Decision d = Run(in);
+  ASSERT_EQ(d.actions.size(), 3u);
+  EXPECT_EQ(d.actions[0].job, 5);
+  EXPECT_EQ(d.actions[1].job, 6);
+  EXPECT_EQ(d.actions[1].gang.size(), 2u);
+  EXPECT_EQ(d.actions[2].kind, Action::Kind::kStop);
+  EXPECT_EQ(d.actions[2].job, 3);
+  EXPECT_EQ(d.actions[0].view, &in.queued[1]);
+  EXPECT_EQ(d.actions[1].view, &in.queued[2]);
+  EXPECT_EQ(d.actions[2].view, &in.active[2]);
+  EXPECT_EQ(d.actions[2].view->phase, JobPhase::kRunning);  // not the pass's stopping copy
+}
+
 // A pass given back the storage of an earlier decision (Recycle) decides as a fresh one.
 TEST_F(PassTest, APassIntoARecycledDecisionDecidesAsAFreshOne) {
   PassInput in;

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "client/api_client.h"
 #include "process_util.h"
 #include "support/temp_dir.h"
 
@@ -96,9 +97,7 @@ class UpTest : public ::testing::Test {
   void ServerAndAgent() {
     url_ = "http://127.0.0.1:" + std::to_string(port_);
     const std::map<std::string, std::string> env = {{"XDG_CONFIG_HOME", dir_ + "/config"}};
-    pid_ = Spawn({STOKER_BIN, "server", "--data-dir", dir_ + "/srv", "--listen",
-                  "127.0.0.1:" + std::to_string(port_)},
-                 env, dir_ + "/server.log");
+    pid_ = SpawnServer();
     for (int i = 0; i < 300 && admin_.empty(); ++i) {
       std::ifstream in(dir_ + "/srv/admin.token");
       std::getline(in, admin_);
@@ -123,6 +122,18 @@ class UpTest : public ::testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     FAIL() << "the agent did not register: " << nodes.dump();
+  }
+  // `stoker server` on port_ with its data in srv/ (its log appended to server.log).
+  pid_t SpawnServer() {
+    return Spawn({STOKER_BIN, "server", "--data-dir", dir_ + "/srv", "--listen",
+                  "127.0.0.1:" + std::to_string(port_)},
+                 {{"XDG_CONFIG_HOME", dir_ + "/config"}}, dir_ + "/server.log");
+  }
+  std::string ServerLog() {
+    std::ifstream in(dir_ + "/server.log");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
   }
   // A CLI command line run with another token (or none), stdout and stderr together.
   CmdResult CliAs(const std::string& token, const std::string& args) {
@@ -389,6 +400,55 @@ TEST_F(UpTest, JobThatEndsWhileTheServerIsDownIsReconciled) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_EQ(Cli("logs " + std::to_string(id)).out, "finished\n");
+}
+
+// A server restarted while a job holds a GPU tells its observers of that job as it starts (it
+// reads the unended jobs once for both): the dashboard's history puts the GPU's new samples
+// under the job, and the efficiency engine zones the job by them. The agent, and the job, keep
+// running across the restart.
+TEST_F(UpTest, ARestartedServerKnowsTheJobsHoldingGpus) {
+  ServerAndAgent();
+  const int64_t id = Submit("--gpus 1 -- sleep 300");
+  json job = WaitState(id, {"running"});
+  ASSERT_TRUE(job.contains("assignment")) << job.dump();
+  const uint32_t gpu = job["assignment"]["gpu_indices"].at(0).get<uint32_t>();
+
+  ::kill(pid_, SIGTERM);
+  ASSERT_EQ(WaitExit(pid_), 0) << ServerLog();
+  pid_ = SpawnServer();
+  WaitState(id, {"running"});
+
+  client::ApiClient api(url_, admin_, 5);
+  // The GPU's columns in the last minute name the job once a report after the restart came in.
+  bool history_knows = false;
+  json gpus;
+  for (int i = 0; i < 300 && !history_knows; ++i) {
+    auto r = api.Get("/api/v1/history/gpus?window=1m&points=60&node=gpu-node-7");
+    if (r.ok() && r->status == 200) {
+      gpus = r->body;
+      for (const json& g : gpus["gpus"]) {
+        if (g["mig"].get<bool>() || g["index"].get<uint32_t>() != gpu) continue;
+        for (const json& holder : g["job"]) history_knows |= holder.get<int64_t>() == id;
+      }
+    }
+    if (!history_knows) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(history_knows) << gpus.dump() << "\n" << ServerLog();
+
+  bool engine_knows = false;
+  json zones;
+  for (int i = 0; i < 300 && !engine_knows; ++i) {
+    CmdResult z = Cli("zones --json");
+    zones = json::parse(z.out, nullptr, false);
+    if (zones.is_object()) {
+      for (const json& s : zones["jobs"]) engine_knows |= s["key"] == std::to_string(id);
+    }
+    if (!engine_knows) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(engine_knows) << zones.dump() << "\n" << ServerLog();
+
+  EXPECT_EQ(Cli("cancel " + std::to_string(id)).exit_code, 0);
+  WaitState(id, {"cancelled"});
 }
 
 // `stoker sim size --history server` over the network: the jobs a real server ran on a separate

@@ -71,7 +71,7 @@ side() {  # side ARG NAME: the replays of ARG (a binary, run now; or a directory
 }
 before=$(side "$1" before)
 after=$(side "$2" after)
-files=$(find "$after" -name '*.json' -o -name '*.csv' | wc -l)
+files=$(find "$after" -type f | wc -l)
 if diff -r "$before" "$after"; then
   echo "identical: $files files ($(du -sh "$after" | cut -f1)) in $before and $after"
 else

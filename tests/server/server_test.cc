@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
+#include <mutex>
 
 #include "test_util.h"
 
@@ -18,6 +20,93 @@ RunReport Report(int64_t id, const std::string& phase, std::optional<int> code =
   r.exit_code = code;
   r.logs_complete = phase == "exited";
   return r;
+}
+
+// A clock that runs a hook once, in the thread of the first wall-clock read after Arm(). A
+// scheduling pass reads the wall clock first between its view and its compute (the measured
+// activity's window), holding no lock of the server: the hook changes what the pass decides on
+// while it computes.
+class HookClock final : public Clock {
+ public:
+  MonoTime Now() const override { return base_.Now(); }
+  WallTime WallNow() const override {
+    std::function<void()> hook;
+    {
+      std::lock_guard lock(mu_);
+      hook.swap(hook_);
+    }
+    if (hook) hook();
+    return base_.WallNow();
+  }
+  bool SleepUntil(MonoTime deadline) override { return base_.SleepUntil(deadline); }
+  void Wake() override { base_.Wake(); }
+  void Arm(std::function<void()> hook) {
+    std::lock_guard lock(mu_);
+    hook_ = std::move(hook);
+  }
+
+ private:
+  ManualClock base_;
+  mutable std::mutex mu_;
+  mutable std::function<void()> hook_;
+};
+
+// A decision stands only if its job and its node are still as the pass saw them. A job cancelled
+// and a node drained while the pass computes get nothing from it; the rest of the decision is
+// applied, the dropped placements are not counted, and the next pass places the jobs it dropped
+// on a node still open.
+TEST(Server, DecisionsOvertakenWhileThePassComputesAreDropped) {
+  HookClock hook_clock;
+  Fixture f("overtaken", {}, &hook_clock);
+  ASSERT_TRUE(f.server->RegisterNode(f.agent, f.Node("n1", 4)).ok());
+  ASSERT_TRUE(f.server->RegisterNode(f.admin, f.Node("n2", 4)).ok());
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 4; ++i) {
+    auto j = f.server->Submit(f.alice, Spec({"train"}, 2));
+    ASSERT_TRUE(j.ok());
+    ids.push_back(j->id);
+  }
+  bool hooked = false;
+  hook_clock.Arm([&] {
+    hooked = true;
+    EXPECT_TRUE(f.server->Cancel(f.alice, ids[0]).ok());
+    EXPECT_TRUE(f.server->SetDrained(f.admin, "n2", true).ok());
+  });
+  const PassStats st = f.server->RunSchedulingPass();
+  ASSERT_TRUE(hooked);
+  // The pass placed all four, two on each node. Of the three still wanted, those it put on n1
+  // stand and those on n2 are dropped.
+  int on_n1 = 0, queued = 0;
+  for (int64_t id : ids) {
+    auto j = f.server->GetJob(f.admin, id);
+    ASSERT_TRUE(j.ok());
+    if (id == ids[0]) {
+      EXPECT_EQ(j->state, JobState::kCancelled);
+      EXPECT_FALSE(j->assignment.has_value());
+      continue;
+    }
+    if (j->state == JobState::kQueued) {
+      ++queued;
+      EXPECT_FALSE(j->assignment.has_value());
+      continue;
+    }
+    ASSERT_EQ(j->state, JobState::kAssigned);
+    EXPECT_EQ(j->assignment->node, "n1");
+    ++on_n1;
+  }
+  EXPECT_EQ(st.placed, on_n1);
+  EXPECT_GE(on_n1, 1);
+  EXPECT_EQ(on_n1 + queued, 3);
+  EXPECT_GE(queued, 1);  // n2 was half of the room: at least one placement there was dropped
+  // The next pass places what fits on n1 and nothing on the drained n2.
+  const PassStats next = f.server->RunSchedulingPass();
+  EXPECT_EQ(on_n1 + next.placed, 2);
+  for (int64_t id : ids) {
+    auto j = f.server->GetJob(f.admin, id);
+    if (j->assignment) {
+      EXPECT_EQ(j->assignment->node, "n1") << id;
+    }
+  }
 }
 
 TEST(Server, PlacesJobsAndHandsThemToTheNode) {

@@ -13,7 +13,9 @@
 namespace stoker::server::testing {
 
 struct Fixture {
-  explicit Fixture(const std::string& name, ServerOptions opts = {}) {
+  // `other_clock`: the server's clock instead of `clock` (which is then unused).
+  explicit Fixture(const std::string& name, ServerOptions opts = {}, Clock* other_clock = nullptr)
+      : server_clock(other_clock != nullptr ? other_clock : &clock) {
     dir = (std::filesystem::temp_directory_path() /
            ("stoker_srv_" + name + "_" + std::to_string(::getpid())))
               .string();
@@ -40,7 +42,7 @@ struct Fixture {
     server.reset();
     store.reset();
     store = store::OpenSqliteStore(dir + "/stoker.db", {.synchronous_full = false}).value();
-    auto s = Server::Create(store.get(), &clock, options);
+    auto s = Server::Create(store.get(), server_clock, options);
     if (!s.ok()) throw std::runtime_error(s.status().ToString());
     server = std::move(*s);
     api = std::make_unique<Api>(server.get());
@@ -62,6 +64,7 @@ struct Fixture {
   std::string dir;
   ServerOptions options;
   ManualClock clock;
+  Clock* server_clock;
   std::unique_ptr<store::Store> store;
   std::unique_ptr<Server> server;
   std::unique_ptr<Api> api;

@@ -1,8 +1,10 @@
 #pragma once
-// Which owner holds each key (the job on a GPU), with each owner's keys kept beside, so that
-// forgetting an owner costs what it holds rather than a walk of every key: a large scheduling
-// pass changes 80,000 jobs at once, each forgetting its GPUs. A key set by another owner is that
-// owner's from then on; the first owner forgetting its keys later leaves it alone.
+// Which owner holds each key (the job on a GPU or a MIG instance), with each owner's keys kept
+// beside, so that forgetting an owner costs what it holds rather than a walk of every key: a
+// large scheduling pass changes 80,000 jobs at once, each forgetting its GPUs. A key set by
+// another owner is that owner's from then on; the first owner forgetting its keys later leaves it
+// alone. KeyOwners keeps both sides in tables of its own; ForgetHeld and ForEachStillHeld apply
+// the rule where the owner lives in the key's own slot.
 
 #include <cstddef>
 #include <functional>
@@ -62,5 +64,30 @@ class KeyOwners {
   std::unordered_map<Key, Owner, KeyOwnersHash> owner_of_;
   std::unordered_map<Owner, std::vector<Key>, KeyOwnersHash> keys_of_;  // may list keys taken since
 };
+
+// The same rule where each key's owner lives in the key's own slot (a GPU's state, the entry for
+// a GPU index) and each owner's keys are kept by the caller, in the order they were set: no table
+// of its own, so holding a key costs nothing beyond its slot and its place in `held`.
+// `slot(key)` is a pointer to the key's owner, or null where the key has no slot (any more).
+
+// Calls `each(key)` for every key of `held` whose slot still names `owner` (not taken since).
+template <typename Key, typename Owner, typename Slot, typename Each>
+void ForEachStillHeld(const std::vector<Key>& held, const Owner& owner, Slot&& slot, Each&& each) {
+  for (const Key& key : held) {
+    const auto* now = slot(key);
+    if (now != nullptr && *now == owner) each(key);
+  }
+}
+
+// Clears the slot of every key of `held` that still names `owner` (a key another owner took since
+// is that owner's), then empties `held`.
+template <typename Key, typename Owner, typename Slot>
+void ForgetHeld(std::vector<Key>& held, const Owner& owner, Slot&& slot) {
+  for (const Key& key : held) {
+    auto* now = slot(key);
+    if (now != nullptr && *now == owner) *now = Owner{};
+  }
+  held.clear();
+}
 
 }  // namespace stoker

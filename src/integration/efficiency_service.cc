@@ -7,6 +7,7 @@
 #include <cmath>
 #include <unordered_set>
 
+#include "core/key_owners.h"
 #include "core/prometheus_text.h"
 #include "efficiency/activity.h"
 #include "efficiency/api_json.h"
@@ -395,11 +396,10 @@ void EfficiencyService::SetJobOnGpuLocked(const std::pair<std::string, uint32_t>
 }
 
 void EfficiencyService::ForgetJobGpusLocked(const std::string& job, KnownJob& known) {
-  for (const auto& [node, index] : known.gpus) {
-    GpuState* g = FindGpuLocked(node, index);
-    if (g != nullptr && g->job == job) g->job.clear();  // not taken since by another job
-  }
-  known.gpus.clear();
+  ForgetHeld(known.gpus, job, [&](const std::pair<std::string, uint32_t>& key) {
+    GpuState* g = FindGpuLocked(key.first, key.second);
+    return g == nullptr ? nullptr : &g->job;
+  });
 }
 
 const std::string* EfficiencyService::ModelOfLocked(
@@ -731,10 +731,13 @@ void EfficiencyService::Evaluate(WallTime now) {
     for (const std::string& job : reclaimed_jobs) {
       auto known = job_records_.find(job);
       if (known == job_records_.end()) continue;
-      for (const auto& [node, index] : known->second.gpus) {
-        const GpuState* g = FindGpuLocked(node, index);
-        if (g != nullptr && g->job == job) reclaimed_gpus_.insert({node, index});
-      }
+      ForEachStillHeld(
+          known->second.gpus, job,
+          [&](const std::pair<std::string, uint32_t>& key) {
+            const GpuState* g = FindGpuLocked(key.first, key.second);
+            return g == nullptr ? nullptr : &g->job;
+          },
+          [&](const std::pair<std::string, uint32_t>& key) { reclaimed_gpus_.insert(key); });
     }
     for (auto& [job, u] : usage_) {
       if (now - u.since >= cfg_.market.charge_interval) ChargeLocked(job, now);

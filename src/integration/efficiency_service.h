@@ -216,7 +216,7 @@ class EfficiencyService final : public server::ServerObserver, public server::Ap
   GpuState* FindGpuLocked(const std::string& node, uint32_t index);
   // Each job the engine was told of: its record, and the GPUs it was set on. A GPU's `job` is
   // the job holding it: a GPU set on by a later job is that job's, and the first one forgetting
-  // its GPUs later leaves it alone (core/key_owners.h's rule, kept in the GPU's own state here).
+  // its GPUs later leaves it alone (core/key_owners.h's ForgetHeld, the owner in the GPU's state).
   // Forgetting a job's GPUs costs what it held, not a walk of every GPU (a large scheduling pass
   // changes 80,000 jobs at once), and holding one costs no table of its own (this is the engine's
   // work on every job a pass places).

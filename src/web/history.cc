@@ -228,13 +228,10 @@ void History::OnJobChangedLocked(const server::Job& job) {
   JobInfo& info = jobs_[job.id];
   // Forget what it held before (a requeued job may come back elsewhere); a GPU another job was
   // set on since is that job's.
-  for (const auto& [node, index] : info.gpus) {
-    auto n = holder_.find(node);
-    if (n != holder_.end() && index < n->second.size() && n->second[index] == job.id) {
-      n->second[index] = 0;
-    }
-  }
-  info.gpus.clear();
+  ForgetHeld(info.gpus, job.id, [&](const std::pair<std::string, uint32_t>& key) -> int64_t* {
+    auto n = holder_.find(key.first);
+    return n == holder_.end() || key.second >= n->second.size() ? nullptr : &n->second[key.second];
+  });
   mig_holder_.Forget(job.id);
   info.user = job.user;
   info.active = holds;

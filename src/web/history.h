@@ -123,8 +123,8 @@ class History final : public server::ServerObserver, public server::ApiExtension
   std::map<std::string, Ring> rings_;  // "node/index", guarded by mu_
   int64_t dropped_gpus_ = 0;           // samples of GPUs beyond max_gpus, guarded by mu_
   // The job holding each GPU now, by node and GPU index (0: none), beside the GPUs each job was
-  // set on (JobInfo::gpus): core/key_owners.h's rule, without a hash node per GPU and per job
-  // (a pass places 80,000 jobs at once). Guarded by mu_.
+  // set on (JobInfo::gpus): core/key_owners.h's ForgetHeld, without a hash node per GPU and per
+  // job (a pass places 80,000 jobs at once). Guarded by mu_.
   std::unordered_map<std::string, std::vector<int64_t>> holder_;
   KeyOwners<std::pair<std::string, std::string>, int64_t> mig_holder_;  // (node, MIG UUID), mu_
   size_t prune_at_ = 0;  // jobs_'s size past which the next change prunes it; mu_

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +72,41 @@ TEST(KeyOwners, AnOwnersKeysAreDroppedInTheOrderSetWithoutThoseTakenSince) {
   held.clear();
   owners.Forget("job-3", [&](const Gpu& g) { held.push_back(g); });
   EXPECT_TRUE(held.empty());
+}
+
+// The owner kept in each key's own slot (a GPU's state): a job forgets only the slots that still
+// name it, in the order it was set on them, and its list is emptied.
+TEST(KeyOwners, ForgetHeldClearsOnlyTheSlotsThatStillNameTheOwner) {
+  std::map<Gpu, int> slot_of = {{{"a", 0}, 0}, {{"a", 1}, 0}, {{"b", 0}, 0}};
+  auto slot = [&](const Gpu& g) -> int* {
+    auto it = slot_of.find(g);
+    return it == slot_of.end() ? nullptr : &it->second;
+  };
+  std::vector<Gpu> held7 = {{"a", 0}, {"a", 1}, {"c", 9}};  // c/9: no slot (a GPU never seen)
+  for (const Gpu& g : held7) {
+    if (int* s = slot(g)) *s = 7;
+  }
+  std::vector<Gpu> held8 = {{"b", 0}};
+  *slot({"b", 0}) = 8;
+  *slot({"a", 1}) = 9;  // taken by job 9 since
+
+  std::vector<Gpu> still;
+  ForEachStillHeld(held7, 7, slot, [&](const Gpu& g) { still.push_back(g); });
+  EXPECT_EQ(still, (std::vector<Gpu>{{"a", 0}}));
+
+  ForgetHeld(held7, 7, slot);
+  EXPECT_TRUE(held7.empty());
+  EXPECT_EQ(slot_of.at({"a", 0}), 0);
+  EXPECT_EQ(slot_of.at({"a", 1}), 9);
+  EXPECT_EQ(slot_of.at({"b", 0}), 8);
+  ForgetHeld(held7, 7, slot);  // nothing left to forget
+  EXPECT_EQ(slot_of.at({"a", 1}), 9);
+
+  still.clear();
+  ForEachStillHeld(held8, 8, slot, [&](const Gpu& g) { still.push_back(g); });
+  EXPECT_EQ(still, held8);
+  ForgetHeld(held8, 8, slot);
+  EXPECT_EQ(slot_of.at({"b", 0}), 0);
 }
 
 }  // namespace

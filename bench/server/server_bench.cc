@@ -62,19 +62,27 @@ struct World {
   std::unique_ptr<web::History> history;
 };
 
+// What comes before the timed pass of SchedulingPassOverQueue.
+struct PassSetup {
+  // SQLite WAL with synchronous=FULL (NORMAL otherwise).
+  bool full_sync = false;
+  // A first pass (not timed) has placed a queue like it before the timed pass, as in a running
+  // server, where every pass but the first follows another on the same nodes.
+  bool warm = false;
+  // As `stoker server` runs it, with its observers (World::Observe), whose share of the pass is
+  // its notify phase, and every node having reported once before the jobs come.
+  bool observed = false;
+  // The pass a running server makes after an earlier one, with the queue as deep again: a first
+  // pass (not timed) places the queue, every node reports the jobs it was given as started and
+  // then as exited (0), and as many jobs as ended are submitted again before the timed pass.
+  bool later = false;
+};
+
 // `nodes` nodes x 8 GPUs; `jobs` queued jobs of mixed shapes (whole GPUs, shares, CPU-only):
 // the pass places what fits (about 80 %) and walks the rest. Timed: Server::RunSchedulingPass,
-// from reading the view to the durable commit of every placement and event (SQLite WAL with
-// synchronous=FULL when `full_sync`). `warm`: a first pass (not timed) has placed a queue like it
-// before the timed pass, as in a running server, where every pass but the first follows another
-// on the same nodes.
-// `observed`: as `stoker server` runs it, with its observers (World::Observe), whose share of
-// the pass is its notify phase, and every node having reported once before the jobs come.
-// `later`: the pass a running server makes after an earlier one, with the queue as deep again:
-// a first pass (not timed) places the queue, every node reports the jobs it was given as started
-// and then as exited (0), and as many jobs as ended are submitted again before the timed pass.
-void SchedulingPassOverQueue(benchmark::State& state, int nodes, int jobs, bool full_sync,
-                             bool warm = false, bool observed = false, bool later = false) {
+// from reading the view to the durable commit of every placement and event.
+void SchedulingPassOverQueue(benchmark::State& state, int nodes, int jobs, PassSetup setup) {
+  const auto [full_sync, warm, observed, later] = setup;
   for (auto _ : state) {
     state.PauseTiming();
     auto w = std::make_unique<World>(full_sync);
@@ -155,6 +163,7 @@ void SchedulingPassOverQueue(benchmark::State& state, int nodes, int jobs, bool 
         if (j.assignment) on_node[j.assignment->node].push_back(&j);
       }
       // Each node reports its runs started, then exited; the heartbeats' samples as before.
+      bool refused = false;
       for (const protocol::RunPhase phase :
            {protocol::RunPhase::kRunning, protocol::RunPhase::kExited}) {
         for (const auto& [node, held] : on_node) {
@@ -170,10 +179,12 @@ void SchedulingPassOverQueue(benchmark::State& state, int nodes, int jobs, bool 
             }
             hb.jobs.push_back(std::move(r));
           }
-          if (!w->server->Heartbeat(admin, node, std::move(hb)).ok()) {
-            state.SkipWithError("heartbeat refused");
-          }
+          if (!w->server->Heartbeat(admin, node, std::move(hb)).ok()) refused = true;
         }
+      }
+      if (refused) {
+        state.SkipWithError("a node's report of its jobs was refused");
+        break;
       }
       const int ended = static_cast<int>(placed.value().size());
       submit_queue(ended);
@@ -200,7 +211,7 @@ void SchedulingPassOverQueue(benchmark::State& state, int nodes, int jobs, bool 
 
 // 1,000 nodes x 8 GPUs; 10,000 queued jobs (issue 4's target: <= 1 s).
 void BM_SchedulingPass10kJobs1kNodes(benchmark::State& state) {
-  SchedulingPassOverQueue(state, 1000, 10000, false);
+  SchedulingPassOverQueue(state, 1000, 10000, {});
 }
 BENCHMARK(BM_SchedulingPass10kJobs1kNodes)
     ->Unit(benchmark::kMillisecond)
@@ -211,7 +222,7 @@ BENCHMARK(BM_SchedulingPass10kJobs1kNodes)
 // target: <= 1 s, durable writes included). Setting up takes minutes (100,000 durable
 // submissions), so one iteration.
 void BM_SchedulingPass100kJobs10kNodes(benchmark::State& state) {
-  SchedulingPassOverQueue(state, 10000, 100000, true);
+  SchedulingPassOverQueue(state, 10000, 100000, {.full_sync = true});
 }
 BENCHMARK(BM_SchedulingPass100kJobs10kNodes)
     ->Unit(benchmark::kMillisecond)
@@ -223,7 +234,7 @@ BENCHMARK(BM_SchedulingPass100kJobs10kNodes)
 // efficiency engine and the dashboard's history are told of every job the pass changed (the
 // notify phase).
 void BM_SchedulingPass100kJobs10kNodesObserved(benchmark::State& state) {
-  SchedulingPassOverQueue(state, 10000, 100000, true, false, true);
+  SchedulingPassOverQueue(state, 10000, 100000, {.full_sync = true, .observed = true});
 }
 BENCHMARK(BM_SchedulingPass100kJobs10kNodesObserved)
     ->Unit(benchmark::kMillisecond)
@@ -234,7 +245,8 @@ BENCHMARK(BM_SchedulingPass100kJobs10kNodesObserved)
 // The same, as a running server's later pass: an earlier pass placed a queue like it, those jobs
 // started and ended, and as many were submitted again (SchedulingPassOverQueue's `later`).
 void BM_SchedulingPass100kJobs10kNodesObservedLater(benchmark::State& state) {
-  SchedulingPassOverQueue(state, 10000, 100000, true, false, true, true);
+  SchedulingPassOverQueue(state, 10000, 100000,
+                          {.full_sync = true, .observed = true, .later = true});
 }
 BENCHMARK(BM_SchedulingPass100kJobs10kNodesObservedLater)
     ->Unit(benchmark::kMillisecond)
@@ -247,7 +259,7 @@ BENCHMARK(BM_SchedulingPass100kJobs10kNodesObservedLater)
 // 10 a second). The first pass of a server (nothing kept from a pass before), and a pass that
 // follows one (Warm: what every later pass costs).
 void BM_SchedulingPass10Jobs10kNodes(benchmark::State& state) {
-  SchedulingPassOverQueue(state, 10000, 10, false);
+  SchedulingPassOverQueue(state, 10000, 10, {});
 }
 BENCHMARK(BM_SchedulingPass10Jobs10kNodes)
     ->Unit(benchmark::kMillisecond)
@@ -255,7 +267,7 @@ BENCHMARK(BM_SchedulingPass10Jobs10kNodes)
     ->UseRealTime()
     ->MeasureProcessCPUTime();
 void BM_SchedulingPass10Jobs10kNodesWarm(benchmark::State& state) {
-  SchedulingPassOverQueue(state, 10000, 10, false, true);
+  SchedulingPassOverQueue(state, 10000, 10, {.warm = true});
 }
 BENCHMARK(BM_SchedulingPass10Jobs10kNodesWarm)
     ->Unit(benchmark::kMillisecond)

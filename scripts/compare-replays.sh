@@ -22,8 +22,9 @@ if [ $# -lt 2 ]; then
   echo "usage: $0 BEFORE AFTER [OUT_DIR]" >&2
   exit 2
 fi
-out="${3:-$(mktemp -d)}"
-mkdir -p "$out"
+out="${3:-}"
+# A folder for the replays only when a side is a binary to replay with (temporary if not given).
+if [ -z "$out" ] && { [ ! -d "$1" ] || [ ! -d "$2" ]; }; then out=$(mktemp -d); fi
 trace() { "$root/scripts/trace-path.sh" "$1"; }
 philly=$(trace philly/philly.csv)
 tiresias=$(trace tiresias/60_job.csv)

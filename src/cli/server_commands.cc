@@ -19,7 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <iterator>
+#include <span>
 #include <thread>
 
 #include "cli/cli.h"
@@ -234,18 +234,29 @@ Result<efficiency::EfficiencyConfig> LoadEfficiencyConfig(const ServerFlags& f) 
 }
 
 // The jobs a restart finds queued or holding resources, read once for every observer joining at
-// start: all of them, a page at a time (a deep queue holds more than a page).
-Result<std::vector<server::Job>> UnendedJobs(const RunningServer& rs) {
+// start: all of them, a page at a time (a deep queue holds more than a page), those holding
+// resources first, then the queued, each in the order listed.
+struct UnendedJobs {
+  std::vector<server::Job> jobs;
+  size_t holding = 0;  // jobs[0, holding) hold resources (assigned, running, cancelling)
+};
+Result<UnendedJobs> ReadUnendedJobs(const RunningServer& rs) {
   server::JobFilter unended;
   unended.states = {server::JobState::kAssigned, server::JobState::kRunning,
                     server::JobState::kCancelling, server::JobState::kQueued};
   unended.limit = 100000;
   auto jobs = rs.core->ListAllJobs(server::Principal{"observers", server::Role::kAdmin}, unended);
   if (!jobs.ok()) return jobs.status().WithContext("the jobs the observers join with");
-  return jobs;
+  UnendedJobs out{std::move(jobs).value(), 0};
+  const auto queued =
+      std::stable_partition(out.jobs.begin(), out.jobs.end(),
+                            [](const server::Job& j) { return server::IsActive(j.state); });
+  out.holding = static_cast<size_t>(queued - out.jobs.begin());
+  return out;
 }
 
-// Plugs the efficiency engine into the server, its API and /metrics; `unended`: UnendedJobs.
+// Plugs the efficiency engine into the server, its API and /metrics; `unended`: every unended
+// job (ReadUnendedJobs).
 Status StartEfficiency(RunningServer& rs, const ServerFlags& f,
                        const efficiency::EfficiencyConfig& cfg_value,
                        const std::vector<server::Job>& unended) {
@@ -288,10 +299,10 @@ Status StartSlurmEngine(RunningServer& rs, const ServerFlags& f) {
   return Status::Ok();
 }
 
-// The web dashboard's history (fed like the efficiency engine) and its files at /; `unended`:
-// UnendedJobs.
+// The web dashboard's history (fed like the efficiency engine) and its files at /; `holding`:
+// the unended jobs holding resources (ReadUnendedJobs).
 Status StartDashboard(RunningServer& rs, const ServerFlags& f,
-                      const std::vector<server::Job>& unended) {
+                      std::span<const server::Job> holding) {
   auto bucket = ParseDuration(f.dashboard_bucket);
   if (!bucket.ok()) return bucket.status().WithContext("--dashboard-bucket");
   if (*bucket < std::chrono::seconds(1) || *bucket > std::chrono::minutes(10)) {
@@ -303,9 +314,6 @@ Status StartDashboard(RunningServer& rs, const ServerFlags& f,
   ho.span = std::min<Duration>(std::chrono::hours(24), *bucket * 2880);
   rs.history = std::make_unique<web::History>(&rs.clock, ho);
   // Jobs holding GPUs (a restart): their GPUs' history is theirs. Queued ones hold nothing.
-  std::vector<server::Job> holding;
-  std::copy_if(unended.begin(), unended.end(), std::back_inserter(holding),
-               [](const server::Job& j) { return server::IsActive(j.state); });
   rs.history->OnJobsChanged(holding);
   rs.core->AddObserver(rs.history.get());
   rs.api->AddExtension(rs.history.get());
@@ -354,8 +362,8 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   ho.tls_key = f.tls_key;
   ho.tls_client_ca = f.tls_client_ca;
   ho.threads = f.http_threads;
-  STOKER_ASSIGN_OR_RETURN(const std::vector<server::Job> unended, UnendedJobs(*rs));
-  STOKER_RETURN_IF_ERROR(StartEfficiency(*rs, f, eff_cfg, unended));
+  STOKER_ASSIGN_OR_RETURN(const UnendedJobs unended, ReadUnendedJobs(*rs));
+  STOKER_RETURN_IF_ERROR(StartEfficiency(*rs, f, eff_cfg, unended.jobs));
   STOKER_RETURN_IF_ERROR(StartSlurmEngine(*rs, f));
   // The scheduler extender: fed by heartbeats like the efficiency engine, zones as it sets them;
   // idle reclaim of pods with the engine's idle policy when --k8s-reclaim asks for it.
@@ -373,7 +381,8 @@ Result<std::unique_ptr<RunningServer>> StartServer(ServerFlags& f) {
   rs->k8s = std::make_unique<integration::KubernetesExtender>(rs->core.get(), &rs->clock, ko);
   if (ko.enabled) rs->core->AddObserver(rs->k8s.get());
   rs->api->AddExtension(rs->k8s.get());
-  STOKER_RETURN_IF_ERROR(StartDashboard(*rs, f, unended));
+  STOKER_RETURN_IF_ERROR(
+      StartDashboard(*rs, f, std::span<const server::Job>(unended.jobs).first(unended.holding)));
   rs->http = std::make_unique<http::Listener>(rs->site.get(), ho);
   STOKER_RETURN_IF_ERROR(rs->http->Start());
   rs->core->Start();

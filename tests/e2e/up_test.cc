@@ -60,8 +60,9 @@ class UpTest : public ::testing::Test {
       pid_ = -1;
     }
   }
-  std::string Log() {
-    std::ifstream in(dir_ + "/up.log");
+  // What a process of the test wrote to `name` (up.log: `stoker up`; server.log: SpawnServer's).
+  std::string Log(const std::string& name = "up.log") {
+    std::ifstream in(dir_ + "/" + name);
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
@@ -128,12 +129,6 @@ class UpTest : public ::testing::Test {
     return Spawn({STOKER_BIN, "server", "--data-dir", dir_ + "/srv", "--listen",
                   "127.0.0.1:" + std::to_string(port_)},
                  {{"XDG_CONFIG_HOME", dir_ + "/config"}}, dir_ + "/server.log");
-  }
-  std::string ServerLog() {
-    std::ifstream in(dir_ + "/server.log");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
   }
   // A CLI command line run with another token (or none), stdout and stderr together.
   CmdResult CliAs(const std::string& token, const std::string& args) {
@@ -414,7 +409,7 @@ TEST_F(UpTest, ARestartedServerKnowsTheJobsHoldingGpus) {
   const uint32_t gpu = job["assignment"]["gpu_indices"].at(0).get<uint32_t>();
 
   ::kill(pid_, SIGTERM);
-  ASSERT_EQ(WaitExit(pid_), 0) << ServerLog();
+  ASSERT_EQ(WaitExit(pid_), 0) << Log("server.log");
   pid_ = SpawnServer();
   WaitState(id, {"running"});
 
@@ -433,7 +428,7 @@ TEST_F(UpTest, ARestartedServerKnowsTheJobsHoldingGpus) {
     }
     if (!history_knows) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_TRUE(history_knows) << gpus.dump() << "\n" << ServerLog();
+  EXPECT_TRUE(history_knows) << gpus.dump() << "\n" << Log("server.log");
 
   bool engine_knows = false;
   json zones;
@@ -445,7 +440,7 @@ TEST_F(UpTest, ARestartedServerKnowsTheJobsHoldingGpus) {
     }
     if (!engine_knows) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_TRUE(engine_knows) << zones.dump() << "\n" << ServerLog();
+  EXPECT_TRUE(engine_knows) << zones.dump() << "\n" << Log("server.log");
 
   EXPECT_EQ(Cli("cancel " + std::to_string(id)).exit_code, 0);
   WaitState(id, {"cancelled"});

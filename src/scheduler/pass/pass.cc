@@ -339,7 +339,7 @@ Decision SchedulingPass::RunKept(const KeptCluster& k) {
 }
 
 Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queue_policy,
-                             const PassOptions& options) {
+                             const PassOptions& options, const ActionSink& sink) {
   if (in.kept) return RunKept(*in.kept);
   const auto t0 = std::chrono::steady_clock::now();
   Decision decision;
@@ -350,6 +350,15 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
   // which would move every action taken so far.
   decision.actions = std::move(spare_actions_);  // empty (Recycle), with its storage
   decision.actions.reserve(in.queued.size());
+  // Every action taken goes through here: into the decision, and to the sink each time it has
+  // `every` new ones.
+  auto take = [&](Action&& act) {
+    decision.actions.push_back(std::move(act));
+    if (sink.every > 0 && sink.take && decision.actions.size() - decision.handed >= sink.every) {
+      sink.take(std::span<Action>(decision.actions).subspan(decision.handed));
+      decision.handed = decision.actions.size();
+    }
+  };
 
   // The jobs as the pass changes them (a victim stopping, a job placed), by id.
   JobTable jobs(in);
@@ -630,7 +639,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
       victim.gang.clear();
       victim.start_ms = 0;
     }
-    decision.actions.push_back(std::move(act));
+    take(std::move(act));
   };
   // Which jobs a trial has taken away: those already being stopped (every active job with
   // `preempted_by` set), plus `out`.
@@ -1040,7 +1049,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
       act.gang.push_back(std::move(a));
     }
     reasons.erase(j.id);
-    decision.actions.push_back(std::move(act));
+    take(std::move(act));
     ++stats.placed;
     return false;
   };
@@ -1191,7 +1200,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
     act.job = j.id;
     act.view = jobs.input(j.id);
     act.assignment = std::move(a);
-    decision.actions.push_back(std::move(act));
+    take(std::move(act));
     ++stats.placed;
   }
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -28,7 +28,9 @@
 // since the last pass are scored again, while every decision is the one a cluster built afresh
 // gives (tests compare both). Deterministic: the same view gives the same decision.
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -243,6 +245,9 @@ struct Action {
 
 struct Decision {
   std::vector<Action> actions;
+  // How many of the first actions were handed to the caller's ActionSink while the pass still
+  // decided (0 without one): a caller applying the decision as it comes applies the rest.
+  size_t handed = 0;
   std::map<int64_t, std::string> reasons;  // queued jobs still waiting -> why
   std::vector<std::string> warnings;       // what the caller should log (inconsistent input)
   PassStats stats;
@@ -252,6 +257,18 @@ struct Decision {
   std::optional<int64_t> blocked;
   std::optional<int64_t> reserved_at_ms;
   Status status;
+};
+
+// Takes a pass's actions while it still decides the rest (SchedulingPass::Run): a caller that
+// applies a large decision starts writing and telling of its first actions while the pass goes
+// on. `take` is called on the pass's thread, each time `every` more actions have been taken,
+// with those actions in order (each action once); the pass goes on when it returns. The
+// actions it was handed stay in Decision::actions (counted by Decision::handed) as `take` left
+// them: it may move from them. They are never changed by the pass afterwards. A pass over a
+// kept cluster (PassInput::kept) hands nothing over.
+struct ActionSink {
+  size_t every = 0;  // 0: never called
+  std::function<void(std::span<Action>)> take;
 };
 
 // What a job asks the placement library for, without its GPU-model constraint.
@@ -271,7 +288,9 @@ class SchedulingPass {
 
   // One pass. `queue` orders the queued jobs (a pass over a kept cluster walks the caller's
   // order instead).
-  Decision Run(const PassInput& in, const queue::QueuePolicy& queue, const PassOptions& options);
+  // `sink`: where the actions go as they are taken (none by default: all in the decision).
+  Decision Run(const PassInput& in, const queue::QueuePolicy& queue, const PassOptions& options,
+               const ActionSink& sink = {});
   // Takes back a decision its caller is done with: the next pass builds its actions into the
   // same storage (at 100,000 queued jobs tens of megabytes, fresh memory each pass otherwise).
   void Recycle(Decision&& done) {

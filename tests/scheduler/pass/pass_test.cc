@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <set>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "pass_views.h"
 #include "scheduler/registry.h"
@@ -386,6 +390,97 @@ TEST_F(PassTest, APassIntoARecycledDecisionDecidesAsAFreshOne) {
     EXPECT_EQ(a.actions[i].assignment.basis, b.actions[i].assignment.basis);
   }
   EXPECT_EQ(a.reasons, b.reasons);
+}
+
+// Counts the placement decisions it is asked for (for the sink's test: how far the pass had got
+// when it handed actions over).
+class CountingPolicy : public scheduler::PlacementPolicy {
+ public:
+  CountingPolicy(std::unique_ptr<scheduler::PlacementPolicy> inner, int* places)
+      : inner_(std::move(inner)), places_(places) {}
+  std::string_view Name() const override { return inner_->Name(); }
+  scheduler::PlacementResult Place(const scheduler::Request& r,
+                                   const scheduler::ClusterState& cluster) override {
+    ++*places_;
+    return inner_->Place(r, cluster);
+  }
+  void Observe(const scheduler::Request& r) override { inner_->Observe(r); }
+  bool UsesUtilization() const override { return inner_->UsesUtilization(); }
+
+ private:
+  std::unique_ptr<scheduler::PlacementPolicy> inner_;
+  int* places_;
+};
+
+// A pass with a sink hands its actions over while it still decides, `every` at a time, in the
+// order taken, each once; the rest stays for the caller. Taking them (moving from them) changes
+// nothing the pass decides after: the decision is the one a pass without a sink makes.
+TEST_F(PassTest, HandsItsActionsOverWhileItStillDecides) {
+  PassInput in;
+  for (int i = 0; i < 12; ++i) in.nodes.push_back(Node("n" + std::to_string(i), 1 + i % 8));
+  // Preemptible jobs holding GPUs, stopped for guaranteed ones: stops among the actions.
+  in.active = {Running(Queued(901, 1, true), "n0", {0}, 1000, 10),
+               Running(Queued(902, 2, true), "n1", {0, 1}, 1000, 20)};
+  for (int i = 0; i < 60; ++i) {
+    in.queued.push_back((i % 3 == 0) ? Share(i + 1, 100 * (1 + i % 9), i % 2 == 0)
+                                     : Queued(i + 1, 1 + i % 4, i % 2 == 0, i % 3));
+  }
+  const std::string policy = "bestfit";
+  auto fifo = queue::CreateQueuePolicy("fifo");
+  ASSERT_TRUE(fifo.ok());
+  const Decision whole = Run(in, policy, 1500);
+
+  int places = 0;
+  SchedulingPass pass(std::make_unique<CountingPolicy>(
+      scheduler::CreatePlacementPolicy(policy, {}).value(), &places));
+  struct Taken {
+    int64_t job;
+    Action::Kind kind;
+    std::string node;
+    std::vector<uint32_t> gpus;
+  };
+  std::vector<Taken> taken;
+  std::vector<int> places_when_handed;
+  ActionSink sink;
+  sink.every = 4;
+  sink.take = [&](std::span<Action> acts) {
+    EXPECT_EQ(acts.size(), 4u);
+    places_when_handed.push_back(places);
+    for (Action& a : acts) {
+      taken.push_back(
+          Taken{a.job, a.kind, a.assignment.placement.node, std::move(a.assignment.gpu_indices)});
+      a.assignment = Grant{};  // taken: what the pass left there is the caller's now
+    }
+  };
+  Decision d = pass.Run(in, **fifo, PassOptions{policy, true, 1500}, sink);
+
+  ASSERT_GE(whole.actions.size(), 12u);
+  int stops = 0;
+  for (const Action& a : whole.actions) stops += a.kind == Action::Kind::kStop;
+  EXPECT_GT(stops, 0);
+  ASSERT_EQ(d.actions.size(), whole.actions.size());
+  EXPECT_EQ(d.handed, taken.size());
+  EXPECT_EQ(d.handed, whole.actions.size() / 4 * 4);  // the rest (fewer than 4) stays
+  for (size_t i = d.handed; i < d.actions.size(); ++i) {
+    taken.push_back(Taken{d.actions[i].job, d.actions[i].kind,
+                          d.actions[i].assignment.placement.node,
+                          d.actions[i].assignment.gpu_indices});
+  }
+  for (size_t i = 0; i < whole.actions.size(); ++i) {
+    EXPECT_EQ(taken[i].job, whole.actions[i].job) << i;
+    EXPECT_EQ(taken[i].kind, whole.actions[i].kind) << i;
+    EXPECT_EQ(taken[i].node, whole.actions[i].assignment.placement.node) << i;
+    EXPECT_EQ(taken[i].gpus, whole.actions[i].assignment.gpu_indices) << i;
+  }
+  EXPECT_EQ(d.reasons, whole.reasons);
+  EXPECT_EQ(d.stats.placed, whole.stats.placed);
+  EXPECT_EQ(d.stats.preempted, whole.stats.preempted);
+  // Handed over as they came: the pass had more placements to decide after each part.
+  ASSERT_GE(places_when_handed.size(), 2u);
+  for (size_t k = 1; k < places_when_handed.size(); ++k) {
+    EXPECT_LT(places_when_handed[k - 1], places_when_handed[k]);
+  }
+  EXPECT_LT(places_when_handed.back(), places);
 }
 
 }  // namespace

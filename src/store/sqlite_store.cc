@@ -584,14 +584,18 @@ class SqliteStore final : public Store {
       }
       for (size_t i = 0; i < group.size(); ++i) group[i]->promise.set_value(results[i]);
       group.clear();
-      if (wal_frames_ >= kCheckpointFrames) {
+      lock.lock();
+      // While batches wait, the copy waits for them (up to kBusyCheckpointFrames): a burst of
+      // commits (a large pass in parts) copies the pages it rewrites once, not once a commit.
+      if (wal_frames_ >= (queue_.empty() ? kCheckpointFrames : kBusyCheckpointFrames)) {
+        lock.unlock();
         // A checkpoint that cannot finish now (a reader holds old pages) leaves the rest for
         // the next one; nothing committed depends on it.
         (void)sqlite3_wal_checkpoint_v2(writer_, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr,
                                         nullptr);
         wal_frames_ = 0;
+        lock.lock();
       }
-      lock.lock();
     }
   }
 
@@ -605,6 +609,7 @@ class SqliteStore final : public Store {
   std::mutex mark_mu_;
   // SQLite's default threshold (SQLITE_DEFAULT_WAL_AUTOCHECKPOINT).
   static constexpr int kCheckpointFrames = 1000;
+  static constexpr int kBusyCheckpointFrames = 16 * kCheckpointFrames;
   int wal_frames_ = 0;  // writer thread only
 
   std::mutex mu_;

@@ -57,18 +57,22 @@ Result<int64_t> Server::NextJobId() {
   return next_id_++;
 }
 
+Result<std::unique_ptr<scheduler::PlacementPolicy>> Server::MakePlacement(
+    std::string_view name) const {
+  if (options_.make_placement) return options_.make_placement(name);
+  return scheduler::CreatePlacementPolicy(name, scheduler::PolicyConfig{});
+}
+
 Result<std::unique_ptr<Server>> Server::Create(store::Store* store, Clock* clock,
                                                ServerOptions options) {
   std::unique_ptr<Server> s(new Server(store, clock, std::move(options)));
   if (s->options_.placement_policy.empty()) {
     s->options_.placement_policy = std::string(scheduler::kDefaultPolicyName);
-    if (!scheduler::CreatePlacementPolicy(s->options_.placement_policy, {}).ok()) {
+    if (!s->MakePlacement(s->options_.placement_policy).ok()) {
       s->options_.placement_policy = "bestfit";
     }
   }
-  STOKER_ASSIGN_OR_RETURN(
-      auto placement,
-      scheduler::CreatePlacementPolicy(s->options_.placement_policy, scheduler::PolicyConfig{}));
+  STOKER_ASSIGN_OR_RETURN(auto placement, s->MakePlacement(s->options_.placement_policy));
   s->pass_ = std::make_unique<pass::SchedulingPass>(std::move(placement));
   s->pass_->KeepCluster(s->options_.incremental_pass);
   STOKER_ASSIGN_OR_RETURN(s->queue_policy_, queue::CreateQueuePolicy(s->options_.queue_policy));
@@ -130,7 +134,7 @@ Status Server::Load() {
     if (!p.is_object()) return InvalidArgument("stored policy: malformed document");
     const std::string placement = p.value("placement", options_.placement_policy);
     const std::string queue_name = p.value("queue", options_.queue_policy);
-    auto pl = scheduler::CreatePlacementPolicy(placement, scheduler::PolicyConfig{});
+    auto pl = MakePlacement(placement);
     auto q = queue::CreateQueuePolicy(queue_name);
     if (!pl.ok() || !q.ok()) {
       // A policy this build no longer knows: keep the startup options, say so.
@@ -1212,7 +1216,7 @@ Status Server::SetPolicy(const Principal& who, const std::string& placement,
   std::unique_ptr<scheduler::PlacementPolicy> p;
   std::unique_ptr<queue::QueuePolicy> q;
   if (!placement.empty()) {
-    auto r = scheduler::CreatePlacementPolicy(placement, scheduler::PolicyConfig{});
+    auto r = MakePlacement(placement);
     if (!r.ok()) return InvalidArgument("placement: " + r.status().message());
     p = std::move(*r);
   }
@@ -1319,24 +1323,20 @@ pass::JobView PassView(const Job& j) {
   return v;
 }
 
-// A scheduling pass hands the jobs it changed to the store in chunks of this many (see
-// RunSchedulingPass).
-constexpr size_t kPassChunk = 4096;
-// Below one chunk's worth of decisions a pass hands over a single part, at the end of its apply:
-// telling the observers as parts come would overlap nothing.
-static_assert(Server::kFeedObserversFrom >= kPassChunk);
-
 // Tells the observers of a large pass of its changes part by part while the pass is still
-// applying and writing them: one thread per observer, each told every part in order
-// (OnJobsChanged), as soon as the part is handed over. Each observer keeps its own state under its
+// deciding, applying and writing them: one thread per observer, each told every part in order
+// (OnJobsChanged), as soon as the part is applied. Each part comes with the turn its changes
+// took among the server's (a ticket taken under the lock that applied it): an observer is told
+// a part in that turn, and once every observer has been told it, the turn is over and the
+// changes made after that part and before the next are told (the lock is let go between parts,
+// so a heartbeat or a cancel may come in between). Each observer keeps its own state under its
 // own lock, so they are told side by side; none takes the server's lock to be told. Finish()
 // returns once every observer has been told everything, and the destructor finishes too (a pass
 // that throws still joins its threads).
 class ObserverFeed {
  public:
-  // Each observer is told in `turn` (after every change ordered before the pass).
-  ObserverFeed(const std::vector<ServerObserver*>& observers, const OrderedDelivery::Ticket* turn)
-      : turn_(turn), observers_(observers.size()) {
+  explicit ObserverFeed(const std::vector<ServerObserver*>& observers)
+      : observers_(observers.size()) {
     threads_.reserve(observers.size());
     for (ServerObserver* o : observers) threads_.emplace_back([this, o] { Tell(o); });
   }
@@ -1344,11 +1344,10 @@ class ObserverFeed {
   ObserverFeed& operator=(const ObserverFeed&) = delete;
   ~ObserverFeed() { Finish(); }
 
-  void Add(std::shared_ptr<const std::vector<Job>> part) {
+  void Add(std::shared_ptr<const std::vector<Job>> part, OrderedDelivery::Ticket turn) {
     {
       std::lock_guard lock(mu_);
-      parts_.push_back(std::move(part));
-      taken_.push_back(0);
+      parts_.push_back(Part{std::move(part), std::move(turn), 0});
     }
     cv_.notify_all();
   }
@@ -1364,30 +1363,43 @@ class ObserverFeed {
   }
 
  private:
+  struct Part {
+    std::shared_ptr<const std::vector<Job>> jobs;
+    OrderedDelivery::Ticket turn;
+    size_t told = 0;  // how many observers have been told it
+  };
+
   void Tell(ServerObserver* o) {
-    turn_->WaitTurn();
-    size_t next = 0;
-    for (;;) {
-      std::shared_ptr<const std::vector<Job>> part;
+    for (size_t next = 0;; ++next) {
+      Part* part = nullptr;
       {
         std::unique_lock lock(mu_);
         cv_.wait(lock, [&] { return next < parts_.size() || last_; });
         if (next == parts_.size()) return;
-        // The last observer to take a part takes the feed's reference too: whoever is done with
-        // it last (this thread, or the store's writer) frees it, not the pass's thread.
-        part = ++taken_[next] == observers_ ? std::move(parts_[next]) : parts_[next];
-        ++next;
+        part = &parts_[next];  // a deque's elements stay where they are as it grows
       }
-      o->OnJobsChanged(*part);
+      // Neither field changes until every observer has been told the part (below).
+      part->turn.WaitTurn();
+      o->OnJobsChanged(*part->jobs);
+      OrderedDelivery::Ticket done;
+      std::shared_ptr<const std::vector<Job>> jobs;
+      {
+        std::lock_guard lock(mu_);
+        if (++part->told == observers_) {
+          done = std::move(part->turn);
+          // Whoever is done with it last (this thread, or the store's writer) frees it.
+          jobs = std::move(part->jobs);
+        }
+      }
+      // The last observer told ends the part's turn: what changed after it is told next.
+      done.Deliver({});
     }
   }
 
-  const OrderedDelivery::Ticket* turn_;
   const size_t observers_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::shared_ptr<const std::vector<Job>>> parts_;
-  std::vector<size_t> taken_;  // by part: how many observers have taken it
+  std::deque<Part> parts_;
   bool last_ = false;
   std::vector<std::thread> threads_;  // last: started once the rest is built
 };
@@ -1512,143 +1524,69 @@ PassStats Server::RunSchedulingPass() {
   activity_.Fill(&in.nodes, clock_->WallNow());
   phase_done(&phases.view);
 
-  pass::Decision d = pass_->Run(in, *queue_policy, popts);
-  view_nodes_ = std::move(in.nodes);
-  view_version_ = view_built_at;
-  for (const std::string& w : d.warnings) spdlog::warn("scheduling pass: {}", w);
-  phase_done(&phases.compute);
-
-  PassStats stats = d.stats;
-  // The jobs the decision changed go to the store in chunks, one batch in parts
-  // (Store::ApplyPartsAsync: one transaction, one COMMIT): a chunk is handed to the store's
-  // writer thread as soon as it is complete, and the writer writes its rows while the rest of
-  // the decision is applied here. A chunk holds copies of its jobs, in order (for the
-  // observers, and for the rows, which the writer builds from them, not under the lock), the
-  // events of the jobs it stopped, and which of its jobs were placed: their "assigned" events
-  // are written after the chunk's other events (each job has at most one event in a pass).
+  // The decision is applied in parts of kPassPart actions, each as soon as the pass has decided
+  // it (pass::ActionSink), the rest once it returns: the store's writer and the observers start
+  // on the first part while the pass decides the next. Each part is applied under the lock
+  // alone (heartbeats, submissions and reads go on between parts), takes its own turn among the
+  // server's changes for its observers and its own place in the store's commit order, so what
+  // changed between two parts is told and written between them. A part holds copies of the jobs
+  // it changed, in order (for the observers, and for the rows, which the writer builds from them
+  // on its thread: ApplyAsync's fill), the events of the jobs it stopped, and which of its jobs
+  // were placed: their "assigned" events are written after the part's other events (each job has
+  // at most one event in a pass).
   struct Placed {
-    size_t at = 0;  // in Chunk::changed
+    size_t at = 0;  // in Part::changed
     bool oversubscribed = false;
     std::string basis;
   };
-  struct Chunk {
+  struct Part {
     std::vector<Job> changed;
     std::vector<Placed> placed;
     store::WriteBatch events;
   };
-  struct Parts {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::deque<std::shared_ptr<Chunk>> ready;
-    bool last = false;
-  };
-  auto parts = std::make_shared<Parts>();
-  // Tells the writer that no part follows: after the apply, and however the apply ends.
-  struct EndParts {
-    Parts* parts;
-    void Finish() const {
-      {
-        std::lock_guard lock(parts->mu);
-        parts->last = true;
-      }
-      parts->cv.notify_all();
-    }
-    ~EndParts() { Finish(); }
-  } end_parts{parts.get()};
-  std::vector<std::shared_ptr<Chunk>> chunks;  // every chunk handed over, for the observers
-                                               // of a pass without a feed
-  // The observers are told of the pass's changes in its turn among the server's changes (taken
-  // under the lock, as it applies). A large pass tells them while it applies and writes
-  // (ObserverFeed); a small one after its durable commit.
-  OrderedDelivery::Ticket told;
+  // Parts applied: their durable commits, and (for a pass without a feed) the parts with their
+  // turns, to tell the observers after the commits.
+  std::vector<std::shared_future<Status>> commits;
+  std::vector<std::pair<std::shared_ptr<Part>, OrderedDelivery::Ticket>> untold;
+  // A pass that hands parts over while it decides tells its observers as the parts come.
   std::optional<ObserverFeed> feed;
-  const size_t chunk_size = std::min(d.actions.size(), kPassChunk);
-  auto chunk = std::make_shared<Chunk>();
-  chunk->changed.reserve(chunk_size);
-  chunk->placed.reserve(chunk_size);
-  std::shared_future<Status> done;
-  bool persist = false;
-  // Under mu_: hands the chunk over (queueing the batch with the first one, so the pass keeps
-  // its place in the commit order) and starts the next.
-  auto hand_over = [&] {
-    if (chunk->changed.empty() && chunk->events.empty()) return;
-    if (!persist) {
-      persist = true;
-      const int64_t now_ms = NowMs();  // one timestamp for all the pass's placements
-      done = store_->ApplyPartsAsync([this, parts, now_ms](store::WriteBatch* rows) {
-        std::shared_ptr<Chunk> c;
-        bool more = true;
-        {
-          std::unique_lock lock(parts->mu);
-          parts->cv.wait(lock, [&] { return !parts->ready.empty() || parts->last; });
-          if (!parts->ready.empty()) {
-            c = std::move(parts->ready.front());
-            parts->ready.pop_front();
-          }
-          more = !parts->ready.empty() || !parts->last;
-        }
-        if (c == nullptr) return more;
-        *rows = std::move(c->events);
-        for (const Job& j : c->changed) rows->UpdateJob(StatusRow(j));
-        for (const Placed& p : c->placed) {
-          const Job& j = c->changed[p.at];
-          rows->AddEvent(store::EventRow{j.id, now_ms, "assigned",
-                                         j.parts.empty()
-                                             ? AssignedMessage(j, p.oversubscribed, p.basis)
-                                             : GangAssignedMessage(j)});
-        }
-        return more;
-      });
+  int64_t placed_ms = 0;  // one timestamp for all the pass's placements
+  int dropped = 0;        // decisions that what changed meanwhile made stale
+  PassStats stats;        // the decision's, less what was dropped (set once it returns)
+  int dropped_placed = 0, dropped_oversubscribed = 0, dropped_preempted = 0;
+  double applying_s = 0;   // wall time in applying parts while the pass still decided
+  double lock_wait_s = 0;  // of the apply, waiting for mu_
+  // A decision about a job stands only if the job is as the pass saw it (the view the action
+  // names, in `in`): same state, same attempt, same resize, not being stopped; and a placement
+  // only on a node that is still schedulable with the inventory of the view. Under mu_.
+  auto unchanged = [&](const pass::Action& act) -> Job* {
+    if (act.view == nullptr || act.view->id != act.job) return nullptr;
+    auto it = jobs_.find(act.job);
+    if (it == jobs_.end()) return nullptr;
+    const pass::JobView& v = *act.view;
+    Job& j = it->second;
+    if (PhaseOf(j.state) != v.phase || j.attempt() != v.attempt ||
+        j.preempted_by != v.preempted_by || j.consolidate_milli != v.consolidate_milli) {
+      return nullptr;
     }
-    {
-      std::lock_guard lock(parts->mu);
-      parts->ready.push_back(chunk);
+    if (v.placement.has_value() != j.assignment.has_value()) return nullptr;
+    if (v.placement && v.placement->node != j.assignment->node) return nullptr;
+    if (v.gang.size() != j.parts.size()) return nullptr;
+    for (size_t k = 0; k < v.gang.size(); ++k) {
+      if (v.gang[k].node != j.parts[k].assignment.node) return nullptr;
     }
-    parts->cv.notify_all();
-    // The feed's observers are told from the feed; a small pass keeps its chunks to tell them
-    // after its commit.
-    if (feed) {
-      const std::vector<Job>* changed = &chunk->changed;
-      feed->Add(std::shared_ptr<const std::vector<Job>>(std::move(chunk), changed));
-    } else {
-      chunks.push_back(std::move(chunk));
-    }
-    chunk = std::make_shared<Chunk>();
-    chunk->changed.reserve(chunk_size);
-    chunk->placed.reserve(chunk_size);
+    return &j;
   };
-  int dropped = 0;  // decisions that what changed meanwhile made stale
-  {
+  // Applies `acts` under mu_ as one part, and hands the part to the store and the observers.
+  // `early`: the pass is still deciding (its later parts follow).
+  auto apply_part = [&](std::span<pass::Action> acts, bool early) {
+    if (acts.empty()) return;
+    auto part = std::make_shared<Part>();
+    part->changed.reserve(acts.size());
+    part->placed.reserve(acts.size());
+    const auto asked = std::chrono::steady_clock::now();
     std::lock_guard lock(mu_);
-    phase_done(&phases.apply_lock_wait);
-    if (!d.actions.empty()) {
-      told = told_.Take();
-      if (d.actions.size() >= kFeedObserversFrom) {
-        const auto observers = Observers();
-        if (!observers->empty()) feed.emplace(*observers, &told);
-      }
-    }
-    // A decision about a job stands only if the job is as the pass saw it (the view the action
-    // names, in `in`): same state, same attempt, same resize, not being stopped; and a placement
-    // only on a node that is still schedulable with the inventory of the view.
-    auto unchanged = [&](const pass::Action& act) -> Job* {
-      if (act.view == nullptr || act.view->id != act.job) return nullptr;
-      auto it = jobs_.find(act.job);
-      if (it == jobs_.end()) return nullptr;
-      const pass::JobView& v = *act.view;
-      Job& j = it->second;
-      if (PhaseOf(j.state) != v.phase || j.attempt() != v.attempt ||
-          j.preempted_by != v.preempted_by || j.consolidate_milli != v.consolidate_milli) {
-        return nullptr;
-      }
-      if (v.placement.has_value() != j.assignment.has_value()) return nullptr;
-      if (v.placement && v.placement->node != j.assignment->node) return nullptr;
-      if (v.gang.size() != j.parts.size()) return nullptr;
-      for (size_t k = 0; k < v.gang.size(); ++k) {
-        if (v.gang[k].node != j.parts[k].assignment.node) return nullptr;
-      }
-      return &j;
-    };
+    lock_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
     // Nothing changes a node while the lock is held, and a policy that packs places many jobs
     // in a row on one node: the last node's answer is kept.
     const std::string* last_node = nullptr;
@@ -1663,18 +1601,17 @@ PassStats Server::RunSchedulingPass() {
                             !it->second.lost && !it->second.drained;
       return last_node_unchanged;
     };
-    // A changed job: its copy in the chunk, and out of the queue unless it went back to it.
+    // A changed job: its copy in the part, and out of the queue unless it went back to it.
     auto changed = [&](const Job& j) {
-      chunk->changed.push_back(j);
+      part->changed.push_back(j);
       if (j.state != JobState::kQueued) queued_.erase(j.id);
-      if (chunk->changed.size() >= kPassChunk) hand_over();
     };
-    for (pass::Action& act : d.actions) {
+    for (pass::Action& act : acts) {
       Job* jp = unchanged(act);
       if (act.kind == pass::Action::Kind::kStop) {
         if (jp == nullptr) {
           ++dropped;
-          --stats.preempted;
+          ++dropped_preempted;
           continue;
         }
         // A running victim is stopped by its node (TERM, the preemption grace, KILL) and its
@@ -1686,9 +1623,9 @@ PassStats Server::RunSchedulingPass() {
           victim.state = JobState::kCancelling;
           victim.preempted_by = act.for_job;
           victim.reason = why;
-          Event(&chunk->events, victim, "preempt", why + " (stopping)");
+          Event(&part->events, victim, "preempt", why + " (stopping)");
         } else {
-          RequeueUnstarted(victim, why, &chunk->events);
+          RequeueUnstarted(victim, why, &part->events);
         }
         spdlog::info("job {}: preempting job {} on {}", act.for_job, victim.id,
                      victim.assignment ? victim.assignment->node : std::string("its node"));
@@ -1698,13 +1635,11 @@ PassStats Server::RunSchedulingPass() {
       if (!act.gang.empty()) {
         // A gang: every part's node must be as the pass saw it, or none is placed.
         bool stale = jp == nullptr;
-        for (const pass::Grant& part : act.gang) {
-          stale = stale || !node_unchanged(part.placement.node);
-        }
+        for (const pass::Grant& g : act.gang) stale = stale || !node_unchanged(g.placement.node);
         Status s = stale ? Status::Ok() : AssignGang(*jp, act.gang);
         if (stale || !s.ok()) {
           ++dropped;
-          --stats.placed;
+          ++dropped_placed;
           if (!s.ok()) queue_reasons_[act.job] = "waiting: " + s.message();
           continue;
         }
@@ -1713,20 +1648,19 @@ PassStats Server::RunSchedulingPass() {
         j.reason.clear();
         Reindex(j);
         queue_reasons_.erase(j.id);
-        chunk->placed.push_back(Placed{chunk->changed.size(), false, {}});
+        part->placed.push_back(Placed{part->changed.size(), false, {}});
         changed(j);
         continue;
       }
       pass::Grant& pa = act.assignment;
       if (jp == nullptr || !node_unchanged(pa.placement.node)) {
         ++dropped;
-        --stats.placed;
-        if (pa.oversubscribed) --stats.oversubscribed;
+        ++dropped_placed;
+        if (pa.oversubscribed) ++dropped_oversubscribed;
         continue;
       }
       Job& j = *jp;
-      chunk->placed.push_back(
-          Placed{chunk->changed.size(), pa.oversubscribed, std::move(pa.basis)});
+      part->placed.push_back(Placed{part->changed.size(), pa.oversubscribed, std::move(pa.basis)});
       j.state = JobState::kAssigned;
       j.assignment = FromPass(std::move(pa));
       j.reason.clear();
@@ -1734,6 +1668,64 @@ PassStats Server::RunSchedulingPass() {
       queue_reasons_.erase(j.id);
       changed(j);
     }
+    if (part->changed.empty() && part->events.empty()) return;
+    if (commits.empty()) {
+      placed_ms = NowMs();
+      if (early) {
+        const auto observers = Observers();
+        if (!observers->empty()) feed.emplace(*observers);
+      }
+    }
+    OrderedDelivery::Ticket turn = told_.Take();
+    // The rows are built on the writer's thread from the part's copies (which nothing changes
+    // from here on), in its place in the commit order.
+    store::WriteBatch events = std::move(part->events);
+    commits.push_back(store_->ApplyAsync(
+        std::move(events), [this, part, now_ms = placed_ms](store::WriteBatch* rows) {
+          for (const Job& j : part->changed) rows->UpdateJob(StatusRow(j));
+          for (const Placed& p : part->placed) {
+            const Job& j = part->changed[p.at];
+            rows->AddEvent(store::EventRow{j.id, now_ms, "assigned",
+                                           j.parts.empty()
+                                               ? AssignedMessage(j, p.oversubscribed, p.basis)
+                                               : GangAssignedMessage(j)});
+          }
+        }));
+    if (feed) {
+      const std::vector<Job>* jobs = &part->changed;
+      feed->Add(std::shared_ptr<const std::vector<Job>>(std::move(part), jobs), std::move(turn));
+    } else {
+      untold.emplace_back(std::move(part), std::move(turn));
+    }
+  };
+
+  pass::ActionSink sink;
+  sink.every = kPassPart;
+  sink.take = [&](std::span<pass::Action> acts) {
+    const auto t = std::chrono::steady_clock::now();
+    apply_part(acts, true);
+    applying_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  pass::Decision d = pass_->Run(in, *queue_policy, popts, sink);
+  view_nodes_ = std::move(in.nodes);
+  view_version_ = view_built_at;
+  for (const std::string& w : d.warnings) spdlog::warn("scheduling pass: {}", w);
+  phase_done(&phases.compute);
+  // What the parts applied while the pass decided took is the apply's, not the compute's.
+  phases.compute -= applying_s;
+  phases.apply += applying_s;
+
+  // The rest of the decision, in parts of at most kPassPart actions.
+  const std::span<pass::Action> rest = std::span<pass::Action>(d.actions).subspan(d.handed);
+  for (size_t at = 0; at < rest.size(); at += kPassPart) {
+    apply_part(rest.subspan(at, std::min(kPassPart, rest.size() - at)), false);
+  }
+  stats = d.stats;
+  stats.placed -= dropped_placed;
+  stats.oversubscribed -= dropped_oversubscribed;
+  stats.preempted -= dropped_preempted;
+  {
+    std::lock_guard lock(mu_);
     for (auto& [id, why] : d.reasons) {
       auto it = jobs_.find(id);
       if (it != jobs_.end() && it->second.state == JobState::kQueued) {
@@ -1741,30 +1733,27 @@ PassStats Server::RunSchedulingPass() {
       }
     }
     if (stats.fragmentation) last_fragmentation_ = stats.fragmentation;
-    hand_over();
     if (stats.queued > 0) totals_.passes++;
     totals_.placed += stats.placed;
     totals_.preempted += stats.preempted;
     totals_.oversubscribed += stats.oversubscribed;
-    phase_done(&phases.apply);
   }
-  end_parts.Finish();
-  if (persist) {
-    Status s = Wait(done);
-    if (!s.ok()) spdlog::error("scheduling pass: cannot persist placements: {}", s.ToString());
+  phase_done(&phases.apply);
+  phases.apply -= lock_wait_s;
+  phases.apply_lock_wait += lock_wait_s;
+  for (std::shared_future<Status>& done : commits) {
+    if (Status s = Wait(done); !s.ok()) {
+      spdlog::error("scheduling pass: cannot persist placements: {}", s.ToString());
+    }
   }
   phase_done(&phases.persist);
   if (dropped > 0) {
     spdlog::info("scheduling pass: {} decision(s) overtaken by changes; deciding again", dropped);
     Kick();
   }
-  if (feed) {
-    feed->Finish();
-    told.Deliver({});
-  } else if (!chunks.empty()) {
-    told.Deliver([this, chunks = std::move(chunks)] {
-      for (const auto& c : chunks) Notify(c->changed);
-    });
+  if (feed) feed->Finish();
+  for (auto& [part, turn] : untold) {
+    turn.Deliver([this, part = std::move(part)] { Notify(part->changed); });
   }
   if (stats.fragmentation) {
     const WallTime at = clock_->WallNow();

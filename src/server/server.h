@@ -22,6 +22,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -127,6 +128,11 @@ struct ServerOptions {
   // (ActivityTracker). The weighted policy's utilization is that mean where GPUs report it, and
   // oversubscription needs it to cover the whole window (pass::PassOptions).
   Duration activity_window = std::chrono::minutes(5);
+  // Makes the placement policy of a name (at start, from a stored policy, on SetPolicy);
+  // scheduler::CreatePlacementPolicy when empty. Injected like the clock, so a test can see a
+  // pass from inside its decisions.
+  std::function<Result<std::unique_ptr<scheduler::PlacementPolicy>>(std::string_view name)>
+      make_placement;
   // Who a verified client certificate is, by its Common Name (HTTPS with a client CA):
   // "kube-scheduler" -> {name "kube-scheduler", role scheduler}. Unlisted names are refused.
   std::map<std::string, Principal> client_certificates;
@@ -153,8 +159,8 @@ class ServerObserver {
   // Job changes come in the order the jobs changed, one change at a time (never two at once to
   // one observer). The call that made a change may return before it is told: while an earlier
   // change is still being told, a later one is told after it, on the thread telling it. A pass
-  // of Server::kFeedObserversFrom decisions or more tells each observer on a thread of its own,
-  // its parts in order, and returns once all are told.
+  // of more than Server::kPassPart decisions tells each observer on a thread of its own, its
+  // parts in order (each in its turn among the server's changes), and returns once all are told.
   virtual void OnJobChanged(const Job& /*job*/) {}
   // Every job one change of the server touched, in the order they changed: a scheduling pass's
   // placed and stopped jobs (part by part, as it hands them to the store, when it tells them
@@ -308,9 +314,11 @@ class Server final : public JobActions {
                    std::optional<bool> backfill);
   PolicySettings Policy() const;
 
-  // From this many decisions on, a pass tells its observers of each part of its changes as it is
-  // handed to the store, one thread each, while the rest is applied and written (ObserverFeed).
-  static constexpr size_t kFeedObserversFrom = 4096;
+  // A pass applies its decision in parts of this many actions, each as soon as it is decided
+  // (the lock is let go between parts). A pass that hands parts over while it still decides
+  // (more than this many actions) tells its observers of each part on a thread each, while the
+  // rest is decided, applied and written (ObserverFeed).
+  static constexpr size_t kPassPart = 4096;
   // One scheduling pass / one liveness check (the loops call these).
   PassStats RunSchedulingPass();
   int CheckNodeTimeouts();
@@ -419,6 +427,8 @@ class Server final : public JobActions {
              const std::string& subject, const std::string& detail);
   // Hands out the next job id, first raising the durable high-water mark when it is reached.
   Result<int64_t> NextJobId();
+  // The placement policy of a name (ServerOptions::make_placement).
+  Result<std::unique_ptr<scheduler::PlacementPolicy>> MakePlacement(std::string_view name) const;
 
   TokenRegistry tokens_;
   // Job ids: next to hand out, and the durable mark below which every id may have been used

@@ -2,17 +2,20 @@
 // order the jobs changed: a heartbeat that starts and ends a job while a scheduling pass is still
 // telling the observers that it placed that job is told after the pass, not before it (the
 // observers would otherwise keep an ended job as placed, holding its GPU, for good). A pass large
-// enough to tell its observers while it applies (Server::kFeedObserversFrom decisions) has told
+// enough to tell its observers while it applies (more than Server::kPassPart decisions) has told
 // every one of them every change when it returns.
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "scheduler/registry.h"
 #include "server/server.h"
 #include "test_util.h"
 
@@ -113,7 +116,7 @@ TEST(ObserverOrder, AJobEndedWhileThePassStillTellsOfItsPlacementReachesObserver
 
 TEST(ObserverOrder, ALargePassHasToldEveryObserverOfEveryChangeWhenItReturns) {
   Fixture f("observer_order_large");
-  const int jobs = static_cast<int>(Server::kFeedObserversFrom) + 100;
+  const int jobs = static_cast<int>(Server::kPassPart) + 100;
   const int nodes = (jobs + 7) / 8;
   for (int n = 0; n < nodes; ++n) {
     ASSERT_TRUE(f.server->RegisterNode(f.admin, f.Node("n" + std::to_string(n), 8)).ok());
@@ -141,6 +144,95 @@ TEST(ObserverOrder, ALargePassHasToldEveryObserverOfEveryChangeWhenItReturns) {
     }
     EXPECT_EQ(queued, submitted);
     EXPECT_EQ(assigned, submitted);
+  }
+}
+
+// Asks a real policy, and runs `hook` the first time it is asked for more than `after`
+// placements in a pass (the pass has then handed its first part over: Server::kPassPart).
+class HookedPolicy : public scheduler::PlacementPolicy {
+ public:
+  HookedPolicy(std::unique_ptr<scheduler::PlacementPolicy> inner, int after,
+               std::function<void()>* hook)
+      : inner_(std::move(inner)), after_(after), hook_(hook) {}
+  std::string_view Name() const override { return inner_->Name(); }
+  scheduler::PlacementResult Place(const scheduler::Request& r,
+                                   const scheduler::ClusterState& cluster) override {
+    if (++places_ == after_ + 1 && *hook_) (*hook_)();
+    return inner_->Place(r, cluster);
+  }
+  void Observe(const scheduler::Request& r) override { inner_->Observe(r); }
+  bool UsesUtilization() const override { return inner_->UsesUtilization(); }
+
+ private:
+  std::unique_ptr<scheduler::PlacementPolicy> inner_;
+  const int after_;
+  std::function<void()>* hook_;
+  int places_ = 0;
+};
+
+// A large pass applies its decision part by part while it still decides: its first part is in
+// place (and told) before it has decided the next, and a change made between two parts (here a
+// cancel, made while the pass decides the second) is told to every observer between them and
+// written between them: after a restart the cancelled job is cancelled and every other placed.
+TEST(ObserverOrder, ALargePassAppliesItsFirstPartWhileItStillDecidesAndTellsWhatCameBetween) {
+  std::function<void()> hook;
+  const int part = static_cast<int>(Server::kPassPart);
+  ServerOptions opts;
+  opts.placement_policy = "bestfit";
+  opts.make_placement =
+      [&](std::string_view name) -> Result<std::unique_ptr<scheduler::PlacementPolicy>> {
+    auto inner = scheduler::CreatePlacementPolicy(name, scheduler::PolicyConfig{});
+    if (!inner.ok()) return inner.status();
+    return std::unique_ptr<scheduler::PlacementPolicy>(
+        std::make_unique<HookedPolicy>(std::move(*inner), part, &hook));
+  };
+  Fixture f("observer_order_parts", opts);
+  const int jobs = part + 100;
+  for (int n = 0; n < (jobs + 7) / 8; ++n) {
+    ASSERT_TRUE(f.server->RegisterNode(f.admin, f.Node("n" + std::to_string(n), 8)).ok());
+  }
+  Log first, second;
+  f.server->AddObserver(&first);
+  f.server->AddObserver(&second);
+  std::vector<int64_t> submitted;
+  for (int i = 0; i < jobs; ++i) {
+    auto j = f.server->Submit(f.alice, Spec({"train"}, 1));
+    ASSERT_TRUE(j.ok()) << j.status().ToString();
+    submitted.push_back(j->id);
+  }
+  // Deciding the first job of the second part: the first part (the first jobs, in FIFO order)
+  // is applied already; its first job is cancelled.
+  bool hooked = false;
+  std::string cancelled_state;
+  hook = [&] {
+    hooked = true;
+    EXPECT_EQ(f.server->GetJob(f.admin, submitted.front())->state, JobState::kAssigned);
+    EXPECT_EQ(f.server->GetJob(f.admin, submitted.back())->state, JobState::kQueued);
+    auto c = f.server->Cancel(f.alice, submitted.front());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    cancelled_state = JobStateName(c->state);
+  };
+  const PassStats st = f.server->RunSchedulingPass();
+  ASSERT_TRUE(hooked);
+  EXPECT_EQ(st.placed, jobs);
+  const size_t n = submitted.size();
+  for (const Log* log : {&first, &second}) {
+    const auto seen = log->Seen();
+    ASSERT_EQ(seen.size(), 2 * n + 1);
+    // Every submission, then the first part's placements, the cancel, the second part's.
+    std::vector<std::pair<int64_t, std::string>> want;
+    for (int64_t id : submitted) want.emplace_back(id, "queued");
+    for (size_t k = 0; k < n; ++k) {
+      if (k == static_cast<size_t>(part)) want.emplace_back(submitted.front(), cancelled_state);
+      want.emplace_back(submitted[k], "assigned");
+    }
+    EXPECT_EQ(seen, want);
+  }
+  hook = nullptr;
+  f.Open();  // a restart reads what was written, in the order it changed
+  EXPECT_EQ(JobStateName(f.server->GetJob(f.admin, submitted.front())->state), cancelled_state);
+  for (size_t k = 1; k < n; ++k) {
+    ASSERT_EQ(f.server->GetJob(f.admin, submitted[k])->state, JobState::kAssigned) << k;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -425,6 +426,43 @@ TEST(SqliteStore, ALongLogIsCopiedIntoTheDatabaseAfterItsCommit) {
   ASSERT_TRUE((*store)->Apply(std::move(next)).ok());
   EXPECT_GT(std::filesystem::file_size(path), empty_size + 5'000'000)
       << "the log was not copied into the database";
+  EXPECT_EQ((*store)->LoadJobs()->size(), 3000u);
+}
+
+// While batches wait, the copy waits for them: a burst of commits (a large scheduling pass
+// written in parts) copies the pages it rewrites once, after the burst, not after each commit.
+TEST(SqliteStore, WhileBatchesWaitTheLogIsCopiedAfterThem) {
+  const std::string path = TempDb("checkpoint_busy");
+  auto store = OpenSqliteStore(path, SqliteOptions{.synchronous_full = false});
+  ASSERT_TRUE(store.ok());
+  const auto empty_size = std::filesystem::file_size(path);
+  WriteBatch big;  // about 6 MB of pages: well over the 1,000-frame threshold
+  for (int i = 1; i <= 3000; ++i) {
+    big.PutJob({i, "alice", "queued", "", "{\"pad\":\"" + std::string(2000, 'x') + "\"}"});
+  }
+  // The big batch's writer waits, inside it, until the next batch is queued behind it, so that
+  // one is waiting when the big one commits.
+  std::promise<void> entered, queued;
+  auto first = (*store)->ApplyAsync(std::move(big), [&](WriteBatch*) {
+    entered.set_value();
+    queued.get_future().wait();
+  });
+  entered.get_future().wait();
+  std::uintmax_t size_after_first = 0;
+  auto second = (*store)->ApplyAsync(WriteBatch{}, [&](WriteBatch* rows) {
+    size_after_first = std::filesystem::file_size(path);
+    rows->AddEvent({1, 10, "note", "behind the big one"});
+  });
+  queued.set_value();
+  ASSERT_TRUE(first.get().ok());
+  ASSERT_TRUE(second.get().ok());
+  EXPECT_LT(size_after_first, empty_size + 1'000'000) << "the log was copied while a batch waited";
+  // Nothing waits after the second: the writer copies the log before it takes another batch.
+  WriteBatch third;
+  third.AddEvent({1, 20, "note", "after the burst"});
+  ASSERT_TRUE((*store)->Apply(std::move(third)).ok());
+  EXPECT_GT(std::filesystem::file_size(path), empty_size + 5'000'000)
+      << "the log was not copied into the database after the burst";
   EXPECT_EQ((*store)->LoadJobs()->size(), 3000u);
 }
 

@@ -295,12 +295,6 @@ class SqliteStore final : public Store {
     return Enqueue(std::move(p));
   }
 
-  std::shared_future<Status> ApplyPartsAsync(std::function<bool(WriteBatch*)> next) override {
-    auto p = std::make_unique<Pending>();
-    p->next = std::move(next);
-    return Enqueue(std::move(p));
-  }
-
   Result<std::vector<JobRow>> LoadJobs() override {
     std::lock_guard lock(read_mu_);
     Stmt s(reader_,
@@ -427,7 +421,6 @@ class SqliteStore final : public Store {
   struct Pending {
     WriteBatch batch;
     std::function<void(WriteBatch*)> fill;
-    std::function<bool(WriteBatch*)> next;  // a batch in parts (ApplyPartsAsync)
     std::promise<Status> promise;
   };
 
@@ -442,23 +435,6 @@ class SqliteStore final : public Store {
     queue_.push_back(std::move(p));
     cv_.notify_all();
     return f;
-  }
-
-  // The batch `p`: its rows, or each of its parts as `next` gives them. A part that fails ends
-  // it (the caller's SAVEPOINT rolls every part back); `next` is not called again.
-  Status ApplyPending(Pending& p) {
-    if (!p.next) return ApplyOne(p.batch);
-    bool more = true;
-    while (more) {
-      WriteBatch part;
-      try {
-        more = p.next(&part);
-      } catch (const std::exception& e) {
-        return Internal(std::string("a batch in parts could not give its next part: ") + e.what());
-      }
-      STOKER_RETURN_IF_ERROR(ApplyOne(part));
-    }
-    return Status::Ok();
   }
 
   Status ApplyOne(const WriteBatch& b) {
@@ -564,7 +540,7 @@ class SqliteStore final : public Store {
         for (size_t i = 0; i < group.size(); ++i) {
           Status s = Exec(writer_, "SAVEPOINT b");
           if (s.ok()) {
-            s = ApplyPending(*group[i]);
+            s = ApplyOne(group[i]->batch);
             if (s.ok()) {
               s = Exec(writer_, "RELEASE b");
             } else {

@@ -145,14 +145,6 @@ class Store {
   // `fill` must not call the store; whatever it reads must stay unchanged until it has run.
   virtual std::shared_future<Status> ApplyAsync(WriteBatch batch,
                                                 std::function<void(WriteBatch*)> fill) = 0;
-  // One batch written in parts while its caller still produces them: when the batch's turn
-  // comes, the store's writer thread calls `next` again and again, each call adding one part's
-  // rows to an empty batch that is written at once (in the batch's transaction), until `next`
-  // returns false (the rows of that last call are written too). `next` may wait for the caller
-  // to produce the next part; that is the point: the caller's work and the store's writing of
-  // the parts before overlap. Atomic and durable as one batch (all parts or none, one COMMIT).
-  // `next` must not call the store; batches queued behind it wait until it returns false.
-  virtual std::shared_future<Status> ApplyPartsAsync(std::function<bool(WriteBatch*)> next) = 0;
 
   virtual Result<std::vector<JobRow>> LoadJobs() = 0;
   virtual Result<std::vector<NodeRow>> LoadNodes() = 0;

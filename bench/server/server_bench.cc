@@ -6,6 +6,9 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -190,9 +193,28 @@ void SchedulingPassOverQueue(benchmark::State& state, int nodes, int jobs, PassS
       submit_queue(ended);
       state.counters["ended_before"] = ended;
     }
+    // A client reading one job every millisecond through the pass (GET /jobs/{id} takes the
+    // server's lock): its longest wait is how long the pass held the lock at most, as a
+    // heartbeat or a submission would see it.
+    std::atomic<bool> passing = true;
+    double read_max_ms = 0;
+    std::thread reader([&] {
+      const int64_t id = 1;
+      while (passing.load()) {
+        const auto asked = std::chrono::steady_clock::now();
+        (void)w->server->GetJob(admin, id);
+        read_max_ms = std::max(read_max_ms, std::chrono::duration<double, std::milli>(
+                                                std::chrono::steady_clock::now() - asked)
+                                                .count());
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    });
     state.ResumeTiming();
     PassStats st = w->server->RunSchedulingPass();
     state.PauseTiming();
+    passing = false;
+    reader.join();
+    state.counters["read_max_ms"] = read_max_ms;
     state.counters["queued"] = st.queued;
     state.counters["placed"] = st.placed;
     state.counters["blocked"] = st.blocked;

@@ -84,6 +84,20 @@ RunReport Report(const Job& j, protocol::RunPhase phase) {
   return r;
 }
 
+// Enough 8-GPU nodes for `jobs` one-GPU jobs, and the jobs submitted: their ids, in order.
+std::vector<int64_t> NodesAndQueue(Fixture& f, int jobs) {
+  for (int n = 0; n < (jobs + 7) / 8; ++n) {
+    EXPECT_TRUE(f.server->RegisterNode(f.admin, f.Node("n" + std::to_string(n), 8)).ok());
+  }
+  std::vector<int64_t> ids;
+  for (int i = 0; i < jobs; ++i) {
+    auto j = f.server->Submit(f.alice, Spec({"train"}, 1));
+    EXPECT_TRUE(j.ok()) << j.status().ToString();
+    if (j.ok()) ids.push_back(j->id);
+  }
+  return ids;
+}
+
 TEST(ObserverOrder, AJobEndedWhileThePassStillTellsOfItsPlacementReachesObserversEnded) {
   Fixture f("observer_order");
   ASSERT_TRUE(f.server->RegisterNode(f.agent, f.Node("n1", 1)).ok());
@@ -117,19 +131,12 @@ TEST(ObserverOrder, AJobEndedWhileThePassStillTellsOfItsPlacementReachesObserver
 TEST(ObserverOrder, ALargePassHasToldEveryObserverOfEveryChangeWhenItReturns) {
   Fixture f("observer_order_large");
   const int jobs = static_cast<int>(Server::kPassPart) + 100;
-  const int nodes = (jobs + 7) / 8;
-  for (int n = 0; n < nodes; ++n) {
-    ASSERT_TRUE(f.server->RegisterNode(f.admin, f.Node("n" + std::to_string(n), 8)).ok());
-  }
   Log first, second;
   f.server->AddObserver(&first);
   f.server->AddObserver(&second);
-  std::set<int64_t> submitted;
-  for (int i = 0; i < jobs; ++i) {
-    auto j = f.server->Submit(f.alice, Spec({"train"}, 1));
-    ASSERT_TRUE(j.ok()) << j.status().ToString();
-    submitted.insert(j->id);
-  }
+  const std::vector<int64_t> ids = NodesAndQueue(f, jobs);
+  const std::set<int64_t> submitted(ids.begin(), ids.end());
+  ASSERT_EQ(submitted.size(), static_cast<size_t>(jobs));
   const PassStats st = f.server->RunSchedulingPass();
   ASSERT_EQ(st.placed, jobs);
   for (const Log* log : {&first, &second}) {
@@ -188,18 +195,11 @@ TEST(ObserverOrder, ALargePassAppliesItsFirstPartWhileItStillDecidesAndTellsWhat
   };
   Fixture f("observer_order_parts", opts);
   const int jobs = part + 100;
-  for (int n = 0; n < (jobs + 7) / 8; ++n) {
-    ASSERT_TRUE(f.server->RegisterNode(f.admin, f.Node("n" + std::to_string(n), 8)).ok());
-  }
   Log first, second;
   f.server->AddObserver(&first);
   f.server->AddObserver(&second);
-  std::vector<int64_t> submitted;
-  for (int i = 0; i < jobs; ++i) {
-    auto j = f.server->Submit(f.alice, Spec({"train"}, 1));
-    ASSERT_TRUE(j.ok()) << j.status().ToString();
-    submitted.push_back(j->id);
-  }
+  const std::vector<int64_t> submitted = NodesAndQueue(f, jobs);
+  ASSERT_EQ(submitted.size(), static_cast<size_t>(jobs));
   // Deciding the first job of the second part: the first part (the first jobs, in FIFO order)
   // is applied already; its first job is cancelled.
   bool hooked = false;

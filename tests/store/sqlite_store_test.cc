@@ -293,6 +293,16 @@ TEST(SqliteStore, ABatchFilledOnTheWriterThreadKeepsItsPlaceInTheOrder) {
   EXPECT_EQ((*store)->ListEvents(1)->size(), 2u);
 }
 
+// 3,000 jobs of about 2 KB: about 6 MB of pages, well over the writer's 1,000-frame threshold
+// for copying its log into the database.
+WriteBatch ALongLog() {
+  WriteBatch big;
+  for (int i = 1; i <= 3000; ++i) {
+    big.PutJob({i, "alice", "queued", "", "{\"pad\":\"" + std::string(2000, 'x') + "\"}"});
+  }
+  return big;
+}
+
 // The writer copies the log into the database itself, after acknowledging the commit that
 // made it long (not inside it, as SQLite's automatic checkpoint would): the log does not grow
 // without bound, and what was acknowledged survives a crash before the copy.
@@ -302,10 +312,7 @@ TEST(SqliteStore, ALongLogIsCopiedIntoTheDatabaseAfterItsCommit) {
   auto store = OpenSqliteStore(path, SqliteOptions{.synchronous_full = false});
   ASSERT_TRUE(store.ok());
   const auto empty_size = std::filesystem::file_size(path);
-  WriteBatch big;  // about 6 MB of pages: well over the 1,000-frame threshold
-  for (int i = 1; i <= 3000; ++i) {
-    big.PutJob({i, "alice", "queued", "", "{\"pad\":\"" + std::string(2000, 'x') + "\"}"});
-  }
+  WriteBatch big = ALongLog();
   ASSERT_TRUE((*store)->Apply(std::move(big)).ok());
   // Acknowledged: in the log, whatever the database file holds yet.
   CopyAsACrashWouldLeaveIt(path, copy);
@@ -330,10 +337,7 @@ TEST(SqliteStore, WhileBatchesWaitTheLogIsCopiedAfterThem) {
   auto store = OpenSqliteStore(path, SqliteOptions{.synchronous_full = false});
   ASSERT_TRUE(store.ok());
   const auto empty_size = std::filesystem::file_size(path);
-  WriteBatch big;  // about 6 MB of pages: well over the 1,000-frame threshold
-  for (int i = 1; i <= 3000; ++i) {
-    big.PutJob({i, "alice", "queued", "", "{\"pad\":\"" + std::string(2000, 'x') + "\"}"});
-  }
+  WriteBatch big = ALongLog();
   // The big batch's writer waits, inside it, until the next batch is queued behind it, so that
   // one is waiting when the big one commits.
   std::promise<void> entered, queued;

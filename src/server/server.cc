@@ -1561,8 +1561,8 @@ PassStats Server::RunSchedulingPass() {
   // A pass that hands parts over while it decides tells its observers as the parts come.
   std::optional<ObserverFeed> feed;
   int64_t placed_ms = 0;  // one timestamp for all the pass's placements
-  int dropped = 0;        // decisions that what changed meanwhile made stale
-  PassStats stats;        // the decision's, less what was dropped (set once it returns)
+  // Decisions that what changed meanwhile made stale: placements (of them oversubscribed) and
+  // stops.
   int dropped_placed = 0, dropped_oversubscribed = 0, dropped_preempted = 0;
   double applying_s = 0;   // wall time in applying parts while the pass still decided
   double lock_wait_s = 0;  // of the apply, waiting for mu_
@@ -1620,7 +1620,6 @@ PassStats Server::RunSchedulingPass() {
       Job* jp = unchanged(act);
       if (act.kind == pass::Action::Kind::kStop) {
         if (jp == nullptr) {
-          ++dropped;
           ++dropped_preempted;
           continue;
         }
@@ -1648,7 +1647,6 @@ PassStats Server::RunSchedulingPass() {
         for (const pass::Grant& g : act.gang) stale = stale || !node_unchanged(g.placement.node);
         Status s = stale ? Status::Ok() : AssignGang(*jp, act.gang);
         if (stale || !s.ok()) {
-          ++dropped;
           ++dropped_placed;
           if (!s.ok()) queue_reasons_[act.job] = "waiting: " + s.message();
           continue;
@@ -1664,7 +1662,6 @@ PassStats Server::RunSchedulingPass() {
       }
       pass::Grant& pa = act.assignment;
       if (jp == nullptr || !node_unchanged(pa.placement.node)) {
-        ++dropped;
         ++dropped_placed;
         if (pa.oversubscribed) ++dropped_oversubscribed;
         continue;
@@ -1730,7 +1727,7 @@ PassStats Server::RunSchedulingPass() {
   for (size_t at = 0; at < rest.size(); at += kPassPart) {
     apply_part(rest.subspan(at, std::min(kPassPart, rest.size() - at)), false);
   }
-  stats = d.stats;
+  PassStats stats = d.stats;  // less what was dropped
   stats.placed -= dropped_placed;
   stats.oversubscribed -= dropped_oversubscribed;
   stats.preempted -= dropped_preempted;
@@ -1757,7 +1754,7 @@ PassStats Server::RunSchedulingPass() {
     }
   }
   phase_done(&phases.persist);
-  if (dropped > 0) {
+  if (const int dropped = dropped_placed + dropped_preempted; dropped > 0) {
     spdlog::info("scheduling pass: {} decision(s) overtaken by changes; deciding again", dropped);
     Kick();
   }

@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "core/huge_pages.h"
+
 namespace stoker::scheduler {
 namespace {
 
@@ -93,6 +95,13 @@ int64_t Placement::TotalGpuMilli() const {
   int64_t sum = 0;
   for (int i = 0; i < num_gpus; ++i) sum += gpus[i].milli + MigSlicesToMilli(gpus[i].mig_slices);
   return sum;
+}
+
+void ClusterState::Reserve(size_t nodes) {
+  specs_.reserve(nodes);
+  nodes_.reserve(nodes);
+  AdviseHugePagesFor(specs_);
+  AdviseHugePagesFor(nodes_);
 }
 
 Result<int32_t> ClusterState::AddNode(const NodeSpec& s) {

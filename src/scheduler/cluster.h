@@ -96,6 +96,9 @@ class ClusterState {
 
   // Adds an empty node; returns its index (node id). InvalidArgument for bad specs.
   Result<int32_t> AddNode(const NodeSpec& spec);
+  // Room for `nodes` nodes in all, before adding them (a cluster built at once: no copying of
+  // the nodes added so far as it grows).
+  void Reserve(size_t nodes);
 
   // Best-effort requests may use CPU and memory up to cap_permille/1000 of a node's capacity
   // (1000 = off, the default; at most 1500 = 1.5:1). GPUs are never oversubscribed.

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "core/huge_pages.h"
 #include "scheduler/fgd.h"
 #include "scheduler/gang.h"
 #include "scheduler/pass/gang.h"
@@ -117,6 +118,7 @@ Fragmentation Measure(const scheduler::ClusterState& cluster, const std::vector<
   // shapes that cover 95 % of them. GPU-model constraints are left out of the measure.
   std::vector<scheduler::Request> seen;
   seen.reserve(active.size() + queued.size());
+  AdviseHugePagesFor(seen);
   auto add = [&](const JobView& j) {
     scheduler::Request r = RequestFor(j);
     if (r.IsMig()) {  // a MIG instance as its share of a GPU (the measure counts milli-GPU)
@@ -350,6 +352,7 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
   // which would move every action taken so far.
   decision.actions = std::move(spare_actions_);  // empty (Recycle), with its storage
   decision.actions.reserve(in.queued.size());
+  AdviseHugePagesFor(decision.actions);
   // Every action taken goes through here: into the decision, and to the sink each time it has
   // `every` new ones.
   auto take = [&](Action&& act) {
@@ -384,6 +387,8 @@ Decision SchedulingPass::Run(const PassInput& in, const queue::QueuePolicy& queu
   };
   std::unordered_map<std::string_view, Siblings> node_vnodes;
   node_vnodes.reserve(in.nodes.size());
+  cluster.Reserve(in.nodes.size());  // one scheduler node each, or two with MIG and plain GPUs
+  vnodes.reserve(in.nodes.size());
   for (const NodeView& n : in.nodes) {
     if (n.lost || n.drained) continue;
     // A name is one machine: a second node of the same name in the input is not placed on

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/huge_pages.h"
+
 namespace stoker::queue {
 
 bool JobQueue::Push(const JobView& job) {
@@ -31,6 +33,7 @@ std::vector<JobId> KeyOrder(const QueuePolicy& policy, const std::vector<JobView
   }
   std::vector<QueueKey> keys;
   keys.reserve(jobs.size());
+  AdviseHugePagesFor(keys);
   for (size_t i = 0; i < jobs.size(); ++i) {
     if (!repeated[i]) keys.push_back(policy.Key(jobs[i]));
   }

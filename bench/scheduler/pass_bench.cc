@@ -29,7 +29,7 @@ pass::PassInput Scenario(int nodes, int queued) {
     pass::NodeView v;
     v.name = "node" + std::to_string(n);
     v.cpu_milli = 128000;
-    v.memory_mib = 1024 * 1024;
+    v.memory_mib = int64_t{1024} * 1024;
     for (uint32_t g = 0; g < 8; ++g) {
       v.gpus.push_back(pass::GpuView{g, n % 4 == 0 ? "A100" : "H100", 81920, false, {}});
     }

@@ -243,6 +243,8 @@ struct ServerMetrics {
   PassPhaseSeconds last_pass_phases;
 };
 
+class PartBuffers;  // server.cc: the storage of a pass's parts' copies of their jobs
+
 class Server final : public JobActions {
  public:
   // Loads jobs, nodes and tokens from the store.
@@ -478,6 +480,10 @@ class Server final : public JobActions {
   // The storage of the jobs' views, kept between passes (emptied after each): at 100,000 queued
   // jobs the views take tens of megabytes, and fresh memory each pass cost its page faults.
   std::vector<pass::JobView> view_active_, view_queued_;  // guarded by pass_mu_
+  // The storage of a pass's parts' copies of the jobs they changed, handed back by whoever is
+  // done with a part last (the store's writer or an observer's thread) and reused by the next
+  // part (its own lock).
+  std::shared_ptr<PartBuffers> part_buffers_;
   // Builds view_nodes_ and view_generations_ from nodes_ (mu_ held).
   void RebuildNodeView();
   std::mutex log_mu_;

@@ -3,9 +3,10 @@
 //
 // A buffer of tens of megabytes filled at once (a scheduling pass's 100,000 job views, 80,000
 // actions, the copies of the jobs it placed) takes one page fault per 4 KiB page on first write;
-// under a hypervisor each costs microseconds (a 64 MiB buffer: about 180 ms in 4 KiB faults, 4 ms
-// in 2 MiB pages on this project's VMs, docs/performance.md). AdviseHugePages marks the 2 MiB
-// pages that lie wholly inside [data, data + bytes) for transparent huge pages
+// under a hypervisor each costs microseconds (64 MiB written first: 167 ms in 4 KiB pages, 3.9 ms
+// with this advice on this project's VM, pass_bench's BM_FreshBuffer; memory the host has never
+// backed still costs its first write either way, docs/performance.md). AdviseHugePages marks
+// the 2 MiB pages that lie wholly inside [data, data + bytes) for transparent huge pages
 // (madvise(MADV_HUGEPAGE)), so that the kernel maps them 2 MiB at a time. It changes no byte of
 // the buffer and nothing outside it; where huge pages are off (transparent_hugepage "never") or
 // the range holds no whole 2 MiB page, it does nothing. It is advice: the kernel falls back to

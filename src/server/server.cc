@@ -1545,8 +1545,9 @@ PassStats Server::RunSchedulingPass() {
     // The node view, built again from the authoritative table only when a node changed (at
     // 10,000 nodes building it took 13-79 ms under this lock, holding up every heartbeat). It
     // is built on a thread of its own while this one builds the jobs' views (the two read and
-    // write nothing in common; both under this lock): at 10,000 nodes and 100,000 queued jobs,
-    // 50-60 ms beside 110 ms. A rebuild that throws rethrows here, its thread joined.
+    // write nothing in common; both under this lock): at 10,000 nodes and 100,000 queued jobs
+    // the view took 0.19 s with both on this thread, 0.06-0.11 s so (docs/performance.md). A
+    // rebuild that throws rethrows here, its thread joined.
     std::future<void> nodes_built;
     if (view_version_ != nodes_version_ || !options_.incremental_pass) {
       nodes_built = std::async(std::launch::async, [this] { RebuildNodeView(); });

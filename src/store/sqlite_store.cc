@@ -517,9 +517,9 @@ class SqliteStore final : public Store {
 
   // Group commit: take every batch waiting now, run each inside its own SAVEPOINT (a failing
   // batch rolls back alone), COMMIT once, then acknowledge them all. Then, once the log holds
-  // kCheckpointFrames or more, copy it into the database (a passive checkpoint, SQLite's own
-  // default threshold and kind): the commit is durable in the log already, so its callers do
-  // not wait for the copy; the next group does.
+  // kCheckpointFrames or more (kBusyCheckpointFrames while more batches wait), copy it into the
+  // database (a passive checkpoint, SQLite's own default threshold and kind): the commit is
+  // durable in the log already, so its callers do not wait for the copy; the next group does.
   void WriterLoop() {
     std::unique_lock lock(mu_);
     while (true) {
